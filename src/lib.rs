@@ -1,0 +1,1 @@
+//! sage: audit recorded runs of LLM coding agents.

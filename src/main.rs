@@ -1,1 +1,7 @@
-fn main() {}
+//! The `sage` command line: a thin layer over the library.
+
+mod cli;
+
+fn main() {
+    std::process::exit(cli::run());
+}

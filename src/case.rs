@@ -1,0 +1,345 @@
+//! Cases: one confirmed silent failure = task context + baseline + trace + failure anchor.
+//!
+//! A case is a folder holding `case.json` (the manifest, schema in `docs/case.schema.json`),
+//! the trace file(s) and the baseline artefact(s). [`discover`] finds cases recursively.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Version tag of the case manifest.
+pub const CASE_SCHEMA: &str = "sage.case/1";
+/// The manifest's file name inside a case folder.
+pub const MANIFEST_NAME: &str = "case.json";
+
+/// The manifest of one case, as written in `case.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CaseManifest {
+    /// Always [`CASE_SCHEMA`].
+    pub schema: String,
+    /// Stable id of the case (defaults to the folder name when empty).
+    #[serde(default)]
+    pub id: String,
+    /// The trace file(s), relative to the case folder, with the framework when known.
+    pub trace: TraceSpec,
+    /// Artefact path (as the trace names it) → baseline file, relative to the case folder.
+    pub baseline: BTreeMap<String, String>,
+    /// Artefact path → the final file as submitted, when the trace does not carry it
+    /// (traces that kept only the final file: `final-only`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub final_state: BTreeMap<String, String>,
+    pub task: TaskContext,
+    pub anchor: FailureAnchor,
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// What the case is expected to produce under a named judge (used by tests; sage
+    /// reports a mismatch but never uses it to decide anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<serde_json::Value>,
+    /// Free-text provenance of the case (e.g. "constructed for the bundled corpus").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The trace file(s) of a case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceSpec {
+    /// Files relative to the case folder; the first is the main trace.
+    pub files: Vec<String>,
+    /// Adapter name; detected from content when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+}
+
+/// What the agent was asked to do. This is all a judge may see besides the trace prefix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TaskContext {
+    /// The task's id in its dataset (e.g. `CWE-327_codeql_1.py`).
+    #[serde(default)]
+    pub id: String,
+    /// The task description given to the agent.
+    pub description: String,
+    /// The task's target CWE (`CWE-327`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwe: Option<String>,
+}
+
+/// The confirmed deficiency. Never holds an origin label.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FailureAnchor {
+    /// The affected artefact (a key of the case's baseline map).
+    pub artefact: String,
+    /// The anchor-linked code fragment; absent when there is no identifiable code location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragment: Option<String>,
+    pub category: DeficiencyCategory,
+    pub cwe: String,
+    pub description: String,
+}
+
+/// The deficiency category of a failure anchor.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeficiencyCategory {
+    DefenceAbsent,
+    DefenceInsufficient,
+    VulnerabilityIntroduced,
+}
+
+impl DeficiencyCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeficiencyCategory::DefenceAbsent => "defence-absent",
+            DeficiencyCategory::DefenceInsufficient => "defence-insufficient",
+            DeficiencyCategory::VulnerabilityIntroduced => "vulnerability-introduced",
+        }
+    }
+}
+
+/// Where the case came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Metadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+}
+
+/// A case loaded from disk: the manifest plus the baseline contents.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    /// The case folder.
+    pub dir: PathBuf,
+    pub manifest: CaseManifest,
+    /// Artefact path → baseline content.
+    pub baselines: BTreeMap<String, String>,
+    /// Artefact path → final content, for final-only traces.
+    pub final_files: BTreeMap<String, String>,
+}
+
+/// Why a case could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error("{path}: cannot read: {msg}")]
+    Io { path: String, msg: String },
+    #[error("{path}: not UTF-8 text (byte {offset})")]
+    NotUtf8 { path: String, offset: usize },
+    #[error("{path}: invalid case manifest: {msg}")]
+    Manifest { path: String, msg: String },
+    #[error("{path}: {msg}")]
+    Invalid { path: String, msg: String },
+}
+
+/// Read a file as UTF-8 text, naming the file and the first bad byte on failure.
+pub fn read_text(path: &Path) -> Result<String, CaseError> {
+    let bytes = std::fs::read(path).map_err(|e| CaseError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| CaseError::NotUtf8 {
+        path: path.display().to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+impl Case {
+    /// Load the case in `dir` (which holds `case.json`).
+    pub fn load(dir: &Path) -> Result<Case, CaseError> {
+        let mpath = dir.join(MANIFEST_NAME);
+        let text = read_text(&mpath)?;
+        let manifest: CaseManifest =
+            serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
+                path: mpath.display().to_string(),
+                msg: e.to_string(),
+            })?;
+        Case::from_manifest(dir, manifest)
+    }
+
+    /// Build a case from a manifest whose relative paths resolve against `dir`.
+    pub fn from_manifest(dir: &Path, manifest: CaseManifest) -> Result<Case, CaseError> {
+        let mpath = dir.join(MANIFEST_NAME).display().to_string();
+        let invalid = |msg: String| CaseError::Invalid {
+            path: mpath.clone(),
+            msg,
+        };
+        if manifest.schema != CASE_SCHEMA {
+            return Err(invalid(format!(
+                "schema is {:?}, expected {:?}",
+                manifest.schema, CASE_SCHEMA
+            )));
+        }
+        if manifest.trace.files.is_empty() {
+            return Err(invalid("trace.files is empty".into()));
+        }
+        if manifest.baseline.is_empty() {
+            return Err(invalid("baseline names no artefact".into()));
+        }
+        if !manifest.baseline.contains_key(&manifest.anchor.artefact) {
+            return Err(invalid(format!(
+                "anchor names artefact {:?}, which is not in baseline (known: {})",
+                manifest.anchor.artefact,
+                manifest
+                    .baseline
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if let Some(f) = &manifest.anchor.fragment {
+            if f.trim().is_empty() {
+                return Err(invalid(
+                    "anchor.fragment is empty; omit it for no identifiable code location".into(),
+                ));
+            }
+        }
+        let mut baselines = BTreeMap::new();
+        for (artefact, file) in &manifest.baseline {
+            let p = dir.join(file);
+            if !p.is_file() {
+                return Err(invalid(format!(
+                    "baseline of {artefact:?}: file {} is missing",
+                    p.display()
+                )));
+            }
+            baselines.insert(artefact.clone(), read_text(&p)?);
+        }
+        let mut final_files = BTreeMap::new();
+        for (artefact, file) in &manifest.final_state {
+            final_files.insert(artefact.clone(), read_text(&dir.join(file))?);
+        }
+        for f in &manifest.trace.files {
+            if !dir.join(f).is_file() {
+                return Err(invalid(format!(
+                    "trace file {} is missing",
+                    dir.join(f).display()
+                )));
+            }
+        }
+        let id = if manifest.id.is_empty() {
+            dir.file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "case".into())
+        } else {
+            manifest.id.clone()
+        };
+        Ok(Case {
+            id,
+            dir: dir.to_path_buf(),
+            manifest,
+            baselines,
+            final_files,
+        })
+    }
+
+    pub fn anchor(&self) -> &FailureAnchor {
+        &self.manifest.anchor
+    }
+
+    pub fn task(&self) -> &TaskContext {
+        &self.manifest.task
+    }
+
+    /// Paths of the trace files.
+    pub fn trace_paths(&self) -> Vec<PathBuf> {
+        self.manifest
+            .trace
+            .files
+            .iter()
+            .map(|f| self.dir.join(f))
+            .collect()
+    }
+}
+
+/// Every case folder (a folder holding `case.json`) under `root`, sorted by path.
+/// `root` itself may be a case folder.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
+    if !root.exists() {
+        return Err(CaseError::Io {
+            path: root.display().to_string(),
+            msg: "no such file or directory".into(),
+        });
+    }
+    if root.is_file() {
+        return Ok(if root.file_name().is_some_and(|n| n == MANIFEST_NAME) {
+            vec![root.parent().unwrap_or(Path::new(".")).to_path_buf()]
+        } else {
+            Vec::new()
+        });
+    }
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file() && e.file_name() == MANIFEST_NAME)
+        .filter_map(|e| e.path().parent().map(Path::to_path_buf))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::create_dir_all(dir.join(name).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    fn manifest(anchor_artefact: &str) -> String {
+        format!(
+            r#"{{"schema":"sage.case/1","id":"c1",
+            "trace":{{"files":["trace.md"],"framework":"aider"}},
+            "baseline":{{"app.py":"baseline/app.py"}},
+            "task":{{"id":"t","description":"fix it","cwe":"CWE-89"}},
+            "anchor":{{"artefact":"{anchor_artefact}","fragment":"x = 1","category":"defence-absent",
+                      "cwe":"CWE-89","description":"sql"}}}}"#
+        )
+    }
+
+    #[test]
+    fn loads_and_validates() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "trace.md", "hi");
+        write(d.path(), "baseline/app.py", "x = 1\n");
+        write(d.path(), "case.json", &manifest("app.py"));
+        let c = Case::load(d.path()).unwrap();
+        assert_eq!(c.id, "c1");
+        assert_eq!(c.baselines["app.py"], "x = 1\n");
+
+        write(d.path(), "case.json", &manifest("other.py"));
+        let e = Case::load(d.path()).unwrap_err().to_string();
+        assert!(e.contains("other.py"), "{e}");
+    }
+
+    #[test]
+    fn non_utf8_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "trace.md", "hi");
+        std::fs::create_dir_all(d.path().join("baseline")).unwrap();
+        std::fs::write(d.path().join("baseline/app.py"), b"ok\xff\xfe").unwrap();
+        write(d.path(), "case.json", &manifest("app.py"));
+        let e = Case::load(d.path()).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8") && e.contains("byte 2"), "{e}");
+    }
+
+    #[test]
+    fn discovers_recursively() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "a/case.json", "{}");
+        write(d.path(), "b/c/case.json", "{}");
+        write(d.path(), "b/other.json", "{}");
+        let found = discover(d.path()).unwrap();
+        assert_eq!(found.len(), 2);
+        assert!(discover(&d.path().join("nope")).is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! Subcommands. Each lives in its own file and only parses arguments, calls the library and
+//! prints; exit codes: 0 all inputs processed, 1 some inputs failed, 2 usage or fatal error.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sage",
+    version,
+    about = "Audit recorded runs of LLM coding agents: where did the repair first go wrong?"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {}
+
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    match cli.command {}
+}

@@ -1,0 +1,1 @@
+//! Errors shared across stages.

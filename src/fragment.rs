@@ -1,0 +1,1 @@
+//! Fragment tracking: token streams (tree-sitter-python) and whitespace-normalized text.

@@ -1,0 +1,1 @@
+//! The lexicon judge (to be built).

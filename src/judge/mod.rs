@@ -1,0 +1,549 @@
+//! Turn scores: a judge scores one canonical turn at a time on the four SAGE dimensions.
+//!
+//! The discipline of the method is enforced here, for every judge:
+//! - **prefix-only**: a [`TurnRequest`] can only be built by [`TurnRequest::prefix`], which
+//!   holds the task context and turns `1..=k`; the failure anchor has no way in (the
+//!   [`TaskContext`] type does not carry it).
+//! - **quote-anchored**: every non-zero score must carry a quote that [`verify_quote`] finds in
+//!   turn k's raw record (after whitespace normalization only); otherwise the judgment is
+//!   retried with the reason and, still failing, the turn is a scoring failure.
+//! - every score records the judge (name, model, rubric version), the run, and the hash of
+//!   exactly what was sent.
+
+pub mod lexicon;
+
+use crate::case::TaskContext;
+use crate::trace::{normalize_ws, CanonicalTrace, RawRef, RawStore, Turn};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// The four scoring dimensions of SAGE (paper Table 4).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dimension {
+    /// Threat Recognition: the threat, attack path or trust boundary is identified.
+    TR,
+    /// Defensive Intent: an appropriate defence and its security role are specified.
+    DI,
+    /// Verification Rigour: the implemented defence is tested or challenged.
+    VR,
+    /// Scope Awareness: the code and artefacts needing security consideration are recognized.
+    SA,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 4] = [Dimension::TR, Dimension::DI, Dimension::VR, Dimension::SA];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dimension::TR => "TR",
+            Dimension::DI => "DI",
+            Dimension::VR => "VR",
+            Dimension::SA => "SA",
+        }
+    }
+}
+
+impl fmt::Display for Dimension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who scored: a judge is identified by name, model and rubric version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JudgeId {
+    /// Backend name: `lexicon`, `openai`, `anthropic`, ...
+    pub name: String,
+    /// Model name (`-` for the lexicon judge).
+    pub model: String,
+    /// Version of the rubric (and lexicon) the judge applied.
+    pub rubric_version: String,
+}
+
+impl fmt::Display for JudgeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} (rubric {})",
+            self.name, self.model, self.rubric_version
+        )
+    }
+}
+
+/// One dimension's score as a judge returned it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct DimensionScore {
+    /// 0-3 on the anchored scale.
+    pub score: u8,
+    /// The verbatim quote from turn k that supports a non-zero score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// Why the judge gave this score (free text, optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<String>,
+}
+
+/// A judge's unverified answer for one turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Judgment {
+    pub applicable: bool,
+    pub security_opportunity: bool,
+    #[serde(rename = "TR")]
+    pub tr: DimensionScore,
+    #[serde(rename = "DI")]
+    pub di: DimensionScore,
+    #[serde(rename = "VR")]
+    pub vr: DimensionScore,
+    #[serde(rename = "SA")]
+    pub sa: DimensionScore,
+}
+
+impl Judgment {
+    pub fn dim(&self, d: Dimension) -> &DimensionScore {
+        match d {
+            Dimension::TR => &self.tr,
+            Dimension::DI => &self.di,
+            Dimension::VR => &self.vr,
+            Dimension::SA => &self.sa,
+        }
+    }
+    pub fn dim_mut(&mut self, d: Dimension) -> &mut DimensionScore {
+        match d {
+            Dimension::TR => &mut self.tr,
+            Dimension::DI => &mut self.di,
+            Dimension::VR => &mut self.vr,
+            Dimension::SA => &mut self.sa,
+        }
+    }
+    pub fn score(&self, d: Dimension) -> u8 {
+        self.dim(d).score
+    }
+}
+
+/// A verified quote: the text and the raw record it was found in.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VerifiedQuote {
+    pub dimension: Dimension,
+    pub quote: String,
+    pub raw: RawRef,
+}
+
+/// A turn's accepted score: the judgment with every non-zero score's quote verified.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TurnScore {
+    pub turn: usize,
+    pub judge: JudgeId,
+    pub run: u32,
+    #[serde(flatten)]
+    pub judgment: Judgment,
+    /// Where each quote was found in the raw trace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotes: Vec<VerifiedQuote>,
+    /// sha256 of exactly what the judge was given (the prefix request).
+    pub prompt_hash: String,
+    /// How many attempts it took (1 = first answer accepted).
+    pub attempts: u32,
+}
+
+impl TurnScore {
+    pub fn score(&self, d: Dimension) -> u8 {
+        self.judgment.score(d)
+    }
+}
+
+/// What happened to one turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum TurnOutcome {
+    /// Scored and verified.
+    Scored(TurnScore),
+    /// An administrative turn: kept, marked not applicable, never sent to a judge.
+    Administrative { turn: usize },
+    /// The judge could not produce a verified score; the reason of the last attempt.
+    Failed {
+        turn: usize,
+        attempts: u32,
+        reason: String,
+    },
+}
+
+impl TurnOutcome {
+    pub fn turn(&self) -> usize {
+        match self {
+            TurnOutcome::Scored(s) => s.turn,
+            TurnOutcome::Administrative { turn } | TurnOutcome::Failed { turn, .. } => *turn,
+        }
+    }
+    pub fn scored(&self) -> Option<&TurnScore> {
+        match self {
+            TurnOutcome::Scored(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// All turn outcomes of one trace under one judge and run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceScores {
+    pub judge: JudgeId,
+    pub run: u32,
+    /// One outcome per canonical turn, in order.
+    pub turns: Vec<TurnOutcome>,
+}
+
+impl TraceScores {
+    /// The outcome of turn `k` (1-based).
+    pub fn get(&self, k: usize) -> Option<&TurnOutcome> {
+        k.checked_sub(1).and_then(|i| self.turns.get(i))
+    }
+    pub fn score(&self, k: usize) -> Option<&TurnScore> {
+        self.get(k).and_then(TurnOutcome::scored)
+    }
+    pub fn failures(&self) -> Vec<usize> {
+        self.turns
+            .iter()
+            .filter(|o| matches!(o, TurnOutcome::Failed { .. }))
+            .map(TurnOutcome::turn)
+            .collect()
+    }
+}
+
+/// What a judge may see when scoring turn k: the task context and turns 1..=k, nothing else.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnRequest<'a> {
+    pub task: &'a TaskContext,
+    /// Turns 1..=k; the last one is the turn to score.
+    pub turns: &'a [Turn],
+    /// On a retry: why the previous answer was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+}
+
+impl<'a> TurnRequest<'a> {
+    /// The only constructor: the prefix of `trace` ending at turn `k` (1-based).
+    /// Returns `None` when `k` is out of range.
+    pub fn prefix(task: &'a TaskContext, trace: &'a CanonicalTrace, k: usize) -> Option<Self> {
+        if k == 0 || k > trace.turns.len() {
+            return None;
+        }
+        Some(TurnRequest {
+            task,
+            turns: &trace.turns[..k],
+            feedback: None,
+        })
+    }
+
+    /// The turn being scored.
+    pub fn target(&self) -> &'a Turn {
+        self.turns.last().expect("a prefix is never empty")
+    }
+
+    pub fn k(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// sha256 (hex) of the request's content: task context, turns 1..=k, feedback.
+    pub fn hash(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(Sha256::digest(&bytes))
+    }
+}
+
+/// Why a judge produced no judgment.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum JudgeError {
+    /// The answer was malformed (not JSON, wrong schema, score out of range): retryable.
+    #[error("invalid judgment: {0}")]
+    Invalid(String),
+    /// A transport or provider error that may succeed later.
+    #[error("transient: {0}")]
+    Transient(String),
+    /// An error that cannot succeed on retry (bad key, unknown model): stop.
+    #[error("fatal: {0}")]
+    Fatal(String),
+    /// A spending limit was reached.
+    #[error("budget reached: {0}")]
+    Budget(String),
+}
+
+/// A judge scores one turn from a prefix request.
+pub trait Judge: Send + Sync {
+    fn id(&self) -> JudgeId;
+    /// Score the last turn of `req`. Quotes are verified by the caller, not the judge.
+    fn judge<'a>(&'a self, req: &'a TurnRequest<'a>)
+        -> BoxFuture<'a, Result<Judgment, JudgeError>>;
+    /// A deterministic judge gives the same answer every time, so a rejected answer is not
+    /// retried.
+    fn deterministic(&self) -> bool {
+        false
+    }
+}
+
+/// Check a judgment's shape: scores 0-3, and a quote for every non-zero score.
+pub fn validate(j: &Judgment) -> Result<(), String> {
+    for d in Dimension::ALL {
+        let s = j.dim(d);
+        if s.score > 3 {
+            return Err(format!("{d} score {} is outside 0-3", s.score));
+        }
+        if s.score > 0 && s.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
+            return Err(format!("{d} score {} has no quote", s.score));
+        }
+    }
+    Ok(())
+}
+
+/// Find `quote` in the raw record of one of `turn`'s items, after whitespace normalization.
+/// The text compared is re-read from the raw trace through `store`, not the adapter's copy.
+pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
+    let q = normalize_ws(quote);
+    if q.is_empty() {
+        return Err("the quote is empty".into());
+    }
+    let mut errors = Vec::new();
+    for (_, raw) in turn.text_items() {
+        match store.resolve(raw) {
+            Ok(text) => {
+                if normalize_ws(&text).contains(&q) {
+                    return Ok(raw.clone());
+                }
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    let mut msg = format!(
+        "the quote {:?} does not occur verbatim in turn {}",
+        truncate(quote, 80),
+        turn.index
+    );
+    if !errors.is_empty() {
+        msg.push_str(&format!(" (unreadable records: {})", errors.join("; ")));
+    }
+    Err(msg)
+}
+
+/// Verify every quote of a judgment against turn k; `Err` names the first failure.
+pub fn verify_judgment(
+    store: &mut RawStore,
+    turn: &Turn,
+    j: &Judgment,
+) -> Result<Vec<VerifiedQuote>, String> {
+    validate(j)?;
+    let mut out = Vec::new();
+    for d in Dimension::ALL {
+        let s = j.dim(d);
+        if s.score == 0 {
+            continue;
+        }
+        let quote = s.quote.as_deref().unwrap_or_default();
+        let raw = verify_quote(store, turn, quote).map_err(|e| format!("{d}: {e}"))?;
+        out.push(VerifiedQuote {
+            dimension: d,
+            quote: quote.to_string(),
+            raw,
+        });
+    }
+    Ok(out)
+}
+
+/// Score one turn with retries: a malformed answer or a quote that does not verify is sent
+/// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
+/// A fatal or budget error is returned as `Err` so the caller can stop cleanly.
+pub async fn score_turn(
+    judge: &dyn Judge,
+    task: &TaskContext,
+    trace: &CanonicalTrace,
+    store: &mut RawStore,
+    k: usize,
+    run: u32,
+    max_attempts: u32,
+) -> Result<TurnOutcome, JudgeError> {
+    let Some(mut req) = TurnRequest::prefix(task, trace, k) else {
+        return Ok(TurnOutcome::Failed {
+            turn: k,
+            attempts: 0,
+            reason: format!("turn {k} is not in the trace"),
+        });
+    };
+    let turn = req.target();
+    if !turn.is_applicable() {
+        return Ok(TurnOutcome::Administrative { turn: k });
+    }
+    let max_attempts = if judge.deterministic() {
+        1
+    } else {
+        max_attempts.max(1)
+    };
+    let mut reason = String::new();
+    for attempt in 1..=max_attempts {
+        let hash = req.hash();
+        let answer = judge.judge(&req).await;
+        let rejection = match answer {
+            Ok(j) => match verify_judgment(store, turn, &j) {
+                Ok(quotes) => {
+                    return Ok(TurnOutcome::Scored(TurnScore {
+                        turn: k,
+                        judge: judge.id(),
+                        run,
+                        judgment: j,
+                        quotes,
+                        prompt_hash: hash,
+                        attempts: attempt,
+                    }))
+                }
+                Err(e) => e,
+            },
+            Err(JudgeError::Invalid(e)) | Err(JudgeError::Transient(e)) => e,
+            Err(e) => return Err(e),
+        };
+        reason = rejection;
+        req.feedback = Some(format!(
+            "Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim."
+        ));
+    }
+    Ok(TurnOutcome::Failed {
+        turn: k,
+        attempts: max_attempts,
+        reason,
+    })
+}
+
+/// Score every turn of a trace in order (one run of one judge).
+pub async fn score_trace(
+    judge: &dyn Judge,
+    task: &TaskContext,
+    trace: &CanonicalTrace,
+    store: &mut RawStore,
+    run: u32,
+    max_attempts: u32,
+) -> Result<TraceScores, JudgeError> {
+    let mut turns = Vec::with_capacity(trace.turns.len());
+    for k in 1..=trace.turns.len() {
+        turns.push(score_turn(judge, task, trace, store, k, run, max_attempts).await?);
+    }
+    Ok(TraceScores {
+        judge: judge.id(),
+        run,
+        turns,
+    })
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Actor, RawRef, TextItem, TurnKind};
+
+    fn trace_with(texts: &[&str]) -> (CanonicalTrace, RawStore) {
+        let mut raw = String::new();
+        let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
+        for (i, text) in texts.iter().enumerate() {
+            raw.push_str(text);
+            raw.push('\n');
+            let mut turn = Turn::new(Actor::new("a", None), TurnKind::Planning);
+            turn.message = Some(TextItem {
+                text: text.to_string(),
+                raw: RawRef::lines("t.md", i + 1, i + 1),
+            });
+            t.push_turn(turn);
+        }
+        let mut s = RawStore::new();
+        s.insert("t.md", raw.into_bytes());
+        (t, s)
+    }
+
+    struct Fixed(Judgment);
+    impl Judge for Fixed {
+        fn id(&self) -> JudgeId {
+            JudgeId {
+                name: "fixed".into(),
+                model: "-".into(),
+                rubric_version: "0".into(),
+            }
+        }
+        fn judge<'a>(
+            &'a self,
+            req: &'a TurnRequest<'a>,
+        ) -> BoxFuture<'a, Result<Judgment, JudgeError>> {
+            // The prefix discipline: the judge never sees a turn after k.
+            assert!(req.turns.iter().all(|t| t.index <= req.k()));
+            Box::pin(async move { Ok(self.0.clone()) })
+        }
+    }
+
+    fn judgment(di: u8, quote: &str) -> Judgment {
+        Judgment {
+            applicable: true,
+            security_opportunity: true,
+            di: DimensionScore {
+                score: di,
+                quote: Some(quote.into()),
+                rationale: None,
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn prefix_holds_only_turns_up_to_k() {
+        let (t, _) = trace_with(&["a", "b", "c"]);
+        let task = TaskContext::default();
+        let r = TurnRequest::prefix(&task, &t, 2).unwrap();
+        assert_eq!(r.turns.len(), 2);
+        assert_eq!(r.target().index, 2);
+        assert!(TurnRequest::prefix(&task, &t, 0).is_none());
+        assert!(TurnRequest::prefix(&task, &t, 4).is_none());
+        assert_ne!(r.hash(), TurnRequest::prefix(&task, &t, 3).unwrap().hash());
+    }
+
+    #[test]
+    fn quotes_verify_with_whitespace_normalization_only() {
+        let (t, mut s) = trace_with(&["Use   parameterized\tqueries here."]);
+        let turn = t.turn(1).unwrap();
+        assert!(verify_quote(&mut s, turn, "parameterized queries").is_ok());
+        assert!(verify_quote(&mut s, turn, "Parameterized queries").is_err());
+        assert!(verify_quote(&mut s, turn, "  ").is_err());
+    }
+
+    #[test]
+    fn a_fabricated_quote_fails_the_turn() {
+        let (t, mut s) = trace_with(&["we will sanitize input"]);
+        let task = TaskContext::default();
+        let j = Fixed(judgment(2, "we validate the origin header"));
+        let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, 3)).unwrap();
+        match out {
+            TurnOutcome::Failed {
+                attempts, reason, ..
+            } => {
+                assert_eq!(attempts, 3);
+                assert!(reason.contains("does not occur"), "{reason}");
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        let ok = Fixed(judgment(2, "sanitize input"));
+        let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, 3)).unwrap();
+        assert_eq!(out.scored().unwrap().score(Dimension::DI), 2);
+    }
+
+    #[test]
+    fn missing_quote_or_out_of_range_is_invalid() {
+        let mut j = judgment(1, "x");
+        j.di.quote = None;
+        assert!(validate(&j).is_err());
+        let mut j = judgment(4, "x");
+        assert!(validate(&j).is_err());
+        j.di.score = 0;
+        assert!(validate(&j).is_ok());
+    }
+}

@@ -1,0 +1,1 @@
+//! The localize pipeline (to be built).

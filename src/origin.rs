@@ -1,0 +1,1 @@
+//! The origin rule (to be built).

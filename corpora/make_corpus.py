@@ -731,7 +731,18 @@ def ag2_final_only_usermod():
 AIDER_MODEL = "openai/gpt-4o-mini"
 
 
+# The session-start `>` block (aider's own bookkeeping) is an administrative canonical turn,
+# so the first reply is turn 2. Cases below number replies from 1; this shifts them.
+AIDER_ADMIN_TURNS = 1
+
+
 def aider_case(cid, tid, cwe, prompt, base, lines, hist, anchor, expected):
+    k = AIDER_ADMIN_TURNS
+    hist.writes = [(t + k, a, c) for (t, a, c) in hist.writes]
+    for key in ("introducing_write_turn", "origin_turn"):
+        if expected[key] is not None:
+            expected[key] += k
+    expected["missed_opportunities"] = [t + k for t in expected["missed_opportunities"]]
     text = "\n".join(lines).rstrip("\n") + "\n"
     m = manifest(cid, ".aider.chat.history.md", "aider", tid, prompt, cwe, anchor, expected,
                  AIDER_MODEL)

@@ -206,6 +206,71 @@ def pyfile(content, art="app.py"):
 EXEC_OK = "exitcode: 0 (execution succeeded)\nCode output: \n"
 
 
+# --------------------------------------------------------------------------- README table
+
+# What each case covers (rendered into corpora/README.md between the table markers).
+COVERS = {
+    'ag2-fig1a-aes-ecb': ('AG2 group chat',
+        '**paper Figure 1(a)**: planner picks AES-ECB at turn 1, engineer proposes in a message at turn 2 (no write), writes at turn 3'),
+    'ag2-fig1b-origin-header': ('AG2 group chat',
+        '**paper Figure 1(b)**: planner plans four functional fixes and omits the Origin check, engineer writes them leaving the line untouched, reviewer: "All four planned fixes are correctly applied."'),
+    'ag2-remove-reinstate-shell': ('AG2 group chat',
+        'remove-then-reinstate (written t2, removed t4 after review, reinstated t5 after a misdiagnosed test failure); a reviewer turn (t3) with VR and SA ≥ 2 that is *not* a missed opportunity'),
+    'ag2-final-only-normpath': ('AG2 group chat',
+        'final-only: the edit is a `sed -i` shell block (no write in the trace); the case supplies `final/app.py`; inherited with an inadequate defence (normpath)'),
+    'ag2-final-only-usermod': ('AG2 group chat',
+        'final-only and agent-introduced: sage attaches the final state to the last implementation turn (2), which becomes the introducing write'),
+    'ag2-defect-systemrandom': ('AG2 two-agent',
+        'defect in the code change: the introducing write itself states the threat and the defence; the next write fixes a crash without touching the fragment'),
+    'ag2-no-code-location-auth': ('AG2 group chat',
+        'no-code-location (the missing login check has no fragment); the plan fixes imports, caching and debug but not the check'),
+    'ag2-open-redirect-prefix': ('AG2 group chat',
+        'later writes keep the fragment (IW stays at the first); a reviewer who tests (VR 2) but does not consider scope (SA ≤ 1) is still a missed opportunity'),
+    'aider-defect-sqli-blocklist': ('Aider, diff',
+        'defect in the code change in a one-reply session; no turn after the origin'),
+    'aider-inherited-pip': ('Aider, diff',
+        'inherited, origin at a write that is not introducing; a review reply that checks only the functional change'),
+    'aider-architect-yaml': ('Aider, architect + editor-diff',
+        "architect mode: the architect's plan (pickle → `yaml.load`) is the origin, the editor's reply the introducing write; several blocks in one reply"),
+    'aider-undetermined-curl': ('Aider, diff',
+        'every turn expresses threat or defence (so no unaddressed requirement), but the only defence concerns another artefact (`requirements.txt`) and another weakness, so nothing links to the anchor'),
+    'aider-no-code-location-redos': ('Aider, architect + editor-diff',
+        'no-code-location with a linked defence (length caps against ReDoS)'),
+    'aider-remove-reinstate-path': ('Aider, diff',
+        'remove-then-reinstate in Aider (human pushback removes it, a CI complaint brings it back); the origin is an earlier write than the introducing one'),
+    'aider-whole-cookie': ('Aider, whole',
+        '`whole` edit format (full-file writes); an `/ask` planning reply with no security reasoning precedes the introducing write'),
+}
+
+
+def table(built):
+    head = ("| case | format | CWE (task) | provenance | condition | IW | origin | missed | "
+            "what it covers |\n|---|---|---|---|---|---|---|---|---|\n")
+    out = []
+    for c in built:
+        m = c["manifest"]
+        e = m["expected"]
+        fmt, text = COVERS[m["id"]]
+        tid = m["task"]["id"]
+        src = "constructed" if tid.startswith("sage-") else "`" + tid.removesuffix(".py") + "`"
+        iw = e["introducing_write_turn"]
+        reinst = len([1 for (t, a, _) in c["history"].writes if a == m["anchor"]["artefact"]]) > 1 \
+            and m["id"].find("reinstate") >= 0
+        iw_s = "–" if iw is None else f"{iw}" + (" (reinstating)" if reinst else "")
+        if e["outcome"] == "localized":
+            label = {"inadequate-defence-selected": "inadequate defence selected",
+                     "unaddressed-requirement": "unaddressed requirement",
+                     "defect-in-code-change": "defect in the code change"}[e["origin_type"]]
+            origin = f"{e['origin_turn']}, {label}"
+        else:
+            origin = f"**undetermined**: {e['undetermined_reason']}"
+        missed = ", ".join(str(t) for t in e["missed_opportunities"]) or "–"
+        cwe = m["task"]["cwe"].removeprefix("CWE-")
+        out.append(f"| `{m['id']}` | {fmt} | {cwe} ({src}) | {e['provenance']} | "
+                   f"{e['reconstruction_condition']} | {iw_s} | {origin} | {missed} | {text} |")
+    return head + "\n".join(out) + "\n"
+
+
 # --------------------------------------------------------------------------- cases
 
 CASES = []
@@ -1087,6 +1152,16 @@ def main():
                            c["manifest"]["expected"], c.get("final"))
         built.append(c)
     changed = []
+    readme_path = os.path.join(HERE, "README.md")
+    readme = open(readme_path, encoding="utf-8").read()
+    begin, end = "<!-- cases:begin -->\n", "<!-- cases:end -->"
+    i, j = readme.index(begin) + len(begin), readme.index(end)
+    new_readme = readme[:i] + table(built) + readme[j:]
+    if new_readme != readme:
+        changed.append(readme_path)
+        if not check_only:
+            with open(readme_path, "w", encoding="utf-8") as f:
+                f.write(new_readme)
     for c in built:
         d = os.path.join(HERE, c["manifest"]["id"])
         files = {"case.json": json.dumps(c["manifest"], indent=2, ensure_ascii=False) + "\n",

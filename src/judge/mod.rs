@@ -156,6 +156,8 @@ impl TurnScore {
 /// What happened to one turn.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "status", rename_all = "kebab-case")]
+// Scored is the common case; boxing it would only add indirection to every caller.
+#[allow(clippy::large_enum_variant)]
 pub enum TurnOutcome {
     /// Scored and verified.
     Scored(TurnScore),

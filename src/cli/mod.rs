@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod agree;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sage",
@@ -15,9 +17,14 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {}
+pub enum Command {
+    /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
+    Agree(agree::AgreeArgs),
+}
 
 pub fn run() -> i32 {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Agree(args) => agree::run(args),
+    }
 }

@@ -40,6 +40,23 @@ pub struct CaseManifest {
     /// Free-text provenance of the case (e.g. "constructed for the bundled corpus").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The task's tests, run by the L1 screen when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TestSpec>,
+}
+
+/// How to run a task's tests (L1 screening): `command` runs in a scratch directory holding
+/// the final artefacts (at their artefact paths) and `files` (relative to the case folder).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// Program and arguments; `{python}` stands for the interpreter (`--python`, else
+    /// `python3`).
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// The trace file(s) of a case.

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod agree;
+pub mod screen;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -20,11 +21,20 @@ pub struct Cli {
 pub enum Command {
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
     Agree(agree::AgreeArgs),
+    /// Screen agent patches L0-L3 for silent-failure candidates (paper §3.2.4).
+    Screen(screen::ScreenArgs),
 }
 
 pub fn run() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Agree(args) => agree::run(args),
+        Command::Screen(args) => match screen::run(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                2
+            }
+        },
     }
 }

@@ -1,1 +1,4 @@
+//! The single integration-test binary: one module per topic.
+
 mod agree;
+mod screen;

@@ -1,0 +1,197 @@
+//! `sage screen`: L0-L3 screening of agent patches for silent-failure candidates.
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use sage::screen::{self, BanditMode, Options, Report};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum Format {
+    Table,
+    Json,
+    Sarif,
+}
+
+#[derive(Args, Debug)]
+pub struct ScreenArgs {
+    /// A folder of cases (folders holding case.json); with --pairs, a folder of
+    /// <name>.orig.py / <name>.py pairs or a CSV of baseline,final,cwe[,framework][,id].
+    pub dir: PathBuf,
+    /// Read plain baseline/final pairs instead of cases.
+    #[arg(long)]
+    pub pairs: bool,
+    /// Target CWE for pairs that name none (e.g. CWE-78).
+    #[arg(long)]
+    pub cwe: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Interpreter to resolve imports against (importlib.util.find_spec) and run tests with.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// Requirements list (pip format) naming what the environment provides.
+    #[arg(long)]
+    pub requirements: Option<PathBuf>,
+    /// L3 rule table (JSON) replacing the built-in rubrics/l3_rules.json.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Do not run Bandit (L2 is reported as not run).
+    #[arg(long)]
+    pub no_bandit: bool,
+    /// The Bandit executable (default: `bandit` on PATH, else `python3 -m bandit`).
+    #[arg(long, conflicts_with = "no_bandit")]
+    pub bandit: Option<PathBuf>,
+    /// Timeout of a case's tests, in seconds (a case's tests.timeout_secs wins).
+    #[arg(long, default_value_t = 60)]
+    pub test_timeout: u64,
+    /// Write the output here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(a: ScreenArgs) -> Result<i32> {
+    let rules = match &a.rules {
+        None => screen::l3::Rules::builtin(),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read rules {}", p.display()))?;
+            screen::l3::Rules::parse(&text, &p.display().to_string())?
+        }
+    };
+    let requirements = match &a.requirements {
+        None => None,
+        Some(p) => Some(screen::l1::parse_requirements(
+            &std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read requirements {}", p.display()))?,
+        )),
+    };
+    let opts = Options {
+        rules,
+        python: a.python.clone(),
+        requirements,
+        bandit: if a.no_bandit {
+            BanditMode::Off
+        } else if let Some(b) = &a.bandit {
+            BanditMode::Path(b.clone())
+        } else {
+            BanditMode::Auto
+        },
+        test_timeout: Duration::from_secs(a.test_timeout),
+    };
+    let (units, errors) = if a.pairs {
+        screen::units_from_pairs(&a.dir, a.cwe.as_deref()).map_err(anyhow::Error::msg)?
+    } else {
+        let (u, e) = screen::units_from_cases(&a.dir)?;
+        if u.is_empty() && e.is_empty() {
+            anyhow::bail!(
+                "{}: no case.json found (use --pairs for plain baseline/final files)",
+                a.dir.display()
+            );
+        }
+        (u, e)
+    };
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    let mut report = screen::screen(&units, &opts);
+    report.errors = errors;
+    let text = match a.format {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Sarif => serde_json::to_string_pretty(&screen::sarif::to_sarif(&report))? + "\n",
+        Format::Table => render_table(&report),
+    };
+    match &a.output {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(if report.errors.is_empty() { 0 } else { 1 })
+}
+
+fn render_table(r: &Report) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "case",
+        "framework",
+        "CWE",
+        "status",
+        "level",
+        "L0",
+        "L1",
+        "L2",
+        "R",
+        "candidate",
+        "why",
+    ]);
+    for c in &r.cases {
+        let why: Vec<&str> = c.reasons.iter().map(String::as_str).take(3).collect();
+        let more = c.reasons.len().saturating_sub(3);
+        t.add_row(vec![
+            c.id.clone(),
+            c.framework.clone().unwrap_or_else(|| "-".into()),
+            c.task_cwe.clone().unwrap_or_else(|| "-".into()),
+            c.status.as_str().to_string(),
+            c.level_reached.clone(),
+            c.l0.as_str().into(),
+            c.l1.as_str().into(),
+            c.l2.as_str().into(),
+            c.r.map(|r| format!("{r:.1}")).unwrap_or_else(|| "-".into()),
+            if c.candidate { "yes" } else { "no" }.into(),
+            format!(
+                "{}{}",
+                why.join("\n"),
+                if more > 0 {
+                    format!("\n(+{more} more)")
+                } else {
+                    String::new()
+                }
+            ),
+        ]);
+    }
+    let mut s = String::new();
+    s.push_str(&t.to_string());
+    s.push('\n');
+    let mut sum = Table::new();
+    sum.load_preset(UTF8_FULL_CONDENSED);
+    sum.set_header(vec![
+        "framework",
+        "excluded runs",
+        "valid traces",
+        "passed L0-L3",
+        "failed L0/L1",
+        "SF candidates",
+    ]);
+    for row in &r.summary {
+        sum.add_row(vec![
+            row.framework.clone(),
+            row.excluded.to_string(),
+            row.valid.to_string(),
+            row.passed.to_string(),
+            row.failed_l0_l1.to_string(),
+            row.candidates.to_string(),
+        ]);
+    }
+    s.push_str(&sum.to_string());
+    s.push('\n');
+    if r.bandit.ran {
+        s.push_str(&format!(
+            "L2: bandit {} over {} files in {:.2}s\n",
+            r.bandit.version.as_deref().unwrap_or("?"),
+            r.bandit.files.unwrap_or(0),
+            r.bandit.seconds.unwrap_or(0.0)
+        ));
+    } else {
+        s.push_str(&format!(
+            "L2: not run ({})\n",
+            r.bandit.reason.as_deref().unwrap_or("unknown reason")
+        ));
+    }
+    s.push_str(&format!("L3 rules: {}\n", r.rules));
+    for e in &r.errors {
+        s.push_str(&format!("error: {e}\n"));
+    }
+    s
+}

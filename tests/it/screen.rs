@@ -1,0 +1,527 @@
+//! `sage screen` end to end: golden L3 examples, SecurityEval and SALLM (baseline = prompt,
+//! final = insecure code), cases with tests, SARIF structure, exit codes.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/security");
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/l3_reference.tsv");
+
+fn sage() -> Command {
+    Command::cargo_bin("sage").expect("binary builds")
+}
+
+fn shared(rel: &str) -> PathBuf {
+    let p = Path::new(SHARED).join(rel);
+    assert!(
+        p.exists(),
+        "{} missing: these tests need ../shared/security",
+        p.display()
+    );
+    p
+}
+
+fn run_json(args: &[&str]) -> (Value, i32) {
+    let out = sage().args(args).output().expect("runs");
+    let code = out.status.code().unwrap_or(-1);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, code)
+}
+
+fn bandit_available() -> bool {
+    let ok = |prog: &str, args: &[&str]| {
+        std::process::Command::new(prog)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    ok("bandit", &["--version"]) || ok("python3", &["-m", "bandit", "--version"])
+}
+
+/// The golden pairs of shared/security/l3/examples as a --pairs folder.
+fn golden_pairs() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let orig = std::fs::read_to_string(shared("l3/examples/orig.py")).unwrap();
+    for name in ["weak_fix", "good_fix"] {
+        let fin = std::fs::read_to_string(shared(&format!("l3/examples/{name}.py"))).unwrap();
+        std::fs::write(d.path().join(format!("{name}.orig.py")), &orig).unwrap();
+        std::fs::write(d.path().join(format!("{name}.py")), fin).unwrap();
+    }
+    d
+}
+
+#[test]
+fn golden_examples_score_like_the_reference() {
+    let d = golden_pairs();
+    let (v, code) = run_json(&[
+        "screen",
+        "--pairs",
+        d.path().to_str().unwrap(),
+        "--cwe",
+        "CWE-78",
+        "--no-bandit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let cases = v["cases"].as_array().unwrap();
+    let by: BTreeMap<&str, &Value> = cases
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c))
+        .collect();
+    assert_eq!(by["weak_fix"]["r"], 37.4);
+    assert_eq!(by["weak_fix"]["candidate"], true);
+    assert_eq!(by["weak_fix"]["status"], "candidate");
+    assert_eq!(by["good_fix"]["r"], 13.6);
+    assert_eq!(by["good_fix"]["candidate"], false);
+    assert_eq!(by["good_fix"]["status"], "passed");
+    // L2 says plainly that it did not run.
+    assert_eq!(v["bandit"]["ran"], false);
+    assert_eq!(by["weak_fix"]["l2"], "not-run");
+}
+
+#[derive(Debug)]
+struct Row {
+    dataset: &'static str,
+    id: String,
+    cwe: u32,
+    prompt: String,
+    insecure: String,
+}
+
+fn dataset_rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    let cwe_of = |id: &str| -> u32 {
+        let re = regex::Regex::new(r"(?i)cwe-?0*(\d+)").unwrap();
+        re.captures(id).unwrap()[1].parse().unwrap()
+    };
+    let se = std::fs::read_to_string(shared("datasets/SecurityEval/dataset.jsonl")).unwrap();
+    for l in se.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let id = v["ID"].as_str().unwrap().to_string();
+        rows.push(Row {
+            dataset: "SecurityEval",
+            cwe: cwe_of(&id),
+            id,
+            prompt: v["Prompt"].as_str().unwrap().into(),
+            insecure: v["Insecure_code"].as_str().unwrap().into(),
+        });
+    }
+    let sa = std::fs::read_to_string(shared("datasets/SALLM/PythonDataset/dataset.jsonl")).unwrap();
+    for l in sa.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let id = v["id"].as_str().unwrap().to_string();
+        rows.push(Row {
+            dataset: "SALLM",
+            cwe: cwe_of(&id),
+            id,
+            prompt: v["prompt"].as_str().unwrap().into(),
+            insecure: v["insecure_code"].as_str().unwrap().into(),
+        });
+    }
+    rows
+}
+
+/// A CSV of pairs (baseline = prompt, final = insecure code), framework = dataset name.
+fn dataset_csv(rows: &[Row]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let mut w = csv::Writer::from_path(d.path().join("pairs.csv")).unwrap();
+    w.write_record(["baseline", "final", "cwe", "framework", "id"])
+        .unwrap();
+    for (i, r) in rows.iter().enumerate() {
+        let b = format!("{i}/prompt.py");
+        let f = format!("{i}/{}", r.id);
+        std::fs::create_dir_all(d.path().join(i.to_string())).unwrap();
+        std::fs::write(d.path().join(&b), &r.prompt).unwrap();
+        std::fs::write(d.path().join(&f), &r.insecure).unwrap();
+        w.write_record([
+            b.as_str(),
+            f.as_str(),
+            &format!("CWE-{}", r.cwe),
+            r.dataset,
+            &format!("{}:{}", r.dataset, r.id),
+        ])
+        .unwrap();
+    }
+    w.flush().unwrap();
+    d
+}
+
+fn reference() -> BTreeMap<String, (f64, bool)> {
+    std::fs::read_to_string(REFERENCE)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("dataset\t"))
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            let ds = if c[0] == "sallm" {
+                "SALLM"
+            } else {
+                "SecurityEval"
+            };
+            (
+                format!("{ds}:{}", c[1]),
+                (c[3].parse().unwrap(), c[4] == "True"),
+            )
+        })
+        .collect()
+}
+
+fn summary_line(v: &Value) -> String {
+    v["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: excluded {} valid {} passed {} failed-L0/L1 {} candidates {}",
+                r["framework"].as_str().unwrap(),
+                r["excluded"],
+                r["valid"],
+                r["passed"],
+                r["failed_l0_l1"],
+                r["candidates"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn datasets_screen_without_bandit() {
+    let rows = dataset_rows();
+    assert_eq!(rows.len(), 221);
+    let d = dataset_csv(&rows);
+    let (v, code) = run_json(&[
+        "screen",
+        "--pairs",
+        d.path().join("pairs.csv").to_str().unwrap(),
+        "--no-bandit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{}", v["errors"]);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 221);
+
+    // The native L3 reproduces the Python reference on every file.
+    let reference = reference();
+    let mut mismatches = Vec::new();
+    for c in cases {
+        let id = c["id"].as_str().unwrap();
+        let r = c["r"].as_f64().unwrap();
+        let flagged = c["artefacts"][0]["l3"]["flagged"].as_bool().unwrap();
+        let (rr, rf) = reference[id];
+        if (r - rr).abs() > 1e-9 || flagged != rf {
+            mismatches.push(format!(
+                "{id}: sage R={r} flag={flagged}, reference R={rr} flag={rf}"
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+
+    // Per case: status and R, as a readable snapshot.
+    let table: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            format!(
+                "{}\t{}\t{}\t{}",
+                c["id"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+                c["r"],
+                c["reasons"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r.as_str().unwrap().starts_with("L0")
+                        || r.as_str().unwrap().starts_with("L1"))
+                    .map(|r| r.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )
+        })
+        .collect();
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("screen_datasets_summary_no_bandit", summary_line(&v));
+        insta::assert_snapshot!("screen_datasets_cases_no_bandit", table.join("\n"));
+    });
+}
+
+#[test]
+fn datasets_screen_with_bandit() {
+    if !bandit_available() {
+        eprintln!(
+            "SKIPPED datasets_screen_with_bandit: bandit is not installed (run scripts/setup.sh)"
+        );
+        return;
+    }
+    let rows = dataset_rows();
+    let d = dataset_csv(&rows);
+    let (v, code) = run_json(&[
+        "screen",
+        "--pairs",
+        d.path().join("pairs.csv").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{}", v["errors"]);
+    assert_eq!(v["bandit"]["ran"], true, "{}", v["bandit"]);
+    let cases = v["cases"].as_array().unwrap();
+    let mut lines = Vec::new();
+    for ds in ["SecurityEval", "SALLM"] {
+        let mine: Vec<&Value> = cases.iter().filter(|c| c["framework"] == ds).collect();
+        let findings = |c: &Value| -> Vec<Value> {
+            c["artefacts"][0]["bandit"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let any = mine.iter().filter(|c| !findings(c).is_empty()).count();
+        let high = mine
+            .iter()
+            .filter(|c| findings(c).iter().any(|f| f["severity"] == "HIGH"))
+            .count();
+        let exact = mine
+            .iter()
+            .filter(|c| {
+                let t = c["task_cwe"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("CWE-")
+                    .to_string();
+                findings(c).iter().any(|f| f["cwe"].to_string() == t)
+            })
+            .count();
+        let family = mine
+            .iter()
+            .filter(|c| findings(c).iter().any(|f| f["target_family"] == true))
+            .count();
+        let nonbase = mine
+            .iter()
+            .filter(|c| findings(c).iter().any(|f| f["in_baseline"] != true))
+            .count();
+        let l2_fail = mine.iter().filter(|c| c["l2"] == "fail").count();
+        let l3_flag = mine
+            .iter()
+            .filter(|c| c["artefacts"][0]["l3"]["flagged"] == true)
+            .count();
+        let cand = mine.iter().filter(|c| c["candidate"] == true).count();
+        let only_l2 = mine
+            .iter()
+            .filter(|c| c["candidate"] == true && c["artefacts"][0]["l3"]["flagged"] != true)
+            .count();
+        lines.push(format!(
+            "{ds}: n {} | bandit any {any} high {high} exact-CWE {exact} target-family {family} not-in-baseline {nonbase} | L2 fail {l2_fail} | L3 flagged {l3_flag} | candidates {cand} (via L2 only {only_l2})",
+            mine.len()
+        ));
+    }
+    if v["bandit"]["version"] == "1.9.4" {
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!("screen_datasets_bandit", lines.join("\n"));
+        });
+    } else {
+        eprintln!(
+            "bandit {} is not the pinned 1.9.4; counts not compared:\n{}",
+            v["bandit"]["version"],
+            lines.join("\n")
+        );
+    }
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn case_json(final_state: bool, tests: Option<&str>) -> String {
+    format!(
+        r#"{{"schema":"sage.case/1","id":"","trace":{{"files":["trace.md"],"framework":"aider"}},
+        "baseline":{{"app.py":"baseline/app.py"}},
+        {}
+        "task":{{"id":"t","description":"fix the command injection","cwe":"CWE-78"}},
+        "anchor":{{"artefact":"app.py","category":"defence-insufficient","cwe":"CWE-78","description":"still shells out"}}
+        {}}}"#,
+        if final_state {
+            r#""final_state":{"app.py":"final/app.py"},"#
+        } else {
+            ""
+        },
+        tests
+            .map(|t| format!(r#","tests":{t}"#))
+            .unwrap_or_default()
+    )
+}
+
+#[test]
+fn cases_with_tests_and_exclusions() {
+    let d = tempfile::tempdir().unwrap();
+    let orig = std::fs::read_to_string(shared("l3/examples/orig.py")).unwrap();
+    let weak = std::fs::read_to_string(shared("l3/examples/weak_fix.py")).unwrap();
+    // a: candidate; its test passes and sees the final artefact in the scratch directory.
+    write(d.path(), "a/trace.md", "trace");
+    write(d.path(), "a/baseline/app.py", &orig);
+    write(d.path(), "a/final/app.py", &weak);
+    write(
+        d.path(),
+        "a/test_app.py",
+        "import sys\nsrc = open('app.py').read()\nsys.exit(0 if 'len(link)' in src else 1)\n",
+    );
+    write(
+        d.path(),
+        "a/case.json",
+        &case_json(
+            true,
+            Some(
+                r#"{"command":["{python}","test_app.py"],"files":["test_app.py"],"timeout_secs":30}"#,
+            ),
+        ),
+    );
+    // b: same patch, failing test → failed L1.
+    write(d.path(), "b/trace.md", "trace");
+    write(d.path(), "b/baseline/app.py", &orig);
+    write(d.path(), "b/final/app.py", &weak);
+    write(d.path(), "b/t.py", "raise SystemExit(3)\n");
+    write(
+        d.path(),
+        "b/case.json",
+        &case_json(
+            true,
+            Some(r#"{"command":["{python}","t.py"],"files":["t.py"]}"#),
+        ),
+    );
+    // c: no final_state and no trace replay → excluded, said plainly.
+    write(d.path(), "c/trace.md", "trace");
+    write(d.path(), "c/baseline/app.py", &orig);
+    write(d.path(), "c/case.json", &case_json(false, None));
+    // d: broken manifest → an input error, the rest still screened, exit 1.
+    write(d.path(), "d/case.json", "{\"schema\":\"sage.case/1\"");
+
+    let (v, code) = run_json(&[
+        "screen",
+        d.path().to_str().unwrap(),
+        "--no-bandit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 1);
+    let by: BTreeMap<&str, &Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c))
+        .collect();
+    assert_eq!(by["a"]["status"], "candidate", "{}", by["a"]);
+    assert_eq!(by["a"]["tests"]["status"], "passed");
+    assert_eq!(by["b"]["status"], "failed-l1");
+    assert_eq!(by["b"]["tests"]["status"], "failed");
+    assert_eq!(by["b"]["level_reached"], "L1");
+    assert_eq!(by["c"]["status"], "excluded");
+    assert!(by["c"]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("no final snapshot"));
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].as_str().unwrap().contains("d/case.json"),
+        "{errors:?}"
+    );
+    let total = v["summary"].as_array().unwrap().last().unwrap();
+    assert_eq!(total["excluded"], 1);
+    assert_eq!(total["candidates"], 1);
+    assert_eq!(total["failed_l0_l1"], 1);
+}
+
+#[test]
+fn sarif_has_the_2_1_0_structure() {
+    let d = golden_pairs();
+    let out = sage()
+        .args([
+            "screen",
+            "--pairs",
+            d.path().to_str().unwrap(),
+            "--cwe",
+            "78",
+            "--no-bandit",
+            "--format",
+            "sarif",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    assert!(v["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &v["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(!rules.is_empty());
+    let ids: Vec<&str> = rules.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let results = run["results"].as_array().unwrap();
+    assert!(results.iter().any(|r| r["ruleId"] == "L3/SNK_SHELL"));
+    for r in results {
+        let id = r["ruleId"].as_str().unwrap();
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(ids[idx], id);
+        assert!(["error", "warning", "note", "none"].contains(&r["level"].as_str().unwrap()));
+        assert!(r["message"]["text"].is_string());
+        let loc = &r["locations"][0]["physicalLocation"];
+        assert!(loc["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with(".py"));
+        assert!(loc["region"]["startLine"].as_u64().unwrap() >= 1);
+        assert!(loc["region"]["startColumn"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn table_output_and_usage_errors() {
+    let d = golden_pairs();
+    sage()
+        .args([
+            "screen",
+            "--pairs",
+            d.path().to_str().unwrap(),
+            "--cwe",
+            "CWE-78",
+            "--no-bandit",
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("SF candidates"))
+        .stdout(predicates::str::contains("37.4"))
+        .stdout(predicates::str::contains(
+            "L2: not run (disabled with --no-bandit)",
+        ));
+    // A rules file with an unknown check is a usage error naming the file.
+    let bad = d.path().join("rules.json");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/rubrics/l3_rules.json"
+    ))
+    .unwrap()
+    .replace("\"call_check\": \"static_iv\"", "\"call_check\": \"nope\"");
+    std::fs::write(&bad, text).unwrap();
+    sage()
+        .args([
+            "screen",
+            "--pairs",
+            d.path().to_str().unwrap(),
+            "--no-bandit",
+            "--rules",
+            bad.to_str().unwrap(),
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("rules.json"))
+        .stderr(predicates::str::contains("nope"));
+    sage().args(["screen", "/nonexistent/dir"]).assert().code(2);
+}

@@ -109,6 +109,7 @@ fn main() {
             }],
             tests: None,
             excluded: None,
+            notes: Vec::new(),
         })
         .collect();
 

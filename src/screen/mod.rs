@@ -90,6 +90,8 @@ pub struct Unit {
     pub tests: Option<TestsInput>,
     /// Why the run is excluded (no valid final snapshot), when it is.
     pub excluded: Option<String>,
+    /// Remarks from loading (writes that could not be replayed).
+    pub notes: Vec<String>,
 }
 
 // ------------------------------------------------------------------ inputs
@@ -110,11 +112,43 @@ pub fn units_from_cases(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::C
     Ok((units, errors))
 }
 
-/// The final snapshot of every artefact, by replaying the trace. Until trace replay
-/// (`adapters::normalize` + `history::reconstruct`) is available this says so, and cases
-/// must carry `final_state`.
-fn replay_final(_case: &Case) -> Result<BTreeMap<String, Option<String>>, String> {
-    Err("no final snapshot: the case has no final_state and trace replay is not available in this build".into())
+/// Artefact → final content (None: deleted).
+type Finals = BTreeMap<String, Option<String>>;
+
+/// The final snapshot of every artefact, by replaying the trace: the adapter normalizes it
+/// into a canonical trace and `history::reconstruct` applies every write to the baselines.
+/// Writes that could not be applied are returned as notes (the final state may be off).
+fn replay_final(c: &Case) -> Result<(Finals, Vec<String>), String> {
+    let files: Vec<crate::adapters::SourceFile> = c
+        .manifest
+        .trace
+        .files
+        .iter()
+        .map(|f| crate::adapters::SourceFile::new(f.clone(), c.dir.join(f)))
+        .collect();
+    let trace = crate::adapters::normalize(&files, c.manifest.trace.framework.as_deref())
+        .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
+    let h = crate::history::reconstruct(&c.baselines, &trace);
+    let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();
+    names.extend(h.snapshots.iter().map(|s| s.artefact.clone()));
+    let finals = names
+        .into_iter()
+        .map(|a| {
+            let f = h.final_content(&a).map(String::from);
+            (a, f)
+        })
+        .collect();
+    let notes = h
+        .failures
+        .iter()
+        .map(|f| {
+            format!(
+                "write {} (turn {}) to {} could not be applied: {}",
+                f.write, f.turn, f.artefact, f.reason
+            )
+        })
+        .collect();
+    Ok((finals, notes))
 }
 
 fn unit_from_case(c: &Case) -> Result<Unit, String> {
@@ -132,14 +166,19 @@ fn unit_from_case(c: &Case) -> Result<Unit, String> {
         artefacts: Vec::new(),
         tests: None,
         excluded: None,
+        notes: Vec::new(),
     };
-    let finals: Result<BTreeMap<String, Option<String>>, String> = if !c.final_files.is_empty() {
+    // The final files as submitted win over replay (final-only traces carry them).
+    let finals: Result<Finals, String> = if !c.final_files.is_empty() {
         Ok(c.final_files
             .iter()
             .map(|(k, v)| (k.clone(), Some(v.clone())))
             .collect())
     } else {
-        replay_final(c)
+        replay_final(c).map(|(f, notes)| {
+            unit.notes = notes;
+            f
+        })
     };
     match finals {
         Ok(finals) => {
@@ -235,6 +274,7 @@ pub fn units_from_pairs(
             }],
             tests: None,
             excluded: None,
+            notes: Vec::new(),
         });
     }
     if units.is_empty() && errors.is_empty() {
@@ -316,6 +356,7 @@ fn units_from_csv(path: &Path, cwe: Option<&str>) -> Result<(Vec<Unit>, Vec<Stri
             }],
             tests: None,
             excluded: None,
+            notes: Vec::new(),
         });
     }
     Ok((units, errors))
@@ -705,6 +746,7 @@ fn finish_case(
         tests: None,
         artefacts: Vec::new(),
     };
+    c.notes.extend(u.notes.iter().cloned());
     if let Some(e) = &u.excluded {
         c.reasons.push(e.clone());
         return c;
@@ -992,6 +1034,7 @@ mod tests {
             }],
             tests: None,
             excluded: None,
+            notes: Vec::new(),
         }
     }
 

@@ -291,12 +291,13 @@ fn datasets_screen_with_bandit() {
         let exact = mine
             .iter()
             .filter(|c| {
-                let t = c["task_cwe"]
+                let t: u64 = c["task_cwe"]
                     .as_str()
                     .unwrap()
                     .trim_start_matches("CWE-")
-                    .to_string();
-                findings(c).iter().any(|f| f["cwe"].to_string() == t)
+                    .parse()
+                    .unwrap();
+                findings(c).iter().any(|f| f["cwe"].as_u64() == Some(t))
             })
             .count();
         let family = mine
@@ -397,7 +398,8 @@ fn cases_with_tests_and_exclusions() {
             Some(r#"{"command":["{python}","t.py"],"files":["t.py"]}"#),
         ),
     );
-    // c: no final_state and no trace replay → excluded, said plainly.
+    // c: no final_state, and the trace replays to no write (or cannot be replayed) →
+    // excluded, said plainly.
     write(d.path(), "c/trace.md", "trace");
     write(d.path(), "c/baseline/app.py", &orig);
     write(d.path(), "c/case.json", &case_json(false, None));

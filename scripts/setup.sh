@@ -2,6 +2,7 @@
 # Install what sage's tests and screening need. Idempotent: safe to run again.
 # Run by .ci/run and by the README's setup command.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PY="${PYTHON:-python3}"
 

@@ -1,16 +1,28 @@
 //! Subcommands. Each lives in its own file and only parses arguments, calls the library and
-//! prints; exit codes: 0 all inputs processed, 1 some inputs failed, 2 usage or fatal error.
+//! prints. Exit codes: 0 all inputs processed, 1 some inputs failed (the rest was still
+//! processed and written), 2 usage or fatal error.
+
+pub mod agree;
+mod explain;
+mod localize;
+pub mod screen;
 
 use clap::{Parser, Subcommand};
 
-pub mod agree;
-pub mod screen;
+/// Every input processed.
+pub const EXIT_OK: i32 = 0;
+/// Some inputs failed; results for the rest were still produced.
+pub const EXIT_INPUT_FAILED: i32 = 1;
+/// Usage error or nothing could be done.
+pub const EXIT_FATAL: i32 = 2;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "sage",
     version,
-    about = "Audit recorded runs of LLM coding agents: where did the repair first go wrong?"
+    about = "Audit recorded runs of LLM coding agents: where did the repair first go wrong?",
+    after_help = "Exit status: 0 every input processed; 1 some inputs failed (the rest were \
+                  processed and written); 2 usage or fatal error."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,22 +31,68 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
-    Agree(agree::AgreeArgs),
+    /// Localize the origin of every confirmed silent failure in a folder of cases.
+    Localize(localize::Args),
+    /// Walk through one case turn by turn: scores, quotes, writes, origin.
+    Explain(explain::Args),
     /// Screen agent patches L0-L3 for silent-failure candidates (paper §3.2.4).
     Screen(screen::ScreenArgs),
+    /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
+    Agree(agree::AgreeArgs),
 }
 
 pub fn run() -> i32 {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Agree(args) => agree::run(args),
-        Command::Screen(args) => match screen::run(args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                2
-            }
-        },
+    let result = match cli.command {
+        Command::Localize(a) => localize::run(a),
+        Command::Explain(a) => explain::run(a),
+        Command::Screen(a) => screen::run(a),
+        Command::Agree(a) => Ok(agree::run(a)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sage: error: {e:#}");
+            EXIT_FATAL
+        }
     }
+}
+
+/// Build the judges and options of a run from the common flags.
+pub fn build_options(
+    judges: &[String],
+    lexicon: Option<&std::path::Path>,
+) -> anyhow::Result<sage::localize::Options> {
+    use sage::judge::lexicon::{Lexicon, LexiconJudge};
+    use std::sync::Arc;
+    let lex = match lexicon {
+        Some(p) => Lexicon::load(p)?,
+        None => Lexicon::embedded(),
+    };
+    let mut opts = sage::localize::Options {
+        lexicon: Arc::new(lex.clone()),
+        judges: Vec::new(),
+        ..Default::default()
+    };
+    let specs: Vec<String> = if judges.is_empty() {
+        vec!["lexicon".into()]
+    } else {
+        judges.to_vec()
+    };
+    for spec in specs {
+        match spec.as_str() {
+            "lexicon" => opts.judges.push(Arc::new(LexiconJudge::new(lex.clone()))),
+            other => anyhow::bail!(
+                "unknown judge {other:?}: this build knows `lexicon` (the offline default)"
+            ),
+        }
+    }
+    Ok(opts)
+}
+
+/// A tokio runtime for the async pipeline.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }

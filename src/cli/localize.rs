@@ -1,0 +1,102 @@
+//! `sage localize DIR`: every case under DIR → per-case results and the Table-5 summary.
+
+use super::{build_options, runtime, EXIT_INPUT_FAILED, EXIT_OK};
+use anyhow::Context;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Folder of cases (searched recursively for case.json), or one case folder.
+    pub dir: PathBuf,
+    /// Judge: `lexicon` (offline, default). Repeatable.
+    #[arg(long = "judge", value_name = "SPEC")]
+    pub judges: Vec<String>,
+    /// Use this lexicon file instead of the embedded rubrics/lexicon.toml.
+    #[arg(long, value_name = "FILE")]
+    pub lexicon: Option<PathBuf>,
+    /// What to print on stdout: the Table-5 summary, or the whole result set as JSON.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write the whole result set as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Folder for per-case results (`cases/<id>.json`), `results.json` and `summary.json`.
+    #[arg(long, value_name = "DIR", default_value = "sage-results")]
+    pub out_dir: PathBuf,
+    /// Do not write the results folder.
+    #[arg(long)]
+    pub no_write: bool,
+    /// Cases processed at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let mut opts = build_options(&a.judges, a.lexicon.as_deref())?;
+    opts.concurrency = a.concurrency;
+    let set = runtime()?.block_on(sage::localize::localize_dir(&a.dir, &opts));
+
+    if !a.no_write {
+        sage::report::write_results_dir(&a.out_dir, &set)
+            .with_context(|| format!("writing results to {}", a.out_dir.display()))?;
+    }
+    if let Some(path) = &a.output {
+        std::fs::write(path, serde_json::to_string_pretty(&set)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&set)?),
+        Format::Table => {
+            for s in &set.summaries {
+                println!("{}", sage::report::render_summary(s));
+            }
+            for r in &set.results {
+                for c in r.failed_checks() {
+                    println!(
+                        "check failed: {} ({}): {} — {}",
+                        r.case_id, r.judge, c.name, c.detail
+                    );
+                }
+                if let Some(e) = r.expected.as_ref().filter(|e| !e.matched) {
+                    println!(
+                        "expectation not met: {}: {}",
+                        r.case_id,
+                        e.mismatches.join("; ")
+                    );
+                }
+            }
+            if !a.no_write {
+                println!("per-case results written to {}", a.out_dir.display());
+            }
+        }
+    }
+    for s in &set.skipped {
+        eprintln!("sage: skipped {} ({}): {}", s.case, s.stage, s.message);
+    }
+    for p in &set.problems {
+        eprintln!("sage: problem: {}", p.message);
+    }
+    let cases = set
+        .results
+        .iter()
+        .map(|r| &r.case_id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    eprintln!(
+        "sage: {} case(s) localized, {} skipped, {} problem(s)",
+        cases,
+        set.skipped.len(),
+        set.problems.len()
+    );
+    Ok(if set.all_ok() {
+        EXIT_OK
+    } else {
+        EXIT_INPUT_FAILED
+    })
+}

@@ -6,6 +6,7 @@ pub mod agree;
 mod explain;
 mod localize;
 pub mod screen;
+pub mod szz;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +31,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// parsed once per process: the size of the largest variant does not matter
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Localize the origin of every confirmed silent failure in a folder of cases.
     Localize(localize::Args),
@@ -39,6 +42,8 @@ pub enum Command {
     Screen(screen::ScreenArgs),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
     Agree(agree::AgreeArgs),
+    /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
+    Szz(szz::SzzArgs),
 }
 
 pub fn run() -> i32 {
@@ -48,6 +53,7 @@ pub fn run() -> i32 {
         Command::Explain(a) => explain::run(a),
         Command::Screen(a) => screen::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
+        Command::Szz(a) => Ok(szz::run(a)),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,683 @@
+//! `sage szz` on small git repositories built in temp dirs with the git binary: each scenario
+//! is one where variants differ, and the exact inducing commit is asserted per variant.
+
+use assert_cmd::Command;
+use sage::szz::{self, oracle::LexiconOracle, Options, Variant};
+use std::path::{Path, PathBuf};
+use std::process::Command as Proc;
+use std::time::Duration;
+
+/// A scratch repository with deterministic dates (one day per commit).
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+    day: i64,
+}
+
+impl Repo {
+    pub fn new() -> Repo {
+        let r = Repo {
+            dir: tempfile::tempdir().unwrap(),
+            day: 0,
+        };
+        r.git(&["init", "-q", "-b", "main"]);
+        r
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let date = format!("{} +0000", 1_600_000_000 + self.day * 86_400);
+        let out = Proc::new("git")
+            .current_dir(self.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn write(&self, path: &str, content: &str) {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    /// Stage everything and commit; returns the full hash.
+    pub fn commit(&mut self, msg: &str) -> String {
+        self.day += 1;
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", msg]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+}
+
+fn run(repo: &Path, fix: &str, v: Variant) -> Vec<String> {
+    let git = szz::open(repo, Some(Duration::from_secs(60))).unwrap();
+    let r = szz::find_inducing(
+        &git,
+        fix,
+        v,
+        &Options::default(),
+        Some(&LexiconOracle::default()),
+    )
+    .unwrap();
+    r.candidates.into_iter().map(|c| c.commit).collect()
+}
+
+fn selected(repo: &Path, fix: &str, v: Variant) -> Option<String> {
+    let git = szz::open(repo, None).unwrap();
+    szz::find_inducing(
+        &git,
+        fix,
+        v,
+        &Options::default(),
+        Some(&LexiconOracle::default()),
+    )
+    .unwrap()
+    .selected
+}
+
+const BODY: &str = "int main(void) {\n    int n = read_len();\n    char buf[16];\n    copy(buf, src, n);\n    return 0;\n}\n";
+
+#[test]
+fn plain_blame_finds_the_commit_that_wrote_the_deleted_line() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    r.write("other.c", "int x;\n");
+    r.commit("unrelated");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n < 16 ? n : 16);"),
+    );
+    let fix = r.commit("fix overflow");
+    for v in [
+        Variant::B,
+        Variant::Ag,
+        Variant::Ma,
+        Variant::R,
+        Variant::L,
+        Variant::V,
+    ] {
+        assert_eq!(run(r.path(), &fix, v), vec![a.clone()], "{v}");
+    }
+}
+
+#[test]
+fn whitespace_only_change_is_skipped_from_ag_on() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    let w = {
+        r.write(
+            "m.c",
+            &BODY.replace("    copy(buf, src, n);", "\tcopy(buf,  src, n);"),
+        );
+        r.commit("reindent")
+    };
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "    copy(buf, src, n);",
+            "\tcopy(buf, src, n < 16 ? n : 16);",
+        ),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![w.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ag), vec![a.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ma), vec![a.clone()]);
+}
+
+#[test]
+fn comment_only_lines_are_dropped_from_ag_on() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("    copy(buf", "    /* copy the input */\n    copy(buf"),
+    );
+    let c = r.commit("document");
+    // the fix rewrites the comment and the call
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "    copy(buf, src, n);",
+            "    /* bounded copy */\n    copy(buf, src, n < 16 ? n : 16);",
+        ),
+    );
+    let fix = r.commit("fix");
+    let mut b = run(r.path(), &fix, Variant::B);
+    b.sort();
+    let mut expect = vec![a.clone(), c.clone()];
+    expect.sort();
+    assert_eq!(b, expect);
+    assert_eq!(run(r.path(), &fix, Variant::Ag), vec![a.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ma), vec![a]);
+}
+
+#[test]
+fn rename_commit_is_a_meta_change_for_ma() {
+    let mut r = Repo::new();
+    let a = r.commit_file("old.c", BODY, "add");
+    // rename and edit the line in the same commit
+    r.git(&["mv", "old.c", "new.c"]);
+    r.write(
+        "new.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, (size_t)n);"),
+    );
+    let ren = r.commit("rename and cast");
+    r.write(
+        "new.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n < 16 ? n : 16);"),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![ren.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ag), vec![ren]);
+    assert_eq!(run(r.path(), &fix, Variant::Ma), vec![a]);
+}
+
+#[test]
+fn large_refactoring_commit_is_passed_through_by_ag_and_ma() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    // one commit touching 25 files that also renames the identifier on the line
+    for i in 0..24 {
+        r.write(&format!("gen/f{i}.c"), &format!("int f{i};\n"));
+    }
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n)", "copy_bytes(buf, src, n)"),
+    );
+    let big = r.commit("rename copy to copy_bytes everywhere");
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "copy(buf, src, n);",
+            "copy_bytes(buf, src, n < 16 ? n : 16);",
+        ),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![big.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ag), vec![a.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::Ma), vec![a]);
+}
+
+#[test]
+fn large_root_import_is_never_output_by_ag() {
+    let mut r = Repo::new();
+    for i in 0..22 {
+        r.write(&format!("src/f{i}.c"), &format!("int f{i};\n"));
+    }
+    r.write("m.c", BODY);
+    let root = r.commit("import from svn");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n < 16 ? n : 16);"),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![root]);
+    assert!(run(r.path(), &fix, Variant::Ag).is_empty());
+    assert!(run(r.path(), &fix, Variant::Ma).is_empty());
+    assert_eq!(selected(r.path(), &fix, Variant::R), None);
+}
+
+#[test]
+fn r_takes_the_latest_and_l_the_largest() {
+    let mut r = Repo::new();
+    let mut big = String::new();
+    for i in 0..40 {
+        big.push_str(&format!("int filler_{i} = {i};\n"));
+    }
+    big.push_str("int limit = 16;\n");
+    let a = r.commit_file("a.c", &big, "big old commit");
+    r.write("b.c", "int size = 8;\n");
+    let b = r.commit("small newer commit");
+    r.write("a.c", &big.replace("int limit = 16;", "int limit = 15;"));
+    r.write("b.c", "int size = 7;\n");
+    let fix = r.commit("fix both");
+    let mut ma = run(r.path(), &fix, Variant::Ma);
+    ma.sort();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(ma, both);
+    assert_eq!(run(r.path(), &fix, Variant::R), vec![b.clone()]);
+    assert_eq!(selected(r.path(), &fix, Variant::R), Some(b));
+    assert_eq!(run(r.path(), &fix, Variant::L), vec![a.clone()]);
+}
+
+#[test]
+fn v_szz_walks_back_through_similar_lines() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n + 1);"),
+    );
+    let tweak = r.commit("off by one");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n < 16 ? n : 16);"),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![tweak.clone()]);
+    assert_eq!(run(r.path(), &fix, Variant::V), vec![a.clone()]);
+    assert_eq!(selected(r.path(), &fix, Variant::V), Some(a));
+}
+
+#[test]
+fn v_szz_stops_at_a_dissimilar_line() {
+    let mut r = Repo::new();
+    r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "copy(buf, src, n);",
+            "memmove_s(dst_buffer, sizeof dst_buffer);",
+        ),
+    );
+    let rewrite = r.commit("rewrite");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "memmove_s(dst_buffer, 16);"),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::V), vec![rewrite]);
+}
+
+#[test]
+fn moved_lines_are_traced_by_ma_only() {
+    let mut r = Repo::new();
+    let f = "void first_function_with_a_long_name(void) {\n    do_something_important_with_the_buffer(buf, len);\n}\n";
+    let g = "void second_function(void) {\n    other();\n}\n";
+    let a = r.commit_file("m.c", &format!("{f}{g}"), "add");
+    r.write("m.c", &format!("{g}{f}"));
+    let mv = r.commit("move first below second");
+    r.write(
+        "m.c",
+        &format!("{g}{}", f.replace("buf, len", "buf, len - 1")),
+    );
+    let fix = r.commit("fix");
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![mv]);
+    assert_eq!(run(r.path(), &fix, Variant::Ma), vec![a]);
+}
+
+#[test]
+fn added_files_and_pure_additions_give_no_candidates() {
+    let mut r = Repo::new();
+    r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("    return 0;", "    check(n);\n    return 0;"),
+    );
+    r.write("new.c", "int added;\n");
+    let fix = r.commit("pure addition");
+    assert!(run(r.path(), &fix, Variant::B).is_empty());
+    let git = szz::open(r.path(), None).unwrap();
+    let res = szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
+    assert!(
+        res.notes.iter().any(|n| n.contains("deletes no lines")),
+        "{:?}",
+        res.notes
+    );
+}
+
+#[test]
+fn binary_files_are_skipped_with_a_note() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    std::fs::write(r.path().join("blob.bin"), [0u8, 1, 2, 0, 255, 0]).unwrap();
+    r.commit("add blob");
+    std::fs::write(r.path().join("blob.bin"), [0u8, 9, 9, 0, 255, 0]).unwrap();
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, 16);"),
+    );
+    let fix = r.commit("fix");
+    let git = szz::open(r.path(), None).unwrap();
+    let res = szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
+    assert_eq!(res.commits(), vec![a.as_str()]);
+    assert!(
+        res.notes
+            .iter()
+            .any(|n| n.contains("blob.bin: binary file, skipped")),
+        "{:?}",
+        res.notes
+    );
+}
+
+#[test]
+fn works_on_a_bare_repository_and_with_a_prefix() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, 16);"),
+    );
+    let fix = r.commit("fix");
+    let bare = tempfile::tempdir().unwrap();
+    let bare_path = bare.path().join("r.git");
+    r.git(&["clone", "-q", "--bare", ".", bare_path.to_str().unwrap()]);
+    assert_eq!(run(&bare_path, &fix[..10], Variant::B), vec![a]);
+}
+
+#[test]
+fn unknown_commit_and_shallow_clone_are_clear_errors() {
+    let mut r = Repo::new();
+    r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, 16);"),
+    );
+    let fix = r.commit("fix");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", "deadbeefdeadbeef"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "unknown commit \"deadbeefdeadbeef\"",
+        ));
+    let shallow = tempfile::tempdir().unwrap();
+    let dst = shallow.path().join("s");
+    let url = format!("file://{}", r.path().display());
+    r.git(&["clone", "-q", "--depth", "1", &url, dst.to_str().unwrap()]);
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(&dst)
+        .args(["--fix", &fix])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("shallow clone"));
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo", "/nonexistent/repo", "--fix", "HEAD"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a git repository"));
+}
+
+#[test]
+fn cli_prints_json_and_table() {
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, 16);"),
+    );
+    let fix = r.commit("fix");
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix, "--variant", "b,r,v", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for res in results {
+        assert_eq!(res["candidates"][0]["commit"], a.as_str());
+    }
+    assert_eq!(results[1]["selected"], a.as_str());
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix[..8]])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(&a[..12]))
+        .stdout(predicates::str::contains("B-SZZ"));
+}
+
+impl Repo {
+    /// Write one file and commit it.
+    pub fn commit_file(&mut self, path: &str, content: &str, msg: &str) -> String {
+        self.write(path, content);
+        self.commit(msg)
+    }
+}
+
+/// Where the shared SZZ datasets live.
+pub fn datasets() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/szz/datasets"
+    ))
+}
+
+#[test]
+fn loaders_read_the_four_real_dataset_formats() {
+    use sage::szz::dataset::{load, DatasetFormat};
+    let d = datasets();
+    let v = load(&d.join("vszz/verified_cve_with_versions_C.json"), None).unwrap();
+    assert_eq!(v.format, DatasetFormat::Vszz);
+    assert_eq!(v.fixes.len(), 100);
+    assert!(v.problems.is_empty(), "{:?}", v.problems);
+    assert_eq!(
+        v.fixes
+            .iter()
+            .filter(|f| f.repo == "ImageMagick/ImageMagick")
+            .count(),
+        20
+    );
+    // only is_true_inducing commits are labels: 100 true VICs over 100 fixes
+    assert_eq!(v.fixes.iter().map(|f| f.inducing.len()).sum::<usize>(), 100);
+    let vj = load(&d.join("vszz/verified_cve_with_versions_Java.json"), None).unwrap();
+    assert_eq!(vj.fixes.len(), 88);
+    assert_eq!(vj.fixes.iter().map(|f| f.inducing.len()).sum::<usize>(), 86);
+    assert!(
+        vj.fixes.iter().all(|f| f.repo.contains('/')),
+        "every V-SZZ Java project maps to owner/name"
+    );
+
+    let r = load(&d.join("rosa_dsgithub/bugfix_commits_all.json"), None).unwrap();
+    assert_eq!(r.format, DatasetFormat::Rosa);
+    assert_eq!(r.fixes.len(), 1115);
+    assert!(
+        r.problems.is_empty(),
+        "{:?}",
+        &r.problems[..r.problems.len().min(3)]
+    );
+    let ri = load(
+        &d.join("rosa_dsgithub/bugfix_commits_issues_only.json"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(ri.fixes.len(), 129);
+
+    let m = load(&d.join("mas-szz/DS_VSZZ_per_fix.json"), None).unwrap();
+    assert_eq!(m.format, DatasetFormat::MasSzz);
+    assert_eq!(m.fixes.len(), 177);
+    let mj = load(&d.join("mas-szz/DS_JAVA_per_fix.json"), None).unwrap();
+    assert_eq!(mj.fixes.len(), 181);
+    // truncated fix hashes are kept as given, for prefix resolution
+    assert_eq!(mj.fixes.iter().filter(|f| f.fix.len() == 39).count(), 82);
+    assert_eq!(mj.fixes.iter().filter(|f| f.fix.len() == 6).count(), 8);
+
+    let h = load(
+        &d.join("hinrichs_java/tool_assisted_manual_dataset.json"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(h.format, DatasetFormat::Hinrichs);
+    assert_eq!(h.fixes.len(), 189);
+    assert!(h.fixes.iter().any(|f| f.repo == "apache/camel"));
+    assert!(h.fixes.iter().any(|f| f.repo == "apache/tapestry-5"));
+    assert!(h
+        .fixes
+        .iter()
+        .all(|f| !f.repo.contains("://") && !f.repo.ends_with(".git")));
+    assert_eq!(h.fixes.iter().filter(|f| f.fix.len() == 39).count(), 86);
+}
+
+#[test]
+fn eval_scores_a_synthetic_dataset_on_a_built_repo() {
+    // two fixes in one repo; a missing repo is skipped, not an error
+    let mut r = Repo::new();
+    let a = r.commit_file("m.c", BODY, "add main");
+    let w = {
+        r.write(
+            "m.c",
+            &BODY.replace("    copy(buf, src, n);", "\tcopy(buf,  src, n);"),
+        );
+        r.commit("reindent")
+    };
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "    copy(buf, src, n);",
+            "\tcopy(buf, src, n < 16 ? n : 16);",
+        ),
+    );
+    let fix1 = r.commit("fix 1");
+    r.write(
+        "m.c",
+        &BODY
+            .replace(
+                "    copy(buf, src, n);",
+                "\tcopy(buf, src, n < 16 ? n : 16);",
+            )
+            .replace("char buf[16];", "char buf[32];"),
+    );
+    let fix2 = r.commit("fix 2");
+    let repos = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repos.path().join("acme")).unwrap();
+    r.git(&[
+        "clone",
+        "-q",
+        "--bare",
+        ".",
+        repos.path().join("acme/widget.git").to_str().unwrap(),
+    ]);
+    let ds = serde_json::json!([
+        {"id": 1, "repo_name": "https://github.com/acme/widget.git", "fix_commit_hash": &fix1[..39], "bug_commit_hash": [a], "language": ["c"]},
+        {"id": 2, "repo_name": "acme/widget", "fix_commit_hash": fix2, "bug_commit_hash": [a[..12].to_string()], "language": ["c"]},
+        {"id": 3, "repo_name": "acme/absent", "fix_commit_hash": "abcdef1234", "bug_commit_hash": ["1234567"], "language": ["c"]}
+    ]);
+    let file = repos.path().join("ds.json");
+    std::fs::write(&file, serde_json::to_string(&ds).unwrap()).unwrap();
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "eval"])
+        .arg(&file)
+        .arg("--repos")
+        .arg(repos.path())
+        .args(["--variant", "b,ag", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["fixes_run"], 2);
+    assert_eq!(v["fixes_skipped"], 1);
+    assert_eq!(v["missing_repos"][0], "acme/absent");
+    let scores = v["scores"].as_array().unwrap();
+    // B-SZZ blames the reindent commit for fix 1, the original commit for fix 2
+    let b = &scores[0];
+    assert_eq!(b["variant"], "b");
+    assert_eq!(
+        (
+            b["oracle_pairs"].as_u64(),
+            b["predicted_pairs"].as_u64(),
+            b["true_pairs"].as_u64()
+        ),
+        (Some(2), Some(2), Some(1))
+    );
+    assert_eq!(b["precision"], 0.5);
+    assert_eq!(b["recall"], 0.5);
+    let ag = &scores[1];
+    assert_eq!(ag["true_pairs"], 2);
+    assert_eq!(ag["f1"], 1.0);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(
+        cases[0]["fix"],
+        fix1.as_str(),
+        "the 39-character prefix is resolved"
+    );
+    assert_eq!(cases[0]["predicted"][0], w.as_str());
+    assert_eq!(
+        cases[2]["labels"][0],
+        a.as_str(),
+        "the 12-character label is resolved"
+    );
+    // the table names the skipped repository
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "eval"])
+        .arg(&file)
+        .arg("--repos")
+        .arg(repos.path())
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("skipped (repository not under"))
+        .stdout(predicates::str::contains("acme/absent"));
+}
+
+#[test]
+fn agent_traces_back_to_the_commit_that_introduced_the_statement() {
+    let mut r = Repo::new();
+    r.commit_file("m.c", "int main(void) {\n    return 0;\n}\n", "skeleton");
+    let intro = {
+        r.write("m.c", BODY);
+        r.commit("read input into a buffer")
+    };
+    // a later cosmetic edit of the vulnerable statement
+    r.write(
+        "m.c",
+        &BODY.replace("copy(buf, src, n);", "copy(buf, src, n); /* copy */"),
+    );
+    let cosmetic = r.commit("annotate");
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "copy(buf, src, n);",
+            "if (n > 16) return -1;\n    copy(buf, src, n);",
+        ),
+    );
+    let fix = r.commit("check n before copy");
+    let git = szz::open(r.path(), None).unwrap();
+    let opts = Options {
+        cve: Some("Buffer overflow: copy into buf with an unchecked length n".into()),
+        ..Options::default()
+    };
+    let res = szz::find_inducing(
+        &git,
+        &fix,
+        Variant::Agent,
+        &opts,
+        Some(&LexiconOracle::default()),
+    )
+    .unwrap();
+    let rep = res.agent.as_ref().unwrap();
+    assert!(rep.review.as_ref().unwrap().pass, "{:?}", rep.review);
+    assert!(!rep.anchors.is_empty());
+    assert!(rep.tool_calls > 0);
+    // B-SZZ stops at the cosmetic edit; the agent walks through it
+    assert_eq!(run(r.path(), &fix, Variant::B), vec![cosmetic.clone()]);
+    assert_eq!(
+        res.selected.as_deref(),
+        Some(intro.as_str()),
+        "{:#?}",
+        rep.traces
+    );
+}

@@ -230,11 +230,11 @@ COVERS = {
         'defect in the code change in a one-reply session; no turn after the origin'),
     'aider-inherited-pip': ('Aider, diff',
         'inherited, origin at a write that is not introducing; a review reply that checks only the functional change'),
-    'aider-architect-yaml': ('Aider, architect + editor-diff',
+    'aider-architect-yaml': ('Aider, diff + `/architect`',
         "architect mode: the architect's plan (pickle → `yaml.load`) is the origin, the editor's reply the introducing write; several blocks in one reply"),
     'aider-undetermined-curl': ('Aider, diff',
         'every turn expresses threat or defence (so no unaddressed requirement), but the only defence concerns another artefact (`requirements.txt`) and another weakness, so nothing links to the anchor'),
-    'aider-no-code-location-redos': ('Aider, architect + editor-diff',
+    'aider-no-code-location-redos': ('Aider, diff + `/architect`',
         'no-code-location with a linked defence (length caps against ReDoS)'),
     'aider-remove-reinstate-path': ('Aider, diff',
         'remove-then-reinstate in Aider (human pushback removes it, a CI complaint brings it back); the origin is an earlier write than the introducing one'),
@@ -923,7 +923,7 @@ def aider_architect_yaml():
         "2. In save_data, re-enable the commented-out isinstance check and return without "
         "writing when data is not a string.\n"
         "3. Open both files in text mode now that the content is YAML.")
-    lines = aider_header("2026-03-13 14:40:55", AIDER_MODEL, "architect", editor="editor-diff")
+    lines = aider_header("2026-03-13 14:40:55", AIDER_MODEL, "diff")
     lines += aider_user("/architect " + REPAIR)
     lines += aider_user(REPAIR)
     lines += reply(plan)
@@ -1007,7 +1007,7 @@ def aider_no_code_location_redos():
         "To keep the endpoint safe, validate the input sizes in lookup: reject data longer "
         "than 1000 characters and regex patterns longer than 100 characters with a 400 "
         "response before calling re.search.")
-    lines = aider_header("2026-03-14 08:47:20", AIDER_MODEL, "architect", editor="editor-diff")
+    lines = aider_header("2026-03-14 08:47:20", AIDER_MODEL, "diff")
     lines += aider_user("/architect " + REPAIR)
     lines += aider_user(REPAIR)
     lines += reply(plan)

@@ -14,6 +14,7 @@
 pub mod adapters;
 pub mod annotate;
 pub mod case;
+pub mod config;
 pub mod error;
 pub mod fragment;
 pub mod history;

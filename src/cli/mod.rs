@@ -3,6 +3,7 @@
 //! processed and written), 2 usage or fatal error.
 
 pub mod agree;
+mod cache;
 mod explain;
 mod localize;
 pub mod screen;
@@ -44,6 +45,8 @@ pub enum Command {
     Agree(agree::AgreeArgs),
     /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
     Szz(szz::SzzArgs),
+    /// Inspect or trim the judgment ledger (`stats`, `prune`).
+    Cache(cache::CacheArgs),
 }
 
 pub fn run() -> i32 {
@@ -54,6 +57,7 @@ pub fn run() -> i32 {
         Command::Screen(a) => screen::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
+        Command::Cache(a) => cache::run(a),
     };
     match result {
         Ok(code) => code,

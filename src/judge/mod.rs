@@ -10,7 +10,10 @@
 //! - every score records the judge (name, model, rubric version), the run, and the hash of
 //!   exactly what was sent.
 
+pub mod concurrent;
 pub mod lexicon;
+pub mod llm;
+pub mod spec;
 
 use crate::case::TaskContext;
 use crate::trace::{normalize_ws, CanonicalTrace, RawRef, RawStore, Turn};
@@ -141,7 +144,8 @@ pub struct TurnScore {
     /// Where each quote was found in the raw trace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotes: Vec<VerifiedQuote>,
-    /// sha256 of exactly what the judge was given (the prefix request).
+    /// sha256 of exactly what the judge was given: the HTTP request body for an LLM
+    /// backend, the prefix request's JSON ([`TurnRequest::hash`]) for an in-process judge.
     pub prompt_hash: String,
     /// How many attempts it took (1 = first answer accepted).
     pub attempts: u32,
@@ -270,12 +274,46 @@ pub enum JudgeError {
     Budget(String),
 }
 
+/// Which call of a turn this is: lets a backend key its ledger by run and attempt, so a
+/// repeated run is a fresh sample and a retry is never answered from the previous attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CallInfo {
+    /// Run index (0-based), as recorded in [`TurnScore::run`].
+    pub run: u32,
+    /// Attempt within the turn (1 = first).
+    pub attempt: u32,
+}
+
+/// A judgment with what the backend knows about the call that produced it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JudgeAnswer {
+    pub judgment: Judgment,
+    /// sha256 (hex) of the exact request body the backend sent (or replayed from its
+    /// ledger); `None` for a judge that sends nothing, whose hash is [`TurnRequest::hash`].
+    pub prompt_hash: Option<String>,
+}
+
 /// A judge scores one turn from a prefix request.
 pub trait Judge: Send + Sync {
     fn id(&self) -> JudgeId;
     /// Score the last turn of `req`. Quotes are verified by the caller, not the judge.
     fn judge<'a>(&'a self, req: &'a TurnRequest<'a>)
         -> BoxFuture<'a, Result<Judgment, JudgeError>>;
+    /// Score with the call's run and attempt known. Backends that send requests override
+    /// this to report the hash of exactly what they sent; the default calls [`Judge::judge`].
+    fn judge_call<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+        call: CallInfo,
+    ) -> BoxFuture<'a, Result<JudgeAnswer, JudgeError>> {
+        let _ = call;
+        Box::pin(async move {
+            self.judge(req).await.map(|judgment| JudgeAnswer {
+                judgment,
+                prompt_hash: None,
+            })
+        })
+    }
     /// A deterministic judge gives the same answer every time, so a rejected answer is not
     /// retried.
     fn deterministic(&self) -> bool {
@@ -350,6 +388,11 @@ pub fn verify_judgment(
     Ok(out)
 }
 
+/// The message sent back to the judge when its answer for turn `k` was rejected.
+pub fn retry_feedback(k: usize, reason: &str) -> String {
+    format!("Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim.")
+}
+
 /// Score one turn with retries: a malformed answer or a quote that does not verify is sent
 /// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
 /// A fatal or budget error is returned as `Err` so the caller can stop cleanly.
@@ -362,6 +405,26 @@ pub async fn score_turn(
     run: u32,
     max_attempts: u32,
 ) -> Result<TurnOutcome, JudgeError> {
+    score_turn_with(judge, task, trace, k, run, max_attempts, |turn, j| {
+        verify_judgment(store, turn, j)
+    })
+    .await
+}
+
+/// [`score_turn`] with the quote check supplied by the caller (e.g. a raw store behind a
+/// lock, shared by the concurrent scorer). `verify` must behave like [`verify_judgment`].
+pub async fn score_turn_with<V>(
+    judge: &dyn Judge,
+    task: &TaskContext,
+    trace: &CanonicalTrace,
+    k: usize,
+    run: u32,
+    max_attempts: u32,
+    mut verify: V,
+) -> Result<TurnOutcome, JudgeError>
+where
+    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, String>,
+{
     let Some(mut req) = TurnRequest::prefix(task, trace, k) else {
         return Ok(TurnOutcome::Failed {
             turn: k,
@@ -380,20 +443,20 @@ pub async fn score_turn(
     };
     let mut reason = String::new();
     for attempt in 1..=max_attempts {
-        let hash = req.hash();
-        let answer = judge.judge(&req).await;
+        let answer = judge.judge_call(&req, CallInfo { run, attempt }).await;
         let rejection = match answer {
-            Ok(j) => match verify_judgment(store, turn, &j) {
+            Ok(a) => match verify(turn, &a.judgment) {
                 Ok(quotes) => {
+                    let prompt_hash = a.prompt_hash.unwrap_or_else(|| req.hash());
                     return Ok(TurnOutcome::Scored(TurnScore {
                         turn: k,
                         judge: judge.id(),
                         run,
-                        judgment: j,
+                        judgment: a.judgment,
                         quotes,
-                        prompt_hash: hash,
+                        prompt_hash,
                         attempts: attempt,
-                    }))
+                    }));
                 }
                 Err(e) => e,
             },
@@ -401,9 +464,7 @@ pub async fn score_turn(
             Err(e) => return Err(e),
         };
         reason = rejection;
-        req.feedback = Some(format!(
-            "Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim."
-        ));
+        req.feedback = Some(retry_feedback(k, &reason));
     }
     Ok(TurnOutcome::Failed {
         turn: k,

@@ -1,0 +1,174 @@
+//! `sage cache stats|prune`: inspect and trim the judgment ledger.
+
+use clap::{Args, Subcommand};
+use comfy_table::Table;
+use sage::judge::llm::ledger::{Ledger, PruneFilter, DEFAULT_LEDGER_DIR};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct CacheArgs {
+    /// The ledger directory.
+    #[arg(long, global = true, default_value = DEFAULT_LEDGER_DIR)]
+    pub ledger: PathBuf,
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CacheAction {
+    /// Entries, tokens and cost per backend, model and rubric version.
+    Stats {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove entries; conditions combine (all must hold). Leftover temporary files from
+    /// killed runs are always removed.
+    Prune {
+        /// Remove every entry.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        backend: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// Remove entries of this rubric version (e.g. `sage-rubric/1`).
+        #[arg(long)]
+        rubric_version: Option<String>,
+        /// Remove entries of every rubric version except this one.
+        #[arg(long)]
+        keep_rubric_version: Option<String>,
+        /// Remove entries recorded more than this many days ago.
+        #[arg(long)]
+        older_than_days: Option<u64>,
+        /// Also remove entries that cannot be read.
+        #[arg(long)]
+        unreadable: bool,
+        /// Show what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
+    let ledger = Ledger::new(&args.ledger);
+    match args.action {
+        CacheAction::Stats { json } => {
+            let st = ledger.stats()?;
+            if json {
+                let groups: Vec<_> = st
+                    .groups
+                    .iter()
+                    .map(|((b, m, r), g)| {
+                        serde_json::json!({
+                            "backend": b, "model": m, "rubric_version": r,
+                            "entries": g.entries, "from_batch": g.from_batch, "bytes": g.bytes,
+                            "input_tokens": g.input_tokens, "cached_input_tokens": g.cached_input_tokens,
+                            "output_tokens": g.output_tokens, "cost_usd": g.cost_usd,
+                        })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "ledger": args.ledger.display().to_string(),
+                        "groups": groups,
+                        "temp_files": st.temp_files,
+                        "unreadable": st.unreadable,
+                    }))?
+                );
+                return Ok(0);
+            }
+            let mut t = Table::new();
+            t.set_header(vec![
+                "backend",
+                "model",
+                "rubric",
+                "entries",
+                "batch",
+                "prompt tok",
+                "cached",
+                "output tok",
+                "cost USD",
+                "mean latency ms",
+                "size",
+            ]);
+            for ((b, m, r), g) in &st.groups {
+                t.add_row(vec![
+                    b.clone(),
+                    m.clone(),
+                    r.clone(),
+                    g.entries.to_string(),
+                    g.from_batch.to_string(),
+                    g.input_tokens.to_string(),
+                    g.cached_input_tokens.to_string(),
+                    g.output_tokens.to_string(),
+                    format!("{:.4}", g.cost_usd),
+                    (g.latency_ms / g.entries.max(1)).to_string(),
+                    human_bytes(g.bytes),
+                ]);
+            }
+            println!("ledger {}", args.ledger.display());
+            if st.groups.is_empty() {
+                println!("(empty)");
+            } else {
+                println!("{t}");
+            }
+            if st.temp_files > 0 || st.unreadable > 0 {
+                println!(
+                    "{} leftover temporary file(s), {} unreadable entr(ies): `sage cache prune --unreadable` removes them",
+                    st.temp_files, st.unreadable
+                );
+            }
+            Ok(0)
+        }
+        CacheAction::Prune {
+            all,
+            backend,
+            model,
+            rubric_version,
+            keep_rubric_version,
+            older_than_days,
+            unreadable,
+            dry_run,
+        } => {
+            let f = PruneFilter {
+                all,
+                backend,
+                model,
+                rubric_version,
+                keep_rubric_version,
+                older_than: older_than_days.map(|d| Duration::from_secs(d * 86400)),
+                unreadable,
+                dry_run,
+            };
+            if f.is_empty() && !unreadable {
+                eprintln!(
+                    "sage cache prune: say what to remove (--all, --backend, --model, --rubric-version, \
+                     --keep-rubric-version, --older-than-days, --unreadable)"
+                );
+                return Ok(2);
+            }
+            let r = ledger.prune(&f)?;
+            println!(
+                "{} {} file(s) ({}), kept {}",
+                if dry_run { "would remove" } else { "removed" },
+                r.files,
+                human_bytes(r.bytes),
+                r.kept
+            );
+            Ok(0)
+        }
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+    } else if b >= 1 << 10 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}

@@ -1,0 +1,621 @@
+//! LLM judges: OpenAI-compatible Chat Completions and the Anthropic Messages API behind the
+//! [`Judge`] trait.
+//!
+//! One call = render the prefix request in the cache-friendly layout ([`prompt`]), build the
+//! provider's body, hash exactly those bytes (the score's `prompt_hash`), look the call up in
+//! the [`ledger`] (then in an imported batch result), and only then send it, within the
+//! budget, through the retrying [`http`] transport. The answer is stored before it is parsed,
+//! so a replay parses the very same bytes.
+
+pub mod anthropic;
+pub mod batch;
+pub mod client;
+pub mod cost;
+pub mod fake;
+pub mod http;
+pub mod ledger;
+pub mod openai;
+pub mod prompt;
+
+use crate::judge::{CallInfo, Judge, JudgeAnswer, JudgeError, JudgeId, Judgment, TurnRequest};
+use cost::{CostMeter, Price, RunStats, Usage};
+use futures::future::BoxFuture;
+use http::{RetryPolicy, Transport};
+use ledger::{Ledger, LedgerEntry, LedgerKey, LEDGER_SCHEMA};
+use prompt::Rubric;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which API a judge speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    OpenAi,
+    Anthropic,
+}
+
+impl Provider {
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Provider> {
+        match s {
+            "openai" => Some(Provider::OpenAi),
+            "anthropic" => Some(Provider::Anthropic),
+            _ => None,
+        }
+    }
+    /// The conventional variable holding the key.
+    pub fn key_var(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+    pub fn base_var(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_BASE_URL",
+            Provider::Anthropic => "ANTHROPIC_BASE_URL",
+        }
+    }
+    pub fn default_base(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+}
+
+/// An API key: never printed, never serialized.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(s: impl Into<String>) -> Option<ApiKey> {
+        let s = s.into();
+        (!s.trim().is_empty()).then(|| ApiKey(s.trim().to_string()))
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+/// Everything one LLM judge needs to know.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    pub provider: Provider,
+    /// The judge's name in [`JudgeId`]: the backend name, or the name from `sage.toml`.
+    pub name: String,
+    pub model: String,
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+    /// The variable the key came from (named in messages).
+    pub key_var: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Ask OpenAI-compatible servers for `response_format: json_schema`.
+    pub json_schema: bool,
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    pub price: Option<Price>,
+}
+
+impl LlmSettings {
+    /// Settings from the conventional environment variables.
+    pub fn from_env(provider: Provider, model: &str) -> LlmSettings {
+        let base_url = std::env::var(provider.base_var())
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| provider.default_base().to_string());
+        LlmSettings {
+            provider,
+            name: provider.name().to_string(),
+            model: model.to_string(),
+            base_url,
+            api_key: std::env::var(provider.key_var()).ok().and_then(ApiKey::new),
+            key_var: provider.key_var().to_string(),
+            temperature: None,
+            max_tokens: None,
+            json_schema: true,
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            price: cost::price_for(model, &Default::default()),
+        }
+    }
+
+    /// `openai:gpt-4o` style label for messages.
+    pub fn who(&self) -> String {
+        format!("{}:{}", self.name, self.model)
+    }
+}
+
+/// A provider response reduced to what sage uses.
+#[derive(Debug, Clone)]
+pub struct ParsedResponse {
+    pub judgment: Result<Judgment, String>,
+    pub usage: Usage,
+}
+
+/// The JSON schema of a judgment (OpenAI strict mode: every property required, no extras).
+pub fn judgment_schema() -> Value {
+    let dim = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["score", "quote", "rationale"],
+        "properties": {
+            "score": {"type": "integer", "enum": [0, 1, 2, 3]},
+            "quote": {"type": ["string", "null"], "description": "verbatim from the scored turn; null when score is 0"},
+            "rationale": {"type": "string"},
+        },
+    });
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["applicable", "security_opportunity", "TR", "DI", "VR", "SA"],
+        "properties": {
+            "applicable": {"type": "boolean"},
+            "security_opportunity": {"type": "boolean"},
+            "TR": dim, "DI": dim, "VR": dim, "SA": dim,
+        },
+    })
+}
+
+/// Strict parsing of a judgment given as text: one JSON object, optionally inside a single
+/// markdown code fence, nothing else. Unparseable output is an error, never a score of 0.
+pub fn parse_judgment_text(text: &str) -> Result<Judgment, String> {
+    let mut t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.strip_prefix("json").unwrap_or(rest);
+        t = rest
+            .trim()
+            .strip_suffix("```")
+            .ok_or("the answer opens a code fence and never closes it")?
+            .trim();
+    }
+    let v: Value = serde_json::from_str(t).map_err(|e| {
+        format!("the answer is not one JSON object ({e}); reply with the JSON object only")
+    })?;
+    judgment_from_value(v)
+}
+
+/// Check and convert a JSON value to a judgment, naming what is wrong.
+pub fn judgment_from_value(v: Value) -> Result<Judgment, String> {
+    let o = v.as_object().ok_or("the answer is not a JSON object")?;
+    for k in ["applicable", "security_opportunity"] {
+        if !o.get(k).is_some_and(Value::is_boolean) {
+            return Err(format!("\"{k}\" must be true or false"));
+        }
+    }
+    for d in ["TR", "DI", "VR", "SA"] {
+        let s = o
+            .get(d)
+            .and_then(|x| x.get("score"))
+            .ok_or_else(|| format!("\"{d}\" must be an object with a \"score\""))?;
+        if s.as_u64().is_none_or(|n| n > 3) {
+            return Err(format!("\"{d}\".score must be an integer 0-3, got {s}"));
+        }
+    }
+    serde_json::from_value(v).map_err(|e| format!("the answer does not match the schema: {e}"))
+}
+
+/// Model families, for the warning that a judge shares its family with the model that
+/// produced the trace (the paper's judge lies outside the evaluated base-model set).
+pub fn model_family(model: &str) -> Option<&'static str> {
+    let m = model.to_ascii_lowercase();
+    let m = m.rsplit('/').next().unwrap_or(&m).to_string();
+    let fams: &[(&[&str], &str)] = &[
+        (
+            &["gpt", "o1", "o3", "o4", "chatgpt", "davinci"],
+            "openai-gpt",
+        ),
+        (&["claude"], "anthropic-claude"),
+        (&["gemini", "gemma"], "google-gemini"),
+        (&["llama", "meta-llama"], "meta-llama"),
+        (&["qwen", "qwq"], "alibaba-qwen"),
+        (&["deepseek"], "deepseek"),
+        (&["mistral", "mixtral", "codestral", "devstral"], "mistral"),
+        (&["grok"], "xai-grok"),
+        (&["glm"], "zhipu-glm"),
+        (&["kimi", "moonshot"], "moonshot-kimi"),
+    ];
+    fams.iter()
+        .find(|(pre, _)| pre.iter().any(|p| m.starts_with(p)))
+        .map(|(_, f)| *f)
+}
+
+/// Batch results loaded by `--batch-import`: ledger id (`custom_id`) → raw response body.
+pub type BatchResults = HashMap<String, Vec<u8>>;
+
+/// The answer to a lookup that sends nothing.
+#[allow(clippy::large_enum_variant)] // short-lived, never stored in bulk
+pub enum Lookup {
+    /// Found in the ledger or an imported batch.
+    Stored(Result<JudgeAnswer, JudgeError>),
+    /// Not found: this body would have to be sent; `id` is its ledger id / batch custom_id.
+    Miss { id: String, body: Vec<u8> },
+}
+
+/// Shared pieces every judge of one session uses.
+#[derive(Debug, Clone)]
+pub struct SessionParts {
+    pub rubric: Arc<Rubric>,
+    pub ledger: Option<Ledger>,
+    pub stats: Arc<RunStats>,
+    pub meter: Arc<CostMeter>,
+    pub imports: Option<Arc<BatchResults>>,
+    /// Never call the API: a ledger miss stops the run.
+    pub offline: bool,
+}
+
+impl Default for SessionParts {
+    fn default() -> Self {
+        SessionParts {
+            rubric: Arc::new(Rubric::embedded()),
+            ledger: None,
+            stats: Arc::default(),
+            meter: Arc::new(CostMeter::new(None)),
+            imports: None,
+            offline: false,
+        }
+    }
+}
+
+/// An LLM judge (either provider).
+pub struct LlmJudge {
+    s: LlmSettings,
+    parts: SessionParts,
+    transport: Transport,
+    /// Cleared when an OpenAI-compatible server refuses `json_schema`.
+    schema_ok: AtomicBool,
+    successes: AtomicU64,
+    refusals: AtomicU64,
+}
+
+impl std::fmt::Debug for LlmJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmJudge")
+            .field("settings", &self.s)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Output tokens assumed for a forecast or a budget reservation.
+pub const EXPECTED_OUTPUT_TOKENS: u64 = 400;
+
+impl LlmJudge {
+    pub fn new(s: LlmSettings, parts: SessionParts) -> Result<LlmJudge, JudgeError> {
+        let secrets = s.api_key.iter().map(|k| k.expose().to_string()).collect();
+        let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), secrets)?;
+        Ok(LlmJudge {
+            schema_ok: AtomicBool::new(s.json_schema),
+            s,
+            parts,
+            transport,
+            successes: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+        })
+    }
+
+    pub fn settings(&self) -> &LlmSettings {
+        &self.s
+    }
+
+    pub fn stats(&self) -> &Arc<RunStats> {
+        &self.parts.stats
+    }
+
+    /// The exact request body for `req` and its sha256.
+    pub fn request_body(&self, req: &TurnRequest<'_>) -> (Vec<u8>, String) {
+        let p = self.parts.rubric.render(req);
+        let v = match self.s.provider {
+            Provider::OpenAi => {
+                let mode = if self.schema_ok.load(Ordering::Relaxed) {
+                    openai::OutputMode::JsonSchema
+                } else {
+                    openai::OutputMode::JsonObject
+                };
+                openai::request_body(&self.s, &p, mode)
+            }
+            Provider::Anthropic => anthropic::request_body(&self.s, &p),
+        };
+        let body = serde_json::to_vec(&v).expect("a JSON value serializes");
+        let hash = hex::encode(Sha256::digest(&body));
+        (body, hash)
+    }
+
+    pub fn endpoint(&self) -> String {
+        match self.s.provider {
+            Provider::OpenAi => openai::endpoint(&self.s.base_url),
+            Provider::Anthropic => anthropic::endpoint(&self.s.base_url),
+        }
+    }
+
+    pub fn ledger_key(&self, prompt_hash: &str, call: CallInfo) -> LedgerKey {
+        LedgerKey {
+            backend: self.s.provider.name().to_string(),
+            model: self.s.model.clone(),
+            rubric_version: self.parts.rubric.version.clone(),
+            prompt_hash: prompt_hash.to_string(),
+            run: call.run,
+            attempt: call.attempt,
+        }
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<ParsedResponse, String> {
+        match self.s.provider {
+            Provider::OpenAi => openai::parse_response(bytes),
+            Provider::Anthropic => anthropic::parse_response(bytes),
+        }
+    }
+
+    fn answer(&self, p: ParsedResponse, hash: String) -> Result<JudgeAnswer, JudgeError> {
+        p.judgment
+            .map(|judgment| JudgeAnswer {
+                judgment,
+                prompt_hash: Some(hash),
+            })
+            .map_err(JudgeError::Invalid)
+    }
+
+    /// The estimated cost of sending `body` (prompt at the uncached price).
+    pub fn estimate_cost(&self, body_len: usize) -> Option<f64> {
+        self.s.price.map(|p| {
+            p.cost(&Usage {
+                input_tokens: (body_len as u64).div_ceil(4),
+                output_tokens: EXPECTED_OUTPUT_TOKENS,
+                ..Default::default()
+            })
+        })
+    }
+
+    /// Whether the call is already answered (ledger or imported batch), and the size of its
+    /// request body; no side effects.
+    pub fn probe(&self, req: &TurnRequest<'_>, call: CallInfo) -> (bool, usize) {
+        let (body, hash) = self.request_body(req);
+        let key = self.ledger_key(&hash, call);
+        let stored = self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))
+            || self
+                .parts
+                .imports
+                .as_ref()
+                .is_some_and(|m| m.contains_key(&key.id()));
+        (stored, body.len())
+    }
+
+    /// Look the call up in the ledger and in imported batch results, sending nothing.
+    pub fn lookup(&self, req: &TurnRequest<'_>, call: CallInfo) -> Lookup {
+        let (body, hash) = self.request_body(req);
+        let key = self.ledger_key(&hash, call);
+        if let Some(l) = &self.parts.ledger {
+            if let Some(e) = l.get(&key) {
+                if let Ok(p) = self.parse(e.response.as_bytes()) {
+                    self.parts.stats.ledger_hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Stored(self.answer(p, hash));
+                }
+            }
+        }
+        let id = key.id();
+        if let Some(bytes) = self.parts.imports.as_ref().and_then(|m| m.get(&id)) {
+            if let Ok(p) = self.parse(bytes) {
+                self.parts.stats.batch_hits.fetch_add(1, Ordering::Relaxed);
+                if let Some(l) = &self.parts.ledger {
+                    let entry = LedgerEntry {
+                        schema: LEDGER_SCHEMA.into(),
+                        id: id.clone(),
+                        key,
+                        source: "batch".into(),
+                        response: String::from_utf8_lossy(bytes).into_owned(),
+                        usage: p.usage,
+                        cost_usd: self.s.price.map(|pr| pr.cost(&p.usage)),
+                        latency_ms: 0,
+                        http_retries: 0,
+                        recorded_at: ledger::now_secs(),
+                    };
+                    if let Err(e) = l.put(&entry) {
+                        return Lookup::Stored(Err(JudgeError::Fatal(e.to_string())));
+                    }
+                }
+                return Lookup::Stored(self.answer(p, hash));
+            }
+        }
+        Lookup::Miss { id, body }
+    }
+
+    async fn call(&self, req: &TurnRequest<'_>, call: CallInfo) -> Result<JudgeAnswer, JudgeError> {
+        // At most two rounds: the second only after the server refused json_schema.
+        for _ in 0..2 {
+            let (id, body) = match self.lookup(req, call) {
+                Lookup::Stored(a) => return a,
+                Lookup::Miss { id, body } => (id, body),
+            };
+            match self.send(req, call, id, body).await {
+                Err(JudgeError::Invalid(m))
+                    if self.s.provider == Provider::OpenAi
+                        && self.schema_ok.load(Ordering::Relaxed)
+                        && (m.contains("response_format") || m.contains("json_schema")) =>
+                {
+                    // The server lacks structured outputs: fall back to strict parsing.
+                    eprintln!(
+                        "warning: {} refused response_format json_schema; using json_object and strict parsing",
+                        self.s.who()
+                    );
+                    self.schema_ok.store(false, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        Err(JudgeError::Invalid(format!(
+            "{}: the server refused both structured-output modes",
+            self.s.who()
+        )))
+    }
+
+    async fn send(
+        &self,
+        req: &TurnRequest<'_>,
+        call: CallInfo,
+        id: String,
+        body: Vec<u8>,
+    ) -> Result<JudgeAnswer, JudgeError> {
+        let who = self.s.who();
+        if self.parts.offline {
+            return Err(JudgeError::Fatal(format!(
+                "{who}: offline, and turn {} (run {}, attempt {}) is not in the ledger",
+                req.k(),
+                call.run,
+                call.attempt
+            )));
+        }
+        let Some(key) = &self.s.api_key else {
+            return Err(JudgeError::Fatal(format!(
+                "{who}: {} is not set (needed for calls not in the ledger)",
+                self.s.key_var
+            )));
+        };
+        let estimate = self.estimate_cost(body.len()).unwrap_or(0.0);
+        self.parts
+            .meter
+            .reserve(estimate)
+            .map_err(JudgeError::Budget)?;
+        let headers: Vec<(&str, String)> = match self.s.provider {
+            Provider::OpenAi => vec![("authorization", format!("Bearer {}", key.expose()))],
+            Provider::Anthropic => vec![
+                ("x-api-key", key.expose().to_string()),
+                ("anthropic-version", anthropic::API_VERSION.to_string()),
+            ],
+        };
+        let res = self
+            .transport
+            .post(&self.endpoint(), &headers, &body, &who, &self.s.key_var)
+            .await;
+        let ok = match res {
+            Ok(ok) => ok,
+            Err(e) => {
+                self.parts.meter.settle(estimate, None);
+                if let JudgeError::Invalid(m) = &e {
+                    // A server that refuses every request (a parameter it lacks) would fail
+                    // each turn slowly; stop once it is clear nothing gets through.
+                    let n = self.refusals.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n >= 3 && self.successes.load(Ordering::Relaxed) == 0 {
+                        return Err(JudgeError::Fatal(format!(
+                            "{m} (the first {n} requests were all refused)"
+                        )));
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let parsed = match self.parse(&ok.body) {
+            Ok(p) => p,
+            Err(m) => {
+                // Not stored: a garbled envelope is the transport's fault, not the model's.
+                self.parts.meter.settle(estimate, Some(estimate));
+                return Err(JudgeError::Transient(format!("{who}: {m}")));
+            }
+        };
+        self.successes.fetch_add(1, Ordering::Relaxed);
+        let cost = self.s.price.map(|p| p.cost(&parsed.usage));
+        self.parts.meter.settle(estimate, Some(cost.unwrap_or(0.0)));
+        self.parts.stats.api_calls.fetch_add(1, Ordering::Relaxed);
+        self.parts.stats.add_usage(&parsed.usage, cost);
+        let hash = hex::encode(Sha256::digest(&body));
+        if let Some(l) = &self.parts.ledger {
+            let entry = LedgerEntry {
+                schema: LEDGER_SCHEMA.into(),
+                id,
+                key: self.ledger_key(&hash, call),
+                source: "api".into(),
+                response: String::from_utf8_lossy(&ok.body).into_owned(),
+                usage: parsed.usage,
+                cost_usd: cost,
+                latency_ms: ok.latency.as_millis() as u64,
+                http_retries: ok.retries,
+                recorded_at: ledger::now_secs(),
+            };
+            l.put(&entry)
+                .map_err(|e| JudgeError::Fatal(format!("cannot record the judgment: {e}")))?;
+        }
+        self.answer(parsed, hash)
+    }
+}
+
+impl Judge for LlmJudge {
+    fn id(&self) -> JudgeId {
+        JudgeId {
+            name: self.s.name.clone(),
+            model: self.s.model.clone(),
+            rubric_version: self.parts.rubric.version.clone(),
+        }
+    }
+
+    fn judge<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+    ) -> BoxFuture<'a, Result<Judgment, JudgeError>> {
+        Box::pin(async move {
+            self.call(req, CallInfo { run: 0, attempt: 1 })
+                .await
+                .map(|a| a.judgment)
+        })
+    }
+
+    fn judge_call<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+        call: CallInfo,
+    ) -> BoxFuture<'a, Result<JudgeAnswer, JudgeError>> {
+        Box::pin(self.call(req, call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_parsing_rejects_what_is_not_one_judgment() {
+        let ok = r#"{"applicable":true,"security_opportunity":false,
+          "TR":{"score":0,"quote":null,"rationale":""},"DI":{"score":2,"quote":"x","rationale":""},
+          "VR":{"score":0,"quote":null,"rationale":""},"SA":{"score":0,"quote":null,"rationale":""}}"#;
+        assert_eq!(parse_judgment_text(ok).unwrap().di.score, 2);
+        assert!(parse_judgment_text(&format!("```json\n{ok}\n```")).is_ok());
+        assert!(parse_judgment_text(&format!("Sure! {ok}")).is_err());
+        assert!(parse_judgment_text(&ok[..50]).is_err());
+        assert!(
+            parse_judgment_text(&ok.replace("\"score\":2", "\"score\":\"high\""))
+                .unwrap_err()
+                .contains("0-3")
+        );
+        assert!(parse_judgment_text(&ok.replace("\"DI\"", "\"XX\""))
+            .unwrap_err()
+            .contains("DI"));
+    }
+
+    #[test]
+    fn families() {
+        assert_eq!(model_family("gpt-4o-mini"), Some("openai-gpt"));
+        assert_eq!(model_family("openai/gpt-5"), Some("openai-gpt"));
+        assert_eq!(model_family("claude-sonnet-4-5"), Some("anthropic-claude"));
+        assert_eq!(model_family("Qwen2.5-Coder-32B"), Some("alibaba-qwen"));
+        assert_eq!(model_family("unknown-thing"), None);
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug() {
+        let mut s = LlmSettings::from_env(Provider::OpenAi, "gpt-4o");
+        s.api_key = ApiKey::new("sk-SECRET-123");
+        assert!(!format!("{s:?}").contains("SECRET"));
+    }
+}

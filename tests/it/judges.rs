@@ -1,0 +1,585 @@
+//! LLM judges against a fake server on 127.0.0.1 speaking both APIs, with injected faults.
+
+use sage::case::TaskContext;
+use sage::config::Config;
+use sage::judge::concurrent::{score_traces_concurrently, ScoreItem, ScoredBatch};
+use sage::judge::llm::fake::{Captured, FakeServer, Fault};
+use sage::judge::llm::http::RetryPolicy;
+use sage::judge::spec::{BuiltJudge, JudgeOptions, JudgeSession};
+use sage::judge::{verify_judgment, JudgeError, TurnOutcome};
+use sage::trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const KEY: &str = "sk-test-SENTINEL-KEY-7f3a9";
+const ANCHOR_SENTINEL: &str = "ANCHOR-SENTINEL-zq81";
+
+/// A trace whose turn i says `MARK-<i>-` so any leak of a later turn is visible.
+fn trace(name: &str, n: usize) -> (CanonicalTrace, RawStore) {
+    let mut t = CanonicalTrace::new("test", vec![format!("{name}.md")]);
+    let mut raw = String::new();
+    for i in 1..=n {
+        let kind = if i == 2 {
+            TurnKind::Administrative
+        } else {
+            TurnKind::Implementation
+        };
+        let text = format!("MARK-{i}- we should validate the redirect target in {name} turn {i}");
+        raw.push_str(&text);
+        raw.push('\n');
+        let mut turn = Turn::new(Actor::new("coder", Some("assistant")), kind);
+        turn.message = Some(TextItem {
+            text,
+            raw: RawRef::lines(&format!("{name}.md"), i, i),
+        });
+        t.push_turn(turn);
+    }
+    let mut s = RawStore::new();
+    s.insert(&format!("{name}.md"), raw.into_bytes());
+    (t, s)
+}
+
+fn task() -> TaskContext {
+    TaskContext {
+        id: "CWE-601_demo".into(),
+        description: "Fix the open redirect in login().".into(),
+        cwe: Some("CWE-601".into()),
+    }
+}
+
+fn config() -> Config {
+    Config::parse(
+        r#"
+[judges.fake-openai]
+backend = "openai"
+model = "fake-model"
+api_key_env = "SAGE_TEST_NEVER_SET"
+
+[prices.fake-model]
+input = 1000.0
+output = 1000.0
+"#,
+        "sage.toml",
+    )
+    .unwrap()
+}
+
+fn fast_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 4,
+        base: Duration::from_millis(5),
+        cap: Duration::from_millis(50),
+        max_retry_after: Duration::from_secs(2),
+    }
+}
+
+struct Setup {
+    session: JudgeSession,
+    judge: BuiltJudge,
+}
+
+/// A session whose judge talks to `base` with `KEY`, keyed through the settings directly
+/// (tests never set process-wide environment variables).
+fn setup(spec: &str, base: &str, ledger: &Path, tweak: impl FnOnce(&mut JudgeOptions)) -> Setup {
+    let mut o = JudgeOptions {
+        ledger_dir: Some(ledger.to_path_buf()),
+        concurrency: 8,
+        timeout: Some(Duration::from_millis(800)),
+        retry: Some(fast_retry()),
+        progress: false,
+        ..Default::default()
+    };
+    tweak(&mut o);
+    let session = JudgeSession::new(&config(), o).unwrap();
+    let parsed = sage::judge::spec::JudgeSpec::parse(spec).unwrap();
+    let mut s = session.llm_settings(&parsed).unwrap().unwrap();
+    s.base_url = base.to_string();
+    s.api_key = sage::judge::llm::ApiKey::new(KEY);
+    let llm = Arc::new(sage::judge::llm::LlmJudge::new(s, session.parts.clone()).unwrap());
+    Setup {
+        judge: BuiltJudge {
+            judge: llm.clone(),
+            llm: Some(llm),
+        },
+        session,
+    }
+}
+
+fn score(st: &Setup, traces: &[(CanonicalTrace, RawStore)], runs: u32) -> ScoredBatch {
+    let t = task();
+    let items: Vec<ScoreItem> = traces
+        .iter()
+        .map(|(tr, s)| ScoreItem {
+            id: "case",
+            task: &t,
+            trace: tr,
+            store: s,
+        })
+        .collect();
+    let mut opts = st.session.score_options();
+    opts.runs = runs;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(score_traces_concurrently(
+        std::slice::from_ref(&st.judge.judge),
+        &items,
+        &opts,
+    ))
+}
+
+/// The turn a captured request scores.
+fn scored_turn(c: &Captured) -> usize {
+    let at = c.body.rfind("Score turn ").expect("instruction present");
+    c.body[at + 11..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+fn grep_dir(dir: &Path, needle: &str) -> Vec<String> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            std::fs::read(e.path())
+                .map(|b| String::from_utf8_lossy(&b).contains(needle))
+                .unwrap_or(false)
+        })
+        .map(|e| e.path().display().to_string())
+        .collect()
+}
+
+/// Every applicable turn scored exactly once per run, and every accepted quote verifies
+/// against the raw trace when checked again here.
+fn assert_complete_and_verified(
+    out: &ScoredBatch,
+    traces: &[(CanonicalTrace, RawStore)],
+    runs: u32,
+) {
+    assert!(out.stopped.is_none(), "stopped: {:?}", out.stopped);
+    for (i, (tr, store)) in traces.iter().enumerate() {
+        for run in 0..runs {
+            let ts = out.get(i, 0, run, runs).expect("complete");
+            assert_eq!(ts.turns.len(), tr.turns.len());
+            for (k, o) in ts.turns.iter().enumerate() {
+                assert_eq!(o.turn(), k + 1);
+                match o {
+                    TurnOutcome::Scored(s) => {
+                        assert_eq!(s.run, run);
+                        let mut st = store.clone();
+                        verify_judgment(&mut st, &tr.turns[k], &s.judgment)
+                            .expect("accepted quotes verify");
+                        assert!(!s.quotes.is_empty(), "the fake judge quotes every turn");
+                    }
+                    TurnOutcome::Administrative { .. } => assert_eq!(k + 1, 2),
+                    TurnOutcome::Failed { reason, .. } => panic!("turn {} failed: {reason}", k + 1),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn no_later_turn_and_no_anchor_text_reaches_a_request_for_either_api() {
+    // The case on disk has an anchor full of sentinels; only its task context is passed on.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("case/baseline")).unwrap();
+    std::fs::write(dir.path().join("case/trace.md"), "x\n").unwrap();
+    std::fs::write(dir.path().join("case/baseline/app.py"), "redirect(url)\n").unwrap();
+    std::fs::write(
+        dir.path().join("case/case.json"),
+        format!(
+            r#"{{"schema":"sage.case/1","id":"c1","trace":{{"files":["trace.md"]}},
+            "baseline":{{"app.py":"baseline/app.py"}},
+            "task":{{"id":"CWE-601_demo","description":"Fix the open redirect in login().","cwe":"CWE-601"}},
+            "anchor":{{"artefact":"app.py","fragment":"{ANCHOR_SENTINEL}-fragment","category":"defence-absent",
+                       "cwe":"CWE-601","description":"{ANCHOR_SENTINEL} redirect not validated"}}}}"#
+        ),
+    )
+    .unwrap();
+    let case = sage::case::Case::load(&dir.path().join("case")).unwrap();
+    for spec in ["openai:fake-model", "anthropic:fake-model"] {
+        let server = FakeServer::start(Duration::ZERO);
+        let base = if spec.starts_with("openai") {
+            server.openai_base()
+        } else {
+            server.anthropic_base()
+        };
+        let ledger = tempfile::tempdir().unwrap();
+        let st = setup(spec, &base, ledger.path(), |_| {});
+        let traces = vec![trace("a", 6)];
+        let items = [ScoreItem {
+            id: &case.id,
+            task: case.task(),
+            trace: &traces[0].0,
+            store: &traces[0].1,
+        }];
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let out = rt.block_on(score_traces_concurrently(
+            std::slice::from_ref(&st.judge.judge),
+            &items,
+            &st.session.score_options(),
+        ));
+        assert_complete_and_verified(&out, &traces, 1);
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 5, "{spec}: one request per applicable turn");
+        for r in &reqs {
+            let k = scored_turn(r);
+            assert!(!r.body.contains(ANCHOR_SENTINEL), "{spec}: anchor leaked");
+            for j in 1..=6 {
+                let mark = format!("MARK-{j}-");
+                assert_eq!(
+                    r.body.contains(&mark),
+                    j <= k,
+                    "{spec}: turn {j} in request for {k}"
+                );
+            }
+            // the key travels only in the auth header
+            assert!(!r.body.contains(KEY));
+        }
+        // the recorded hash is the hash of exactly the body that was sent
+        let ts = out.get(0, 0, 0, 1).unwrap();
+        let hashes: Vec<String> = reqs
+            .iter()
+            .map(|r| {
+                use sha2::Digest;
+                hex::encode(sha2::Sha256::digest(r.body.as_bytes()))
+            })
+            .collect();
+        for s in ts.turns.iter().filter_map(TurnOutcome::scored) {
+            assert!(
+                hashes.contains(&s.prompt_hash),
+                "{spec}: turn {} hash",
+                s.turn
+            );
+        }
+        let auth = reqs[0]
+            .header("authorization")
+            .or(reqs[0].header("x-api-key"))
+            .unwrap();
+        assert!(auth.contains(KEY));
+    }
+}
+
+#[test]
+fn faults_lose_no_score_duplicate_none_and_accept_none_unverified() {
+    // First sight of each first-attempt body gets a fault, in rotation; retries are honest.
+    let faults = [
+        Fault::Status(429, Some(1)),
+        Fault::Status(500, None),
+        Fault::Hang(Duration::from_secs(3)),
+        Fault::TruncatedBody,
+        Fault::TruncatedJson,
+        Fault::SchemaInvalid,
+        Fault::FabricatedQuote,
+        Fault::Slow(Duration::from_millis(200)),
+        Fault::Status(503, None),
+        Fault::None,
+    ];
+    let n_faults = faults.len();
+    let plan = Arc::new(move |c: &Captured, n: usize, seen: usize| {
+        if seen == 0 && !c.body.contains("# Correction") {
+            faults[n % n_faults].clone()
+        } else {
+            Fault::None
+        }
+    });
+    for (spec, anthropic) in [("openai:fake-model", false), ("anthropic:fake-model", true)] {
+        let server = FakeServer::with_faults(Duration::ZERO, plan.clone());
+        let base = if anthropic {
+            server.anthropic_base()
+        } else {
+            server.openai_base()
+        };
+        let ledger = tempfile::tempdir().unwrap();
+        let st = setup(spec, &base, ledger.path(), |o| o.concurrency = 16);
+        let traces: Vec<_> = (0..4).map(|i| trace(&format!("t{i}"), 7)).collect();
+        let out = score(&st, &traces, 2);
+        assert_complete_and_verified(&out, &traces, 2);
+        // content faults cost a judgment retry; the fabricated quote was never accepted
+        let scored: Vec<_> = (0..4)
+            .flat_map(|i| (0..2).map(move |r| (i, r)))
+            .flat_map(|(i, r)| out.get(i, 0, r, 2).unwrap().turns.clone())
+            .filter_map(|o| o.scored().cloned())
+            .collect();
+        assert_eq!(scored.len(), 4 * 2 * 6);
+        assert!(scored.iter().any(|s| s.attempts > 1), "{spec}");
+        for s in &scored {
+            assert!(s.judgment.di.score == 0, "{spec}: fabricated DI accepted");
+        }
+        // one ledger entry per accepted or rejected parsed answer, no duplicates
+        let entries = grep_dir(ledger.path(), "sage.ledger/1");
+        let ids: std::collections::HashSet<_> = entries.iter().collect();
+        assert_eq!(ids.len(), entries.len());
+        assert!(entries.len() >= scored.len());
+        assert!(
+            grep_dir(ledger.path(), KEY).is_empty(),
+            "the key is on disk"
+        );
+        let stats = st.session.stats();
+        assert!(
+            stats
+                .http_retries
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > 0
+        );
+    }
+}
+
+#[test]
+fn fabricated_quotes_every_time_make_a_scoring_failure_not_a_score() {
+    let server =
+        FakeServer::with_faults(Duration::ZERO, Arc::new(|_, _, _| Fault::FabricatedQuote));
+    let ledger = tempfile::tempdir().unwrap();
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |_| {},
+    );
+    let traces = vec![trace("a", 3)];
+    let out = score(&st, &traces, 1);
+    let ts = out.get(0, 0, 0, 1).unwrap();
+    for k in [1, 3] {
+        match ts.get(k).unwrap() {
+            TurnOutcome::Failed {
+                attempts, reason, ..
+            } => {
+                assert_eq!(*attempts, 3);
+                assert!(reason.contains("does not occur verbatim"), "{reason}");
+            }
+            o => panic!("turn {k}: {o:?}"),
+        }
+    }
+    assert_eq!(ts.failures(), vec![1, 3]);
+}
+
+#[test]
+fn a_refused_key_stops_early_with_a_clear_message_and_no_key_anywhere() {
+    let server =
+        FakeServer::with_faults(Duration::ZERO, Arc::new(|_, _, _| Fault::Status(401, None)));
+    let ledger = tempfile::tempdir().unwrap();
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |o| o.concurrency = 2,
+    );
+    let traces: Vec<_> = (0..5).map(|i| trace(&format!("t{i}"), 6)).collect();
+    let out = score(&st, &traces, 1);
+    match &out.stopped {
+        Some(JudgeError::Fatal(m)) => {
+            assert!(m.contains("401") && m.contains("OPENAI_API_KEY"), "{m}");
+            assert!(!m.contains(KEY));
+        }
+        other => panic!("expected a fatal stop, got {other:?}"),
+    }
+    assert!(server.requests().len() <= 3, "kept sending after a 401");
+    assert!(grep_dir(ledger.path(), KEY).is_empty());
+}
+
+#[test]
+fn unknown_model_is_fatal() {
+    let server =
+        FakeServer::with_faults(Duration::ZERO, Arc::new(|_, _, _| Fault::Status(404, None)));
+    let ledger = tempfile::tempdir().unwrap();
+    let st = setup(
+        "anthropic:nope",
+        &server.anthropic_base(),
+        ledger.path(),
+        |_| {},
+    );
+    let out = score(&st, &[trace("a", 3)], 1);
+    assert!(
+        matches!(&out.stopped, Some(JudgeError::Fatal(m)) if m.contains("404") && m.contains("model")),
+        "{:?}",
+        out.stopped
+    );
+}
+
+#[test]
+fn replay_from_the_ledger_is_offline_and_byte_identical() {
+    let ledger = tempfile::tempdir().unwrap();
+    let traces: Vec<_> = (0..3).map(|i| trace(&format!("t{i}"), 5)).collect();
+    let first = {
+        let server = FakeServer::start(Duration::ZERO);
+        let st = setup(
+            "openai:fake-model",
+            &server.openai_base(),
+            ledger.path(),
+            |_| {},
+        );
+        let out = score(&st, &traces, 2);
+        assert_complete_and_verified(&out, &traces, 2);
+        serde_json::to_string(&out.scores).unwrap()
+    }; // the server is gone
+    let st = setup(
+        "openai:fake-model",
+        "http://127.0.0.1:9",
+        ledger.path(),
+        |o| o.offline = true,
+    );
+    let out = score(&st, &traces, 2);
+    assert_eq!(serde_json::to_string(&out.scores).unwrap(), first);
+    let s = st.session.stats();
+    assert_eq!(s.api_calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        s.ledger_hits.load(std::sync::atomic::Ordering::Relaxed),
+        3 * 4 * 2
+    );
+}
+
+#[test]
+fn a_budget_stop_resumes_without_repeating_finished_calls() {
+    let ledger = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(Duration::ZERO);
+    let traces: Vec<_> = (0..4).map(|i| trace(&format!("t{i}"), 6)).collect();
+    // fake-model costs $1000 per million tokens: each call is a few dimes
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |o| {
+            o.budget_usd = Some(5.0);
+            o.concurrency = 2;
+        },
+    );
+    let out = score(&st, &traces, 1);
+    assert!(
+        matches!(out.stopped, Some(JudgeError::Budget(_))),
+        "{:?}",
+        out.stopped
+    );
+    let spent = st.session.parts.meter.spent();
+    assert!(spent <= 5.0, "overspent: {spent}");
+    let before = server.requests().len();
+    assert!(before > 0 && before < 20);
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |_| {},
+    );
+    let out = score(&st, &traces, 1);
+    assert_complete_and_verified(&out, &traces, 1);
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        4 * 5,
+        "every call made exactly once across both runs"
+    );
+    let distinct: std::collections::HashSet<_> = reqs.iter().map(|r| r.body.clone()).collect();
+    assert_eq!(distinct.len(), reqs.len());
+}
+
+#[test]
+fn batch_export_then_import_scores_without_any_request() {
+    for (spec, anthropic) in [("openai:fake-model", false), ("anthropic:fake-model", true)] {
+        let ledger = tempfile::tempdir().unwrap();
+        let traces: Vec<_> = (0..2).map(|i| trace(&format!("t{i}"), 4)).collect();
+        let t = task();
+        let items: Vec<ScoreItem> = traces
+            .iter()
+            .map(|(tr, s)| ScoreItem {
+                id: "c",
+                task: &t,
+                trace: tr,
+                store: s,
+            })
+            .collect();
+        let st = setup(spec, "http://127.0.0.1:9", ledger.path(), |_| {});
+        let mut buf = Vec::new();
+        let rep = sage::judge::llm::batch::export_requests(
+            st.judge.llm.as_ref().unwrap(),
+            &items,
+            1,
+            3,
+            &mut buf,
+        )
+        .unwrap();
+        assert_eq!(rep.requests, 2 * 3);
+        // play the provider: answer each exported request honestly
+        let text = String::from_utf8(buf).unwrap();
+        let mut results = String::new();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let id = v["custom_id"].as_str().unwrap();
+            assert_eq!(id.len(), 64);
+            let body = if anthropic { &v["params"] } else { &v["body"] };
+            let resp: serde_json::Value = serde_json::from_str(
+                &sage::judge::llm::fake::honest_response(&body.to_string(), anthropic),
+            )
+            .unwrap();
+            let line = if anthropic {
+                serde_json::json!({"custom_id": id, "result": {"type": "succeeded", "message": resp}})
+            } else {
+                serde_json::json!({"id": "x", "custom_id": id, "response": {"status_code": 200, "body": resp}, "error": null})
+            };
+            results.push_str(&line.to_string());
+            results.push('\n');
+        }
+        let file = ledger.path().join("results.jsonl");
+        std::fs::write(&file, results).unwrap();
+        let st = setup(spec, "http://127.0.0.1:9", ledger.path(), |o| {
+            o.batch_import = Some(file.clone());
+            o.offline = true;
+        });
+        let out = score(&st, &traces, 1);
+        assert_complete_and_verified(&out, &traces, 1);
+        // everything is in the ledger now: the next export has nothing left to send
+        let mut buf = Vec::new();
+        let rep = sage::judge::llm::batch::export_requests(
+            st.judge.llm.as_ref().unwrap(),
+            &items,
+            1,
+            3,
+            &mut buf,
+        )
+        .unwrap();
+        assert_eq!((rep.requests, rep.settled), (0, 6));
+    }
+}
+
+#[test]
+fn cache_stats_and_prune_via_the_binary() {
+    let ledger = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(Duration::ZERO);
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |_| {},
+    );
+    score(&st, &[trace("a", 3)], 1);
+    let out = assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .args(["cache", "stats", "--json", "--ledger"])
+        .arg(ledger.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["groups"][0]["entries"], 2);
+    assert_eq!(v["groups"][0]["model"], "fake-model");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .args(["cache", "prune", "--ledger"])
+        .arg(ledger.path())
+        .assert()
+        .code(2);
+    assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .args(["cache", "prune", "--model", "fake-model", "--ledger"])
+        .arg(ledger.path())
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("removed 2 file"));
+}

@@ -334,13 +334,18 @@ pub enum Locator {
     Bytes { start: usize, end: usize },
     /// Lines `start..=end` (1-based) of the file.
     Lines { start: usize, end: usize },
-    /// A JSON value: `pointer` (RFC 6901) into the whole file, or into line `line` (1-based)
-    /// of a JSON Lines file. The item's text is the string at the pointer (or the value's
-    /// JSON text when it is not a string).
+    /// A JSON value: `pointer` (RFC 6901) into the whole file, or into the JSON value that
+    /// starts on line `line` (1-based) of a JSON Lines file (or of a file of concatenated,
+    /// pretty-printed JSON values). The item's text is the string at the pointer (or the
+    /// value's JSON text when it is not a string). When `inner` is set, the string at
+    /// `pointer` is itself JSON text (logs that nest JSON in a string field, e.g. AG2's
+    /// `json_state`) and `inner` points into it.
     Json {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         line: Option<usize>,
         pointer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inner: Option<String>,
     },
     /// Synthesized by sage (e.g. a final-state write taken from the case folder); `what`
     /// says from where. Quotes never verify against a synthetic item.
@@ -366,6 +371,23 @@ impl RawRef {
             at: Locator::Json {
                 line,
                 pointer: pointer.into(),
+                inner: None,
+            },
+        }
+    }
+    /// A value inside the JSON text held by the string at `pointer` (see [`Locator::Json`]).
+    pub fn json_inner(
+        file: &str,
+        line: Option<usize>,
+        pointer: impl Into<String>,
+        inner: impl Into<String>,
+    ) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Json {
+                line,
+                pointer: pointer.into(),
+                inner: Some(inner.into()),
             },
         }
     }
@@ -383,13 +405,20 @@ impl RawRef {
             Locator::Lines { start, end } if start == end => format!("{}:{}", self.file, start),
             Locator::Lines { start, end } => format!("{}:{}-{}", self.file, start, end),
             Locator::Json {
-                line: Some(l),
+                line,
                 pointer,
-            } => format!("{}:{}#{}", self.file, l, pointer),
-            Locator::Json {
-                line: None,
-                pointer,
-            } => format!("{}#{}", self.file, pointer),
+                inner,
+            } => {
+                let mut s = match line {
+                    Some(l) => format!("{}:{}#{}", self.file, l, pointer),
+                    None => format!("{}#{}", self.file, pointer),
+                };
+                if let Some(i) = inner {
+                    s.push_str(" -> ");
+                    s.push_str(i);
+                }
+                s
+            }
             Locator::Synthetic { what } => format!("{} (synthetic: {})", self.file, what),
         }
     }
@@ -465,19 +494,28 @@ impl RawStore {
                 }
                 Ok(lines[start - 1..*end].concat())
             }
-            Locator::Json { line, pointer } => {
+            Locator::Json {
+                line,
+                pointer,
+                inner,
+            } => {
                 let key = (r.file.clone(), *line);
                 if !self.json_cache.contains_key(&key) {
                     let slice: &[u8] = match line {
                         None => data,
-                        Some(l) => data
-                            .split(|b| *b == b'\n')
-                            .nth(l.saturating_sub(1))
-                            .filter(|_| *l > 0)
+                        Some(l) => line_start(data, *l)
+                            .map(|s| &data[s..])
                             .ok_or(RawError::OutOfRange { at: r.display() })?,
                     };
-                    let v: serde_json::Value =
-                        serde_json::from_slice(slice).map_err(|e| RawError::Json {
+                    // The first JSON value from there on: the line of a JSON Lines file, or a
+                    // pretty-printed value spanning several lines.
+                    let v: serde_json::Value = serde_json::Deserializer::from_slice(slice)
+                        .into_iter::<serde_json::Value>()
+                        .next()
+                        .unwrap_or_else(|| {
+                            Err(serde::de::Error::custom("no JSON value on this line"))
+                        })
+                        .map_err(|e| RawError::Json {
                             at: r.display(),
                             msg: e.to_string(),
                         })?;
@@ -486,14 +524,45 @@ impl RawStore {
                 let v = self.json_cache[&key]
                     .pointer(pointer)
                     .ok_or(RawError::NoValue { at: r.display() })?;
+                let v = match inner {
+                    None => v.clone(),
+                    Some(ip) => {
+                        let s = v.as_str().ok_or(RawError::NoValue { at: r.display() })?;
+                        let nested: serde_json::Value =
+                            serde_json::from_str(s).map_err(|e| RawError::Json {
+                                at: r.display(),
+                                msg: e.to_string(),
+                            })?;
+                        nested
+                            .pointer(ip)
+                            .cloned()
+                            .ok_or(RawError::NoValue { at: r.display() })?
+                    }
+                };
                 Ok(match v {
-                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::String(s) => s,
                     other => other.to_string(),
                 })
             }
             Locator::Synthetic { .. } => Err(RawError::Synthetic { at: r.display() }),
         }
     }
+}
+
+/// Byte offset where 1-based line `l` starts.
+fn line_start(data: &[u8], l: usize) -> Option<usize> {
+    if l == 0 {
+        return None;
+    }
+    if l == 1 {
+        return Some(0);
+    }
+    data.iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(l - 2)
+        .map(|(i, _)| i + 1)
+        .filter(|s| *s < data.len())
 }
 
 /// Collapse every run of whitespace to one space and trim: the only normalization a quote
@@ -538,6 +607,21 @@ mod tests {
             s.resolve(&RawRef::json("c.jsonl", Some(2), "/x")).unwrap(),
             "y"
         );
+        s.insert(
+            "d.json",
+            b"{\n \"a\": 1\n}\n{\n \"a\": \"two\",\n \"s\": \"{\\\"r\\\": \\\"in\\\"}\"\n}\n"
+                .to_vec(),
+        );
+        assert_eq!(
+            s.resolve(&RawRef::json("d.json", Some(4), "/a")).unwrap(),
+            "two"
+        );
+        assert_eq!(
+            s.resolve(&RawRef::json_inner("d.json", Some(4), "/s", "/r"))
+                .unwrap(),
+            "in"
+        );
+        assert!(s.resolve(&RawRef::json("c.jsonl", Some(9), "/x")).is_err());
         assert!(s.resolve(&RawRef::lines("a.md", 3, 9)).is_err());
         assert!(s.resolve(&RawRef::json("b.json", None, "/nope")).is_err());
         assert!(s.resolve(&RawRef::lines("zzz", 1, 1)).is_err());

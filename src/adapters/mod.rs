@@ -6,8 +6,17 @@
 //! data in `adapters/*.toml` (embedded, overridable with `--adapter FILE`); formats that need
 //! real parsing are code.
 
-use crate::trace::CanonicalTrace;
+pub mod ag2;
+pub mod aider;
+pub mod camel;
+pub mod deepagents;
+pub mod edits;
+pub mod mapping;
+
+use crate::trace::{CanonicalTrace, RawStore};
+use mapping::Mapping;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One raw input file of a trace.
 #[derive(Debug, Clone)]
@@ -72,11 +81,100 @@ pub trait Adapter: Send + Sync {
     fn detect(&self, head: &[u8]) -> u8;
     /// Normalize the trace whose files are `files` (the first is the main trace).
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
+    /// The embedded mapping file this adapter reads its field paths from, if any
+    /// (`adapters/NAME.toml`), for `sage adapters` and `--adapter FILE`.
+    fn mapping(&self) -> Option<&Mapping> {
+        None
+    }
+    /// This adapter with its field paths taken from `mapping` instead of the embedded file
+    /// (`--adapter FILE`); `None` when the format is parsed by code only.
+    fn with_mapping(&self, _mapping: Mapping) -> Option<Box<dyn Adapter>> {
+        None
+    }
+}
+
+/// The embedded mapping files, by adapter name.
+pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
+    ("ag2", include_str!("../../adapters/ag2.toml")),
+    (
+        "who-and-when",
+        include_str!("../../adapters/who-and-when.toml"),
+    ),
+    ("camel", include_str!("../../adapters/camel.toml")),
+    ("deepagents", include_str!("../../adapters/deepagents.toml")),
+];
+
+/// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
+/// failure here is a build defect, reported as an adapter error rather than a panic.
+pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
+    let text = EMBEDDED_MAPPINGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| AdapterError::new("-", None, format!("no embedded mapping {name:?}")))?;
+    Mapping::parse(text, &format!("adapters/{name}.toml (embedded)"))
+        .map_err(|e| AdapterError::new("-", None, e.to_string()))
+}
+
+/// An adapter that is only a mapping file (a user's `--adapter FILE` for a format sage does
+/// not know, or an embedded mapping with no code around it).
+pub struct MappingAdapter {
+    pub mapping: Arc<Mapping>,
+    name: &'static str,
+    versions: &'static str,
+}
+
+impl MappingAdapter {
+    pub fn new(mapping: Mapping) -> Self {
+        // Names live as long as the process; a handful of mappings are ever loaded.
+        let name: &'static str = Box::leak(mapping.name().to_string().into_boxed_str());
+        let versions: &'static str =
+            Box::leak(mapping.file.adapter.covers.clone().into_boxed_str());
+        MappingAdapter {
+            mapping: Arc::new(mapping),
+            name,
+            versions,
+        }
+    }
+}
+
+impl Adapter for MappingAdapter {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn versions(&self) -> &'static str {
+        self.versions
+    }
+    fn detect(&self, head: &[u8]) -> u8 {
+        self.mapping.detect(head)
+    }
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+        self.mapping.normalize(files)
+    }
+    fn mapping(&self) -> Option<&Mapping> {
+        Some(&self.mapping)
+    }
+    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
+        Some(Box::new(MappingAdapter::new(mapping)))
+    }
 }
 
 /// Every built-in adapter.
 pub fn registry() -> Vec<Box<dyn Adapter>> {
-    vec![]
+    let mut v: Vec<Box<dyn Adapter>> = vec![Box::new(aider::Aider)];
+    for (name, _) in EMBEDDED_MAPPINGS {
+        match *name {
+            "ag2" => v.push(Box::new(ag2::Ag2::embedded())),
+            "camel" => v.push(Box::new(camel::Camel::embedded())),
+            "deepagents" => v.push(Box::new(deepagents::DeepAgents::embedded())),
+            _ => {
+                if let Ok(m) = embedded_mapping(name) {
+                    v.push(Box::new(MappingAdapter::new(m)));
+                }
+            }
+        }
+    }
+    v
 }
 
 /// The adapter named `name`.
@@ -98,15 +196,24 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .map_err(|e| AdapterError::new(&name, None, format!("cannot read: {e}")))?;
-    registry()
+    detect_among(registry(), &head, &name)
+}
+
+/// The adapter among `candidates` that scores `head` highest.
+pub fn detect_among(
+    candidates: Vec<Box<dyn Adapter>>,
+    head: &[u8],
+    name: &str,
+) -> Result<Box<dyn Adapter>, AdapterError> {
+    candidates
         .into_iter()
-        .map(|a| (a.detect(&head), a))
+        .map(|a| (a.detect(head), a))
         .filter(|(c, _)| *c > 0)
         .max_by_key(|(c, _)| *c)
         .map(|(_, a)| a)
         .ok_or_else(|| {
             AdapterError::new(
-                &name,
+                name,
                 None,
                 "format not recognized; pass --framework NAME (see `sage adapters`)",
             )
@@ -118,6 +225,47 @@ pub fn normalize(
     files: &[SourceFile],
     framework: Option<&str>,
 ) -> Result<CanonicalTrace, AdapterError> {
+    normalize_with(files, framework, None)
+}
+
+/// Read the first [`DETECT_BYTES`] of a file.
+pub fn read_head(path: &Path, name: &str) -> Result<Vec<u8>, AdapterError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(DETECT_BYTES);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(DETECT_BYTES as u64).read_to_end(&mut head))
+        .map_err(|e| AdapterError::new(name, None, format!("cannot read: {e}")))?;
+    Ok(head)
+}
+
+/// Normalize a trace, with the named adapter or the detected one, its field paths taken from
+/// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
+/// adapter it names, or defines a new format.
+pub fn normalize_with(
+    files: &[SourceFile],
+    framework: Option<&str>,
+    mapping: Option<Mapping>,
+) -> Result<CanonicalTrace, AdapterError> {
+    let main = files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    if let Some(m) = mapping {
+        let target = framework.unwrap_or(m.name()).to_string();
+        let adapter: Box<dyn Adapter> = match by_name(&target) {
+            Some(a) => match a.with_mapping(m) {
+                Some(b) => b,
+                None => {
+                    return Err(AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("the {target} format is parsed by code; it takes no mapping file"),
+                    ))
+                }
+            },
+            None => Box::new(MappingAdapter::new(m)),
+        };
+        return adapter.normalize(files);
+    }
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
@@ -135,4 +283,70 @@ pub fn normalize(
         })?,
     };
     adapter.normalize(files)
+}
+
+/// Check that every item of `trace` points to raw text that holds it: each text item of each
+/// turn (message, tool-call arguments, tool results, write contents) must resolve through
+/// [`RawStore::resolve`] to text that contains the item's text, and every dropped record's
+/// pointer must resolve. Returns one line per failure (empty = all verified). Judges' quotes
+/// are verified through the same pointers, so an item that fails here can never be quoted.
+///
+/// Writes derived from an edit language that does not keep the new text verbatim (the
+/// `*** Begin Patch` hunks, whose lines carry `+`/` ` prefixes) are checked line by line.
+pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<String> {
+    let mut bad = Vec::new();
+    for t in &trace.turns {
+        for (text, raw) in t.text_items() {
+            match store.resolve(raw) {
+                Ok(r) if r.contains(text) => {}
+                Ok(r) if text.lines().all(|l| r.contains(l)) && is_derived_write(t, raw) => {}
+                Ok(_) => bad.push(format!(
+                    "turn {}: {} does not contain the item's text ({:?}...)",
+                    t.index,
+                    raw.display(),
+                    text.chars().take(60).collect::<String>()
+                )),
+                Err(crate::trace::RawError::Synthetic { .. }) => {}
+                Err(e) => bad.push(format!("turn {}: {e}", t.index)),
+            }
+        }
+    }
+    for d in &trace.dropped {
+        if let Err(e) = store.resolve(&d.raw) {
+            bad.push(format!("dropped record: {e}"));
+        }
+    }
+    bad
+}
+
+fn is_derived_write(t: &crate::trace::Turn, raw: &crate::trace::RawRef) -> bool {
+    t.writes
+        .iter()
+        .any(|w| &w.raw == raw && matches!(w.op, crate::trace::WriteOp::SearchReplace { .. }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_mappings_parse_and_names_are_unique() {
+        for (name, _) in EMBEDDED_MAPPINGS {
+            let m = embedded_mapping(name).unwrap();
+            assert_eq!(m.name(), *name);
+        }
+        let names: Vec<_> = registry().iter().map(|a| a.name()).collect();
+        let mut dedup = names.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(names.len(), dedup.len(), "{names:?}");
+    }
+
+    #[test]
+    fn unknown_content_is_not_detected() {
+        let e = detect_among(registry(), b"hello world", "x.txt")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("not recognized"));
+    }
 }

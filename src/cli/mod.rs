@@ -11,6 +11,9 @@ pub mod szz;
 
 use clap::{Parser, Subcommand};
 
+mod adapters;
+mod normalize;
+
 /// Every input processed.
 pub const EXIT_OK: i32 = 0;
 /// Some inputs failed; results for the rest were still produced.
@@ -47,6 +50,10 @@ pub enum Command {
     Szz(szz::SzzArgs),
     /// Inspect or trim the judgment ledger (`stats`, `prune`).
     Cache(cache::CacheArgs),
+    /// List the trace formats sage reads and the versions covered.
+    Adapters(adapters::Args),
+    /// Convert a native trace to the canonical trace (JSON on stdout, counts on stderr).
+    Normalize(normalize::Args),
 }
 
 pub fn run() -> i32 {
@@ -58,6 +65,8 @@ pub fn run() -> i32 {
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
         Command::Cache(a) => cache::run(a),
+        Command::Adapters(a) => Ok(adapters::run(a)),
+        Command::Normalize(a) => Ok(normalize::run(a)),
     };
     match result {
         Ok(code) => code,

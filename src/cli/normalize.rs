@@ -1,0 +1,137 @@
+//! `sage normalize TRACE... [--framework NAME] [--adapter FILE] [--format json|summary]`:
+//! a native trace → the canonical trace (JSON on stdout), with a counts summary on stderr.
+
+use anyhow::Context;
+use clap::{Args as ClapArgs, ValueEnum};
+use sage::adapters::{self, mapping::Mapping, SourceFile};
+use sage::trace::{CanonicalTrace, RawStore};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The trace file, then any extra files of the same run (e.g. aider's input history).
+    #[arg(required = true)]
+    pub trace: Vec<PathBuf>,
+    /// Force the format instead of detecting it from content (see `sage adapters`).
+    #[arg(long)]
+    pub framework: Option<String>,
+    /// A mapping file (TOML) replacing the embedded one of the adapter it names, or
+    /// describing a new format (see docs/adapters.md).
+    #[arg(long)]
+    pub adapter: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// The canonical trace as pretty JSON.
+    Json,
+    /// One line per turn: index, actor, kind, items.
+    Summary,
+}
+
+pub fn run(args: Args) -> i32 {
+    let mapping = match &args.adapter {
+        None => None,
+        Some(p) => match load_mapping(p) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return 2;
+            }
+        },
+    };
+    let files: Vec<SourceFile> = args
+        .trace
+        .iter()
+        .map(|p| SourceFile::new(p.display().to_string(), p))
+        .collect();
+    let trace = match adapters::normalize_with(&files, args.framework.as_deref(), mapping) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    match args.format {
+        Format::Json => match serde_json::to_string_pretty(&trace) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+        Format::Summary => print!("{}", turn_lines(&trace)),
+    }
+    eprint!("{}", counts_summary(&trace));
+    // Every item must point at raw text that holds it (quotes are verified that way).
+    match RawStore::load(&trace, std::path::Path::new("")) {
+        Ok(mut store) => {
+            let bad = adapters::verify_raw_refs(&trace, &mut store);
+            let items: usize = trace.turns.iter().map(|t| t.text_items().len()).sum();
+            if bad.is_empty() {
+                eprintln!("  raw pointers: all {items} items resolve to their raw text");
+            } else {
+                eprintln!(
+                    "  raw pointers: {} of {items} items do not verify:",
+                    bad.len()
+                );
+                for b in bad.iter().take(10) {
+                    eprintln!("    {b}");
+                }
+            }
+        }
+        Err(e) => eprintln!("  raw pointers not checked: {e}"),
+    }
+    0
+}
+
+fn load_mapping(p: &PathBuf) -> anyhow::Result<Mapping> {
+    let text =
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+    Ok(Mapping::parse(&text, &p.display().to_string())?)
+}
+
+/// `framework: N turns (A administrative), ...` then dropped reasons with counts.
+pub fn counts_summary(t: &CanonicalTrace) -> String {
+    let c = t.counts();
+    let mut s = format!(
+        "{}: {} turns ({} administrative), {} tool calls, {} tool results, {} writes, {} dropped, {} notes\n",
+        t.framework, c.turns, c.administrative, c.tool_calls, c.tool_results, c.writes, c.dropped,
+        t.notes.len()
+    );
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &t.dropped {
+        *reasons.entry(d.reason.as_str()).or_default() += 1;
+    }
+    for (r, n) in reasons {
+        s.push_str(&format!("  dropped {n:>4}  {r}\n"));
+    }
+    s
+}
+
+/// One line per turn.
+pub fn turn_lines(t: &CanonicalTrace) -> String {
+    let mut s = String::new();
+    for turn in &t.turns {
+        let first = turn
+            .message
+            .as_ref()
+            .map(|m| m.text.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        let first: String = first.chars().take(70).collect();
+        s.push_str(&format!(
+            "{:>4} {:<24} {:<14} calls={} results={} writes={}  {}\n",
+            turn.index,
+            turn.actor.name,
+            turn.kind.as_str(),
+            turn.tool_calls.len(),
+            turn.tool_results.len(),
+            turn.writes.len(),
+            first
+        ));
+    }
+    s
+}

@@ -194,3 +194,58 @@ pub fn runtime_log(m: &Mapping, files: &[SourceFile]) -> Result<CanonicalTrace, 
     }
     Ok(run.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{RawStore, TurnKind, WriteOp};
+
+    #[test]
+    fn chat_history_group_chat_with_executor() {
+        let j = r#"{"chat_id": 1, "chat_history": [
+          {"content": "Write app.py that hashes passwords.", "role": "assistant", "name": "Admin"},
+          {"content": "Plan: use hashlib.", "role": "user", "name": "planner"},
+          {"content": "```python\n# filename: app.py\nimport hashlib\n```", "role": "user", "name": "engineer"},
+          {"content": "exitcode: 0 (execution succeeded)\nCode output: ", "role": "user", "name": "executor"},
+          {"content": "", "role": "user", "name": "reviewer", "tool_calls": [
+             {"id": "c1", "type": "function", "function": {"name": "lint", "arguments": "{\"path\": \"app.py\"}"}}]},
+          {"content": "ok", "role": "tool", "name": "executor", "tool_responses": [
+             {"tool_call_id": "c1", "role": "tool", "content": "clean"}]},
+          {"content": "TERMINATE", "role": "user", "name": "reviewer"}
+        ], "summary": "", "cost": {}, "human_input": []}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("chat.json");
+        std::fs::write(&p, j).unwrap();
+        let a = Ag2::embedded();
+        assert!(a.detect(j.as_bytes()) > 0);
+        let t = a.normalize(&[SourceFile::new("chat.json", &p)]).unwrap();
+        let kinds: Vec<_> = t
+            .turns
+            .iter()
+            .map(|x| (x.actor.name.as_str(), x.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("planner", TurnKind::Planning),
+                ("engineer", TurnKind::Implementation),
+                ("reviewer", TurnKind::Review),
+                ("reviewer", TurnKind::Administrative)
+            ]
+        );
+        assert_eq!(t.dropped.len(), 1);
+        let w = &t.turns[1].writes[0];
+        assert_eq!(w.artefact, "app.py");
+        assert_eq!(
+            w.op,
+            WriteOp::FullContent {
+                content: "# filename: app.py\nimport hashlib\n".into()
+            }
+        );
+        assert_eq!(t.turns[1].tool_results.len(), 1);
+        assert_eq!(t.turns[2].tool_results[0].output, "clean");
+        let mut store = RawStore::new();
+        store.insert("chat.json", j.as_bytes().to_vec());
+        assert!(crate::adapters::verify_raw_refs(&t, &mut store).is_empty());
+    }
+}

@@ -156,3 +156,69 @@ fn add_final_files(run: &mut MappingRun, file: &str, line: Option<usize>, at: &s
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{RawStore, TurnKind};
+
+    fn run(json: &str, extra: Option<&str>) -> CanonicalTrace {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, json).unwrap();
+        let mut files = vec![SourceFile::new("t.json", &p)];
+        if let Some(x) = extra {
+            let q = dir.path().join("c.json");
+            std::fs::write(&q, x).unwrap();
+            files.push(SourceFile::new("c.json", &q));
+        }
+        let t = DeepAgents::embedded().normalize(&files).unwrap();
+        let mut store = RawStore::new();
+        store.insert("t.json", json.as_bytes().to_vec());
+        if let Some(x) = extra {
+            store.insert("c.json", x.as_bytes().to_vec());
+        }
+        let bad = crate::adapters::verify_raw_refs(&t, &mut store);
+        assert!(bad.is_empty(), "{bad:?}");
+        t
+    }
+
+    #[test]
+    fn messages_to_dict_with_writes_and_files_state() {
+        let msgs = r#"{"messages": [
+          {"type": "human", "data": {"content": "fix app.py"}},
+          {"type": "ai", "data": {"content": "Writing it.", "tool_calls": [
+            {"name": "write_file", "args": {"file_path": "/app.py", "content": "x = 1\n"}, "id": "t1"}]}},
+          {"type": "tool", "data": {"content": "Updated file /app.py", "tool_call_id": "t1"}},
+          {"type": "ai", "data": {"content": "", "tool_calls": [
+            {"name": "edit_file", "args": {"file_path": "/app.py", "old_string": "1", "new_string": "2"}, "id": "t2"}]}},
+          {"type": "tool", "data": {"content": "Error: not found", "tool_call_id": "t2", "status": "error"}}
+        ], "files": {"/app.py": {"content": "x = 2\n", "created_at": "", "modified_at": ""}}}"#;
+        let t = run(msgs, None);
+        assert_eq!(t.turns.len(), 2);
+        assert_eq!(t.dropped.len(), 1);
+        assert_eq!(t.turns[0].kind, TurnKind::Implementation);
+        assert_eq!(t.turns[0].writes[0].artefact, "/app.py");
+        assert!(t.turns[1].tool_results[0].is_error);
+        // edit + the final state from `files`, on the last turn that wrote the path
+        assert_eq!(t.turns[1].writes.len(), 2);
+        assert!(t.turns[1].writes[1].final_state);
+    }
+
+    #[test]
+    fn checkpoint_as_extra_file_v1_lines() {
+        let msgs = r#"[{"lc": 1, "type": "constructor", "id": ["langchain","schema","messages","AIMessage"],
+                        "kwargs": {"content": "done", "type": "ai", "tool_calls": []}}]"#;
+        let ckpt = r#"{"channel_values": {"files": {"/a.py": {"content": ["l1", "l2"]}}}}"#;
+        let t = run(msgs, Some(ckpt));
+        assert_eq!(t.turns.len(), 1);
+        let w = &t.turns[0].writes[0];
+        assert_eq!(
+            w.op,
+            WriteOp::FullContent {
+                content: "l1\nl2".into()
+            }
+        );
+        assert_eq!(w.raw.file, "c.json");
+    }
+}

@@ -649,10 +649,15 @@ impl<'m> MappingRun<'m> {
             });
             return;
         };
-        let actor_raw = actor
-            .map(str::to_string)
-            .or_else(|| first_str(doc, &base, &mm.actor).map(|(s, _)| s.to_string()));
-        let role = first_str(doc, &base, &mm.role).map(|(s, _)| s.to_string());
+        // Fields are looked up in the base object, then in the message itself
+        // (`messages_to_dict` keeps `type` outside `data`).
+        let field = |paths: &[String]| {
+            first_str(doc, &base, paths)
+                .or_else(|| first_str(doc, ptr, paths))
+                .map(|(s, _)| s.to_string())
+        };
+        let actor_raw = actor.map(str::to_string).or_else(|| field(&mm.actor));
+        let role = field(&mm.role);
         let (mut name, mut actor_role) = (
             actor_raw
                 .clone()

@@ -291,8 +291,9 @@ pub fn normalize_with(
 /// pointer must resolve. Returns one line per failure (empty = all verified). Judges' quotes
 /// are verified through the same pointers, so an item that fails here can never be quoted.
 ///
-/// Writes derived from an edit language that does not keep the new text verbatim (the
-/// `*** Begin Patch` hunks, whose lines carry `+`/` ` prefixes) are checked line by line.
+/// Writes derived from a form that does not keep the new text verbatim (`*** Begin Patch`
+/// hunks, whose lines carry `+`/` ` prefixes; LangGraph v1 file states, stored as a list of
+/// lines) are checked line by line.
 pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<String> {
     let mut bad = Vec::new();
     for t in &trace.turns {
@@ -320,9 +321,7 @@ pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<Stri
 }
 
 fn is_derived_write(t: &crate::trace::Turn, raw: &crate::trace::RawRef) -> bool {
-    t.writes
-        .iter()
-        .any(|w| &w.raw == raw && matches!(w.op, crate::trace::WriteOp::SearchReplace { .. }))
+    t.writes.iter().any(|w| &w.raw == raw)
 }
 
 #[cfg(test)]

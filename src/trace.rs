@@ -465,7 +465,22 @@ impl RawStore {
             } else {
                 base.join(f)
             };
-            let bytes = std::fs::read(&p).map_err(|e| RawError::Io(f.clone(), e.to_string()))?;
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // `log.eval!/samples/1_epoch_1.json`: a member of a zip archive.
+                Err(e) => match f.split_once("!/") {
+                    Some((archive, member)) => {
+                        let ap = if Path::new(archive).is_absolute() {
+                            PathBuf::from(archive)
+                        } else {
+                            base.join(archive)
+                        };
+                        crate::adapters::inspect::read_zip_member(&ap, member)
+                            .map_err(|m| RawError::Io(f.clone(), m))?
+                    }
+                    None => return Err(RawError::Io(f.clone(), e.to_string())),
+                },
+            };
             s.insert(f, bytes);
         }
         Ok(s)

@@ -13,6 +13,17 @@ pub mod deepagents;
 pub mod edits;
 pub mod mapping;
 
+// Event-stream formats (adapters-b).
+pub mod claude_code;
+pub mod codex;
+pub mod inspect;
+pub mod mini_swe_agent;
+pub mod openhands;
+pub mod openhands_sdk;
+pub mod otel;
+pub mod support;
+pub mod swe_agent;
+
 use crate::trace::{CanonicalTrace, RawStore};
 use mapping::Mapping;
 use std::path::{Path, PathBuf};
@@ -174,6 +185,14 @@ pub fn registry() -> Vec<Box<dyn Adapter>> {
             }
         }
     }
+    v.push(Box::new(openhands::OpenHands));
+    v.push(Box::new(openhands_sdk::OpenHandsSdk));
+    v.push(Box::new(swe_agent::SweAgent));
+    v.push(Box::new(mini_swe_agent::MiniSweAgent));
+    v.push(Box::new(claude_code::ClaudeCode));
+    v.push(Box::new(codex::Codex));
+    v.push(Box::new(inspect::Inspect));
+    v.push(Box::new(otel::OtelGenAi));
     v
 }
 

@@ -1,6 +1,8 @@
 //! The single integration-test binary: one module per topic.
 
 mod adapters_a;
+mod adapters_b;
+mod adapters_b_fidelity;
 mod agree;
 mod judges;
 mod screen;

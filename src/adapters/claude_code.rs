@@ -134,7 +134,10 @@ impl Ctx {
     }
 
     fn actor(v: &Value) -> Actor {
-        if v.get("isSidechain").and_then(Value::as_bool).unwrap_or(false) {
+        if v.get("isSidechain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
             Actor::new(
                 format!("subagent {}", s(v, "agentId").unwrap_or("")).trim_end(),
                 Some("assistant"),
@@ -151,7 +154,8 @@ impl Ctx {
             .unwrap_or("")
             .to_string();
         let Some(content) = v.pointer("/message/content") else {
-            self.b.drop_record(self.raw(n, ""), "assistant line without message content");
+            self.b
+                .drop_record(self.raw(n, ""), "assistant line without message content");
             return;
         };
         let blocks: Vec<(Value, String)> = match content {
@@ -175,12 +179,21 @@ impl Ctx {
             };
             if let Some(f) = text_field {
                 let Some(t) = ne(&block, f) else { continue };
-                let tp = if bp == "/message/content" { bp.clone() } else { ptr(&bp, f) };
+                let tp = if bp == "/message/content" {
+                    bp.clone()
+                } else {
+                    ptr(&bp, f)
+                };
                 let reuse = match &self.response {
-                    Some((rid, at, has_msg)) if *rid == id && !id.is_empty() && !has_msg => Some(*at),
+                    Some((rid, at, has_msg)) if *rid == id && !id.is_empty() && !has_msg => {
+                        Some(*at)
+                    }
                     _ => None,
                 };
-                let item = TextItem { text: t.to_string(), raw: self.raw(n, &tp) };
+                let item = TextItem {
+                    text: t.to_string(),
+                    raw: self.raw(n, &tp),
+                };
                 let at = match reuse {
                     Some(at) => {
                         self.b.trace.turns[at].message = Some(item);
@@ -204,17 +217,29 @@ impl Ctx {
                 };
                 let args = block.get("input").map(value_text).unwrap_or_default();
                 let name = s(&block, "name").unwrap_or("tool");
-                self.b.call(at, tool_call(s(&block, "id"), name, &args, self.raw(n, &ptr(&bp, "input"))));
+                self.b.call(
+                    at,
+                    tool_call(
+                        s(&block, "id"),
+                        name,
+                        &args,
+                        self.raw(n, &ptr(&bp, "input")),
+                    ),
+                );
             } else {
                 // redacted_thinking, server tool blocks, images: nothing to quote or replay.
-                self.b.drop_record(self.raw(n, &bp), format!("assistant content block of type {ty:?} not mapped"));
+                self.b.drop_record(
+                    self.raw(n, &bp),
+                    format!("assistant content block of type {ty:?} not mapped"),
+                );
             }
         }
     }
 
     fn user(&mut self, n: usize, v: &Value) {
         let Some(content) = v.pointer("/message/content") else {
-            self.b.drop_record(self.raw(n, ""), "user line without message content");
+            self.b
+                .drop_record(self.raw(n, ""), "user line without message content");
             return;
         };
         let meta = v.get("isMeta").and_then(Value::as_bool).unwrap_or(false);
@@ -244,13 +269,19 @@ impl Ctx {
                     }
                 }
             }
-            _ => self.b.drop_record(self.raw(n, "/message/content"), "content is neither text nor blocks"),
+            _ => self.b.drop_record(
+                self.raw(n, "/message/content"),
+                "content is neither text nor blocks",
+            ),
         }
     }
 
     fn tool_result(&mut self, n: usize, v: &Value, block: &Value, bp: &str) {
         let call_id = s(block, "tool_use_id");
-        let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let is_error = block
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let (out, op) = match block.get("content") {
             Some(Value::String(t)) => (t.clone(), ptr(bp, "content")),
             Some(c @ Value::Array(_)) => content_texts(c, &ptr(bp, "content"))
@@ -261,10 +292,21 @@ impl Ctx {
         };
         let r = tool_result(call_id, &out, is_error, self.raw(n, &op));
         let Some(at) = self.b.result(r) else {
-            self.b.drop_record(self.raw(n, bp), "tool result before any agent turn");
+            self.b
+                .drop_record(self.raw(n, bp), "tool result before any agent turn");
             return;
         };
         if is_error {
+            return;
+        }
+        let is_bash = call_id.is_some_and(|id| {
+            self.b.trace.turns[at]
+                .tool_calls
+                .iter()
+                .any(|c| c.id.as_deref() == Some(id) && c.name == "Bash")
+        });
+        if is_bash {
+            self.bash(at, call_id);
             return;
         }
         let Some(tur) = v.get("toolUseResult").filter(|x| x.is_object()) else {
@@ -282,13 +324,46 @@ impl Ctx {
         self.structured(n, at, &tool, tur);
     }
 
+    /// Plain shell edits of a successful Bash call.
+    fn bash(&mut self, at: usize, call_id: Option<&str>) {
+        let Some(call) = call_id.and_then(|id| {
+            self.b.trace.turns[at]
+                .tool_calls
+                .iter()
+                .find(|c| c.id.as_deref() == Some(id))
+                .cloned()
+        }) else {
+            return;
+        };
+        let Some(cmd) = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|a| s(&a, "command").map(str::to_string))
+        else {
+            return;
+        };
+        let mut raw = call.raw.clone();
+        if let crate::trace::Locator::Json { pointer, .. } = &mut raw.at {
+            *pointer = ptr(pointer, "command");
+        }
+        for w in shell_writes(&cmd, &self.roots, raw.clone()) {
+            match w {
+                Ok(w) => {
+                    self.written.insert(w.artefact.clone());
+                    self.b.write(at, w);
+                }
+                Err(e) => self.b.drop_record(raw.clone(), e),
+            }
+        }
+    }
+
     /// The write(s) of one `toolUseResult`.
     fn structured(&mut self, n: usize, at: usize, tool: &str, tur: &Value) {
         // Read: a whole file seen before any write is its baseline.
         if let Some(f) = tur.get("file").filter(|f| f.is_object()) {
             if let (Some(path), Some(c)) = (s(f, "filePath"), s(f, "content")) {
                 let whole = f.get("startLine").and_then(Value::as_u64).unwrap_or(1) == 1
-                    && f.get("numLines").and_then(Value::as_u64) == f.get("totalLines").and_then(Value::as_u64);
+                    && f.get("numLines").and_then(Value::as_u64)
+                        == f.get("totalLines").and_then(Value::as_u64);
                 if whole {
                     let a = self.roots.rel(path);
                     self.saw(&a, c);
@@ -296,38 +371,80 @@ impl Ctx {
             }
             return;
         }
-        let Some(path) = s(tur, "filePath") else { return };
+        let Some(path) = s(tur, "filePath") else {
+            return;
+        };
         let a = self.roots.rel(path);
         if let Some(orig) = s(tur, "originalFile") {
             self.saw(&a, orig);
         }
         let ty = s(tur, "type");
         if let (Some("create" | "update"), Some(c)) = (ty, s(tur, "content")) {
-            self.add(n, at, a, WriteOp::FullContent { content: c.into() }, "Write", "/toolUseResult/content");
+            self.add(
+                n,
+                at,
+                a,
+                WriteOp::FullContent { content: c.into() },
+                "Write",
+                "/toolUseResult/content",
+            );
         } else if let Some(edits) = tur.get("edits").and_then(Value::as_array) {
             for (k, e) in edits.iter().enumerate() {
                 let old = s(e, "old_string").or_else(|| s(e, "oldString"));
                 let new = s(e, "new_string").or_else(|| s(e, "newString"));
-                let all = e.get("replace_all").or_else(|| e.get("replaceAll")).and_then(Value::as_bool).unwrap_or(false);
-                let key = if e.get("new_string").is_some() { "new_string" } else { "newString" };
+                let all = e
+                    .get("replace_all")
+                    .or_else(|| e.get("replaceAll"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let key = if e.get("new_string").is_some() {
+                    "new_string"
+                } else {
+                    "newString"
+                };
                 match (old, new) {
                     (Some(o), Some(nw)) => self.add(
                         n,
                         at,
                         a.clone(),
-                        WriteOp::StrReplace { old: o.into(), new: nw.into(), all },
+                        WriteOp::StrReplace {
+                            old: o.into(),
+                            new: nw.into(),
+                            all,
+                        },
                         "MultiEdit",
                         &format!("/toolUseResult/edits/{k}/{key}"),
                     ),
-                    _ => self.b.drop_record(self.raw(n, &format!("/toolUseResult/edits/{k}")), "MultiEdit edit without old/new strings"),
+                    _ => self.b.drop_record(
+                        self.raw(n, &format!("/toolUseResult/edits/{k}")),
+                        "MultiEdit edit without old/new strings",
+                    ),
                 }
             }
         } else if let (Some(o), Some(nw)) = (s(tur, "oldString"), s(tur, "newString")) {
-            let all = tur.get("replaceAll").and_then(Value::as_bool).unwrap_or(false);
+            let all = tur
+                .get("replaceAll")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             let via = if tool.is_empty() { "Edit" } else { tool };
-            self.add(n, at, a, WriteOp::StrReplace { old: o.into(), new: nw.into(), all }, via, "/toolUseResult/newString");
-        } else if tool == "Write" || tool == "Edit" || tool == "MultiEdit" || tool == "NotebookEdit" {
-            self.b.drop_record(self.raw(n, "/toolUseResult"), format!("{tool} result on {a} not interpreted"));
+            self.add(
+                n,
+                at,
+                a,
+                WriteOp::StrReplace {
+                    old: o.into(),
+                    new: nw.into(),
+                    all,
+                },
+                via,
+                "/toolUseResult/newString",
+            );
+        } else if tool == "Write" || tool == "Edit" || tool == "MultiEdit" || tool == "NotebookEdit"
+        {
+            self.b.drop_record(
+                self.raw(n, "/toolUseResult"),
+                format!("{tool} result on {a} not interpreted"),
+            );
         }
     }
 

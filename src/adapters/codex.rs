@@ -100,7 +100,9 @@ impl Ctx {
             "response_item" => self.item(n, &payload, &pp),
             "event_msg" => self.event(n, &payload, &pp),
             "session_meta" | "turn_context" => {
-                if let Some(cwd) = s(&payload, "cwd").or_else(|| payload.pointer("/meta/cwd").and_then(Value::as_str)) {
+                if let Some(cwd) = s(&payload, "cwd")
+                    .or_else(|| payload.pointer("/meta/cwd").and_then(Value::as_str))
+                {
                     self.roots.add(cwd);
                 }
                 self.open = None;
@@ -118,7 +120,9 @@ impl Ctx {
             return at;
         }
         if let (Some(at), Some(m)) = (self.open, &with_message) {
-            if self.b.trace.turns[at].message.is_none() && self.b.trace.turns[at].tool_calls.is_empty() {
+            if self.b.trace.turns[at].message.is_none()
+                && self.b.trace.turns[at].tool_calls.is_empty()
+            {
                 self.b.trace.turns[at].message = Some(m.clone());
                 return at;
             }
@@ -135,11 +139,17 @@ impl Ctx {
         match ty {
             "message" => {
                 let role = s(p, "role").unwrap_or("");
-                let texts = p.get("content").map(|c| content_texts(c, &ptr(pp, "content"))).unwrap_or_default();
+                let texts = p
+                    .get("content")
+                    .map(|c| content_texts(c, &ptr(pp, "content")))
+                    .unwrap_or_default();
                 for (t, tp) in texts {
                     match role {
                         "assistant" => {
-                            let item = TextItem { text: t, raw: self.raw(n, &tp) };
+                            let item = TextItem {
+                                text: t,
+                                raw: self.raw(n, &tp),
+                            };
                             self.agent_turn(Some(item));
                         }
                         "user" => {
@@ -154,10 +164,17 @@ impl Ctx {
                 }
             }
             "reasoning" => {
-                let summary = p.get("summary").and_then(Value::as_array).cloned().unwrap_or_default();
+                let summary = p
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 for (k, x) in summary.iter().enumerate() {
                     if let Some(t) = ne(x, "text") {
-                        let item = TextItem { text: t.to_string(), raw: self.raw(n, &format!("{pp}/summary/{k}/text")) };
+                        let item = TextItem {
+                            text: t.to_string(),
+                            raw: self.raw(n, &format!("{pp}/summary/{k}/text")),
+                        };
                         self.agent_turn(Some(item));
                     }
                 }
@@ -166,12 +183,21 @@ impl Ctx {
                 let at = self.agent_turn(None);
                 let name = s(p, "name").unwrap_or(ty);
                 let (args, ap) = match ty {
-                    "custom_tool_call" => (s(p, "input").unwrap_or("").to_string(), ptr(pp, "input")),
-                    "local_shell_call" => (p.get("action").map(value_text).unwrap_or_default(), ptr(pp, "action")),
-                    _ => (p.get("arguments").map(value_text).unwrap_or_default(), ptr(pp, "arguments")),
+                    "custom_tool_call" => {
+                        (s(p, "input").unwrap_or("").to_string(), ptr(pp, "input"))
+                    }
+                    "local_shell_call" => (
+                        p.get("action").map(value_text).unwrap_or_default(),
+                        ptr(pp, "action"),
+                    ),
+                    _ => (
+                        p.get("arguments").map(value_text).unwrap_or_default(),
+                        ptr(pp, "arguments"),
+                    ),
                 };
                 let id = s(p, "call_id").or_else(|| s(p, "id"));
-                self.b.call(at, tool_call(id, name, &args, self.raw(n, &ap)));
+                self.b
+                    .call(at, tool_call(id, name, &args, self.raw(n, &ap)));
                 // apply_patch: the custom tool's input, or a shell command's argument.
                 let patch = if args.contains("*** Begin Patch") {
                     if ty == "custom_tool_call" {
@@ -179,7 +205,11 @@ impl Ctx {
                     } else {
                         serde_json::from_str::<Value>(&args).ok().and_then(|a| {
                             a.get("command").and_then(|c| match c {
-                                Value::Array(xs) => xs.iter().filter_map(Value::as_str).find(|x| x.contains("*** Begin Patch")).map(str::to_string),
+                                Value::Array(xs) => xs
+                                    .iter()
+                                    .filter_map(Value::as_str)
+                                    .find(|x| x.contains("*** Begin Patch"))
+                                    .map(str::to_string),
                                 Value::String(x) => Some(x.clone()),
                                 _ => None,
                             })
@@ -209,7 +239,11 @@ impl Ctx {
                         .ok()
                         .and_then(|a| {
                             a.get("command").or_else(|| a.get("cmd")).map(|c| match c {
-                                Value::Array(xs) => xs.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+                                Value::Array(xs) => xs
+                                    .iter()
+                                    .filter_map(Value::as_str)
+                                    .collect::<Vec<_>>()
+                                    .join(" "),
                                 other => value_text(other),
                             })
                         })
@@ -227,10 +261,13 @@ impl Ctx {
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 let out = p.get("output").map(value_text).unwrap_or_default();
                 let id = s(p, "call_id");
-                let failed = out.contains("\"exit_code\":1") || out.starts_with("apply_patch verification failed") || out.contains("Failed to apply patch");
+                let failed = out.contains("\"exit_code\":1")
+                    || out.starts_with("apply_patch verification failed")
+                    || out.contains("Failed to apply patch");
                 let r = tool_result(id, &out, failed, self.raw(n, &ptr(pp, "output")));
                 if self.b.result(r).is_none() {
-                    self.b.drop_record(self.raw(n, pp), "tool output before any agent turn");
+                    self.b
+                        .drop_record(self.raw(n, pp), "tool output before any agent turn");
                 }
                 if failed {
                     if let Some(id) = id {
@@ -239,11 +276,21 @@ impl Ctx {
                 }
                 self.open = None;
             }
-            "" => self.b.drop_record(self.raw(n, pp), "response item without a type"),
+            "" => self
+                .b
+                .drop_record(self.raw(n, pp), "response item without a type"),
             other => {
                 // web_search_call and newer item kinds: kept, not interpreted.
                 let at = self.agent_turn(None);
-                self.b.call(at, tool_call(s(p, "call_id").or_else(|| s(p, "id")), other, &value_text(p), self.raw(n, pp)));
+                self.b.call(
+                    at,
+                    tool_call(
+                        s(p, "call_id").or_else(|| s(p, "id")),
+                        other,
+                        &value_text(p),
+                        self.raw(n, pp),
+                    ),
+                );
             }
         }
     }
@@ -262,8 +309,13 @@ impl Ctx {
         let ty = s(p, "type").unwrap_or("");
         match ty {
             // Copies of response items.
-            "user_message" | "agent_message" | "agent_reasoning" | "agent_reasoning_raw_content"
-            | "exec_command_begin" | "exec_command_end" | "exec_command_output_delta"
+            "user_message"
+            | "agent_message"
+            | "agent_reasoning"
+            | "agent_reasoning_raw_content"
+            | "exec_command_begin"
+            | "exec_command_end"
+            | "exec_command_output_delta"
             | "patch_apply_begin" => {}
             "patch_apply_end" => {
                 let id = s(p, "call_id").unwrap_or("");
@@ -275,26 +327,43 @@ impl Ctx {
                     if let Some(ch) = p.get("changes").and_then(Value::as_object) {
                         let at = self.b.turn_of_call(id).or_else(|| self.b.last_agent_turn());
                         let Some(at) = at else {
-                            self.b.drop_record(self.raw(n, pp), "patch applied before any agent turn");
+                            self.b.drop_record(
+                                self.raw(n, pp),
+                                "patch applied before any agent turn",
+                            );
                             return;
                         };
                         for (path, c) in ch {
                             let cp = ptr(&ptr(pp, "changes"), path);
                             let a = self.roots.rel(path);
                             let op = match s(c, "type") {
-                                Some("add") => s(c, "content").map(|t| (WriteOp::FullContent { content: t.into() }, ptr(&cp, "content"))),
+                                Some("add") => s(c, "content").map(|t| {
+                                    (
+                                        WriteOp::FullContent { content: t.into() },
+                                        ptr(&cp, "content"),
+                                    )
+                                }),
                                 Some("delete") => Some((WriteOp::Delete, cp.clone())),
                                 Some("update") if c.get("move_path").is_none_or(Value::is_null) => {
-                                    s(c, "unified_diff").map(|d| (WriteOp::UnifiedDiff { diff: d.into() }, ptr(&cp, "unified_diff")))
+                                    s(c, "unified_diff").map(|d| {
+                                        (
+                                            WriteOp::UnifiedDiff { diff: d.into() },
+                                            ptr(&cp, "unified_diff"),
+                                        )
+                                    })
                                 }
                                 _ => None,
                             };
                             match op {
                                 Some((op, wp)) => {
                                     let raw = self.raw(n, &wp);
-                                    self.b.write(at, write(a, op, "patch_apply_end", false, raw));
+                                    self.b
+                                        .write(at, write(a, op, "patch_apply_end", false, raw));
                                 }
-                                None => self.b.drop_record(self.raw(n, &cp), format!("change to {a} not interpreted (move or unknown type)")),
+                                None => self.b.drop_record(
+                                    self.raw(n, &cp),
+                                    format!("change to {a} not interpreted (move or unknown type)"),
+                                ),
                             }
                         }
                     }
@@ -308,7 +377,11 @@ impl Ctx {
 }
 
 /// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`).
-pub fn apply_patch_writes(patch: &str, roots: &PathRoots, raw: &RawRef) -> Vec<Result<Write, String>> {
+pub fn apply_patch_writes(
+    patch: &str,
+    roots: &PathRoots,
+    raw: &RawRef,
+) -> Vec<Result<Write, String>> {
     let mut out = Vec::new();
     let lines: Vec<&str> = patch.lines().collect();
     let mut i = 0;
@@ -324,11 +397,23 @@ pub fn apply_patch_writes(patch: &str, roots: &PathRoots, raw: &RawRef) -> Vec<R
                 content.push('\n');
                 i += 1;
             }
-            out.push(Ok(write(a, WriteOp::FullContent { content }, via, false, raw.clone())));
+            out.push(Ok(write(
+                a,
+                WriteOp::FullContent { content },
+                via,
+                false,
+                raw.clone(),
+            )));
             continue;
         }
         if let Some(path) = l.strip_prefix("*** Delete File: ") {
-            out.push(Ok(write(roots.rel(path.trim()), WriteOp::Delete, via, false, raw.clone())));
+            out.push(Ok(write(
+                roots.rel(path.trim()),
+                WriteOp::Delete,
+                via,
+                false,
+                raw.clone(),
+            )));
             i += 1;
             continue;
         }
@@ -336,35 +421,52 @@ pub fn apply_patch_writes(patch: &str, roots: &PathRoots, raw: &RawRef) -> Vec<R
             let a = roots.rel(path.trim());
             i += 1;
             if i < lines.len() && lines[i].starts_with("*** Move to: ") {
-                out.push(Err(format!("apply_patch moves {a}: the move is not interpreted")));
+                out.push(Err(format!(
+                    "apply_patch moves {a}: the move is not interpreted"
+                )));
             }
             // Hunks: runs of ' ', '-', '+' lines separated by `@@` lines.
             let mut old = String::new();
             let mut new = String::new();
-            let flush = |old: &mut String, new: &mut String, out: &mut Vec<Result<Write, String>>| {
-                if old.is_empty() && new.is_empty() {
-                    return;
-                }
-                if old.is_empty() {
-                    out.push(Ok(write(a.clone(), WriteOp::SearchReplace { search: String::new(), replace: std::mem::take(new) }, via, false, raw.clone())));
-                } else {
-                    let (o, n) = (std::mem::take(old), std::mem::take(new));
-                    out.push(Ok(write(
-                        a.clone(),
-                        WriteOp::StrReplace {
-                            old: o.trim_end_matches('\n').to_string(),
-                            new: n.trim_end_matches('\n').to_string(),
-                            all: false,
-                        },
-                        via,
-                        false,
-                        raw.clone(),
-                    )));
-                }
-            };
-            while i < lines.len() && !(lines[i].starts_with("*** ") && !lines[i].starts_with("*** End of File")) {
+            let flush =
+                |old: &mut String, new: &mut String, out: &mut Vec<Result<Write, String>>| {
+                    if old.is_empty() && new.is_empty() {
+                        return;
+                    }
+                    if old.is_empty() {
+                        out.push(Ok(write(
+                            a.clone(),
+                            WriteOp::SearchReplace {
+                                search: String::new(),
+                                replace: std::mem::take(new),
+                            },
+                            via,
+                            false,
+                            raw.clone(),
+                        )));
+                    } else {
+                        let (o, n) = (std::mem::take(old), std::mem::take(new));
+                        out.push(Ok(write(
+                            a.clone(),
+                            WriteOp::StrReplace {
+                                old: o.trim_end_matches('\n').to_string(),
+                                new: n.trim_end_matches('\n').to_string(),
+                                all: false,
+                            },
+                            via,
+                            false,
+                            raw.clone(),
+                        )));
+                    }
+                };
+            while i < lines.len()
+                && (!lines[i].starts_with("*** ") || lines[i].starts_with("*** End of File"))
+            {
                 let x = lines[i];
-                if x.starts_with("@@") || x.starts_with("*** End of File") || x.starts_with("*** Move to: ") {
+                if x.starts_with("@@")
+                    || x.starts_with("*** End of File")
+                    || x.starts_with("*** Move to: ")
+                {
                     flush(&mut old, &mut new, &mut out);
                 } else if let Some(r) = x.strip_prefix('-') {
                     old.push_str(r);
@@ -398,12 +500,24 @@ mod tests {
         let p = "*** Begin Patch\n*** Add File: /r/new.txt\n+hi\n*** Update File: /r/a.py\n@@ def f():\n     x = 1\n-    y = 2\n+    y = 3\n*** Delete File: /r/old.py\n*** End Patch";
         let roots = PathRoots::new(["/r"]);
         let raw = RawRef::json("x", Some(1), "/payload/input");
-        let w: Vec<Write> = apply_patch_writes(p, &roots, &raw).into_iter().map(Result::unwrap).collect();
+        let w: Vec<Write> = apply_patch_writes(p, &roots, &raw)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(w.len(), 3);
-        assert_eq!(w[0].op, WriteOp::FullContent { content: "hi\n".into() });
+        assert_eq!(
+            w[0].op,
+            WriteOp::FullContent {
+                content: "hi\n".into()
+            }
+        );
         assert_eq!(
             w[1].op,
-            WriteOp::StrReplace { old: "    x = 1\n    y = 2".into(), new: "    x = 1\n    y = 3".into(), all: false }
+            WriteOp::StrReplace {
+                old: "    x = 1\n    y = 2".into(),
+                new: "    x = 1\n    y = 3".into(),
+                all: false
+            }
         );
         assert_eq!(w[2].artefact, "old.py");
         assert_eq!(w[2].op, WriteOp::Delete);

@@ -57,7 +57,8 @@ pub fn read_zip_member(path: &std::path::Path, member: &str) -> Result<Vec<u8>, 
     let mut z = zip::ZipArchive::new(f).map_err(|e| format!("not a zip archive: {e}"))?;
     let mut m = z.by_name(member).map_err(|e| format!("{member}: {e}"))?;
     let mut out = Vec::new();
-    m.read_to_end(&mut out).map_err(|e| format!("{member}: {e}"))?;
+    m.read_to_end(&mut out)
+        .map_err(|e| format!("{member}: {e}"))?;
     Ok(out)
 }
 
@@ -81,11 +82,18 @@ fn sample_order(n: &str) -> (u64, u64, String) {
     // samples/<id>_epoch_<n>.json: numeric ids in numeric order.
     let stem = n.trim_start_matches("samples/").trim_end_matches(".json");
     let (id, ep) = stem.rsplit_once("_epoch_").unwrap_or((stem, "0"));
-    (id.parse().unwrap_or(u64::MAX), ep.parse().unwrap_or(0), stem.to_string())
+    (
+        id.parse().unwrap_or(u64::MAX),
+        ep.parse().unwrap_or(0),
+        stem.to_string(),
+    )
 }
 
 /// Normalize sample `index` (0-based, in log order) of an Inspect log.
-pub fn normalize_sample(files: &[SourceFile], index: usize) -> Result<CanonicalTrace, AdapterError> {
+pub fn normalize_sample(
+    files: &[SourceFile],
+    index: usize,
+) -> Result<CanonicalTrace, AdapterError> {
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
@@ -97,13 +105,26 @@ pub fn normalize_sample(files: &[SourceFile], index: usize) -> Result<CanonicalT
     if is_zip {
         let names = zip_samples(main)?;
         let member = names.get(index).ok_or_else(|| {
-            AdapterError::new(&main.name, None, format!("the log has {} samples, no sample {}", names.len(), index + 1))
+            AdapterError::new(
+                &main.name,
+                None,
+                format!(
+                    "the log has {} samples, no sample {}",
+                    names.len(),
+                    index + 1
+                ),
+            )
         })?;
         let bytes = read_zip_member(&main.path, member)
             .map_err(|e| AdapterError::new(&main.name, Some(member.clone()), e))?;
         let name = format!("{}!/{}", main.name, member);
-        let text = String::from_utf8(bytes)
-            .map_err(|e| AdapterError::new(&name, Some(format!("byte {}", e.utf8_error().valid_up_to())), "not UTF-8 text"))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            AdapterError::new(
+                &name,
+                Some(format!("byte {}", e.utf8_error().valid_up_to())),
+                "not UTF-8 text",
+            )
+        })?;
         let sample = parse_json(&name, &text, None)?;
         let mut b = TraceBuilder::new("inspect-ai", files);
         b.trace.sources.push(name.clone());
@@ -120,10 +141,22 @@ pub fn normalize_sample(files: &[SourceFile], index: usize) -> Result<CanonicalT
     }
     let v = read_json(main)?;
     let samples = v.get("samples").and_then(Value::as_array).ok_or_else(|| {
-        AdapterError::new(&main.name, Some("/samples".into()), "the log holds no samples (header-only log?)")
+        AdapterError::new(
+            &main.name,
+            Some("/samples".into()),
+            "the log holds no samples (header-only log?)",
+        )
     })?;
     let sample = samples.get(index).ok_or_else(|| {
-        AdapterError::new(&main.name, Some("/samples".into()), format!("the log has {} samples, no sample {}", samples.len(), index + 1))
+        AdapterError::new(
+            &main.name,
+            Some("/samples".into()),
+            format!(
+                "the log has {} samples, no sample {}",
+                samples.len(),
+                index + 1
+            ),
+        )
     })?;
     let mut b = TraceBuilder::new("inspect-ai", files);
     for k in 0..samples.len() {
@@ -138,11 +171,19 @@ pub fn normalize_sample(files: &[SourceFile], index: usize) -> Result<CanonicalT
     Ok(b.finish())
 }
 
-fn sample_turns(b: &mut TraceBuilder, sample: &Value, file: &str, base: &str) -> Result<(), AdapterError> {
+fn sample_turns(
+    b: &mut TraceBuilder,
+    sample: &Value,
+    file: &str,
+    base: &str,
+) -> Result<(), AdapterError> {
     let raw = |p: &str| RawRef::json(file, None, p);
-    let messages = sample.get("messages").and_then(Value::as_array).ok_or_else(|| {
-        AdapterError::new(file, Some(ptr(base, "messages")), "sample without messages")
-    })?;
+    let messages = sample
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            AdapterError::new(file, Some(ptr(base, "messages")), "sample without messages")
+        })?;
     let attachments = sample.get("attachments").cloned().unwrap_or(Value::Null);
     let attach_base = ptr(base, "attachments");
     // Resolve `attachment://<hash>` to the attachment's text and pointer.
@@ -188,23 +229,46 @@ fn sample_turns(b: &mut TraceBuilder, sample: &Value, file: &str, base: &str) ->
             }
             "assistant" => {
                 let mut texts = texts.into_iter().filter(|(t, _)| !t.trim().is_empty());
-                let mut turn = Turn::new(Actor::new(s(m, "model").unwrap_or("assistant"), Some("assistant")), TurnKind::Planning);
+                let mut turn = Turn::new(
+                    Actor::new(s(m, "model").unwrap_or("assistant"), Some("assistant")),
+                    TurnKind::Planning,
+                );
                 if let Some((t, tp)) = texts.next() {
-                    turn.message = Some(TextItem { text: t, raw: raw(&tp) });
+                    turn.message = Some(TextItem {
+                        text: t,
+                        raw: raw(&tp),
+                    });
                 }
                 let mut at = b.push(turn);
                 for (t, tp) in texts {
-                    at = b.message(Actor::new(s(m, "model").unwrap_or("assistant"), Some("assistant")), TurnKind::Planning, &t, raw(&tp));
+                    at = b.message(
+                        Actor::new(s(m, "model").unwrap_or("assistant"), Some("assistant")),
+                        TurnKind::Planning,
+                        &t,
+                        raw(&tp),
+                    );
                 }
-                for (k, c) in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for (k, c) in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
                     let cp = ptr(&ptr(&p, "tool_calls"), k);
                     let name = s(c, "function").unwrap_or("tool");
                     let args = c.get("arguments").map(value_text).unwrap_or_default();
-                    b.call(at, tool_call(s(c, "id"), name, &args, raw(&ptr(&cp, "arguments"))));
+                    b.call(
+                        at,
+                        tool_call(s(c, "id"), name, &args, raw(&ptr(&cp, "arguments"))),
+                    );
                 }
             }
             "tool" => {
-                let (t, tp) = texts.into_iter().next().unwrap_or_else(|| (String::new(), ptr(&p, "content")));
+                let (t, tp) = texts
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| (String::new(), ptr(&p, "content")));
                 let err = m.get("error").is_some_and(|e| !e.is_null());
                 let id = s(m, "tool_call_id");
                 let r = tool_result(id, &t, err, raw(&tp));
@@ -216,22 +280,44 @@ fn sample_turns(b: &mut TraceBuilder, sample: &Value, file: &str, base: &str) ->
                     continue;
                 }
                 // The write of the call this result answers.
-                let call = id.and_then(|id| b.trace.turns[at].tool_calls.iter().find(|c| c.id.as_deref() == Some(id)).cloned());
+                let call = id.and_then(|id| {
+                    b.trace.turns[at]
+                        .tool_calls
+                        .iter()
+                        .find(|c| c.id.as_deref() == Some(id))
+                        .cloned()
+                });
                 if let Some(call) = call {
                     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
                     match call.name.as_str() {
                         "text_editor" | "str_replace_based_edit_tool" | "str_replace_editor" => {
-                            let Some(path) = s(&args, "path") else { continue };
+                            let Some(path) = s(&args, "path") else {
+                                continue;
+                            };
                             let a = roots.rel(path);
                             let (op, field) = match s(&args, "command") {
-                                Some("create") => (s(&args, "file_text").map(|t| WriteOp::FullContent { content: t.into() }), "file_text"),
+                                Some("create") => (
+                                    s(&args, "file_text")
+                                        .map(|t| WriteOp::FullContent { content: t.into() }),
+                                    "file_text",
+                                ),
                                 Some("str_replace") => (
-                                    s(&args, "old_str").map(|o| WriteOp::StrReplace { old: o.into(), new: s(&args, "new_str").unwrap_or("").into(), all: false }),
+                                    s(&args, "old_str").map(|o| WriteOp::StrReplace {
+                                        old: o.into(),
+                                        new: s(&args, "new_str").unwrap_or("").into(),
+                                        all: false,
+                                    }),
                                     "new_str",
                                 ),
                                 Some("insert") => (
-                                    match (args.get("insert_line").and_then(Value::as_u64), s(&args, "new_str")) {
-                                        (Some(l), Some(t)) => Some(WriteOp::Insert { after_line: l as usize, text: t.into() }),
+                                    match (
+                                        args.get("insert_line").and_then(Value::as_u64),
+                                        s(&args, "new_str"),
+                                    ) {
+                                        (Some(l), Some(t)) => Some(WriteOp::Insert {
+                                            after_line: l as usize,
+                                            text: t.into(),
+                                        }),
                                         _ => None,
                                     },
                                     "new_str",
@@ -245,14 +331,24 @@ fn sample_turns(b: &mut TraceBuilder, sample: &Value, file: &str, base: &str) ->
                             }
                             match op {
                                 Some(op) => b.write(at, write(a, op, &call.name, false, wraw)),
-                                None => b.drop_record(call.raw.clone(), format!("{} call on {a} not interpreted", call.name)),
+                                None => b.drop_record(
+                                    call.raw.clone(),
+                                    format!("{} call on {a} not interpreted", call.name),
+                                ),
                             }
                         }
                         "bash" => {
                             if let Some(cmd) = s(&args, "cmd").or_else(|| s(&args, "command")) {
                                 let mut wraw = call.raw.clone();
                                 if let crate::trace::Locator::Json { pointer, .. } = &mut wraw.at {
-                                    *pointer = ptr(pointer, if args.get("cmd").is_some() { "cmd" } else { "command" });
+                                    *pointer = ptr(
+                                        pointer,
+                                        if args.get("cmd").is_some() {
+                                            "cmd"
+                                        } else {
+                                            "command"
+                                        },
+                                    );
                                 }
                                 for w in shell_writes(cmd, &roots, wraw.clone()) {
                                     match w {
@@ -270,7 +366,9 @@ fn sample_turns(b: &mut TraceBuilder, sample: &Value, file: &str, base: &str) ->
         }
     }
     if let Some(n) = sample.get("events").and_then(Value::as_array).map(Vec::len) {
-        b.note(format!("{n} sample events not mapped: the messages carry the same turns"));
+        b.note(format!(
+            "{n} sample events not mapped: the messages carry the same turns"
+        ));
     }
     Ok(())
 }

@@ -27,7 +27,9 @@ impl Adapter for MiniSweAgent {
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         let lead = t.trim_start();
-        if t.contains("\"trajectory_format\": \"mini-swe-agent") || t.contains("\"trajectory_format\":\"mini-swe-agent") {
+        if t.contains("\"trajectory_format\": \"mini-swe-agent")
+            || t.contains("\"trajectory_format\":\"mini-swe-agent")
+        {
             return 95;
         }
         if lead.starts_with('{') && t.contains("\"mini_version\"") {
@@ -100,13 +102,19 @@ pub fn normalize_with_baselines(
             "assistant" => {
                 let mut t = Turn::new(Actor::new("agent", Some("assistant")), TurnKind::Planning);
                 if !text.trim().is_empty() {
-                    t.message = Some(TextItem { text: text.clone(), raw: raw(&tp) });
+                    t.message = Some(TextItem {
+                        text: text.clone(),
+                        raw: raw(&tp),
+                    });
                 }
                 let at = b.push(t);
                 let mut cmds: Vec<(Option<String>, String, String)> = Vec::new();
                 if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
                     for (j, c) in calls.iter().enumerate() {
-                        let args = c.pointer("/function/arguments").map(value_text).unwrap_or_default();
+                        let args = c
+                            .pointer("/function/arguments")
+                            .map(value_text)
+                            .unwrap_or_default();
                         let cmd = serde_json::from_str::<Value>(&args)
                             .ok()
                             .and_then(|a| s(&a, "command").map(str::to_string))
@@ -120,7 +128,11 @@ pub fn normalize_with_baselines(
                 } else if let Some(acts) = m.pointer("/extra/actions").and_then(Value::as_array) {
                     for (j, a) in acts.iter().enumerate() {
                         if let Some(c) = s(a, "command") {
-                            cmds.push((None, c.to_string(), format!("{p}/extra/actions/{j}/command")));
+                            cmds.push((
+                                None,
+                                c.to_string(),
+                                format!("{p}/extra/actions/{j}/command"),
+                            ));
                         }
                     }
                 } else if let Some(c) = bash_block(&text) {
@@ -197,7 +209,10 @@ pub fn normalize_with_baselines(
 pub fn bash_block(text: &str) -> Option<String> {
     let start = text.find("```bash")?;
     let after = &text[start + 7..];
-    let after = after.strip_prefix('\n').or_else(|| after.strip_prefix("\r\n")).unwrap_or(after.trim_start_matches(' '));
+    let after = after
+        .strip_prefix('\n')
+        .or_else(|| after.strip_prefix("\r\n"))
+        .unwrap_or(after.trim_start_matches(' '));
     let end = after.find("\n```").or_else(|| after.find("```"))?;
     Some(after[..end].to_string())
 }

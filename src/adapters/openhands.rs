@@ -36,7 +36,9 @@ impl Adapter for OpenHands {
         let lead = t.trim_start();
         let v0_event = (t.contains("\"action\":") || t.contains("\"action\": "))
             && (t.contains("\"observation\"") || t.contains("\"source\""));
-        if !v0_event || t.contains("\"kind\": \"ActionEvent\"") || t.contains("\"kind\":\"ActionEvent\"")
+        if !v0_event
+            || t.contains("\"kind\": \"ActionEvent\"")
+            || t.contains("\"kind\":\"ActionEvent\"")
         {
             return 0;
         }
@@ -161,6 +163,9 @@ struct Ctx {
     synthetic: i64,
     baselines: BTreeMap<String, String>,
     written: std::collections::BTreeSet<String>,
+    /// The latest agentskills window of each file (line number → text), to find the whole
+    /// lines an `edit_file_by_replace` replaces.
+    windows: HashMap<String, BTreeMap<usize, String>>,
     final_patch: Option<(String, RawRef)>,
 }
 
@@ -178,6 +183,7 @@ impl Ctx {
             synthetic: 0,
             baselines: BTreeMap::new(),
             written: Default::default(),
+            windows: HashMap::new(),
             final_patch: None,
         }
     }
@@ -196,25 +202,39 @@ impl Ctx {
     /// One evaluation record `{instance_id, history, test_result | git_patch, ...}`.
     fn record(&mut self, v: &Value, line: Option<usize>) -> Result<(), AdapterError> {
         self.line = line;
-        let (patch, patch_ptr) = if let Some(p) = v.pointer("/test_result/git_patch").and_then(Value::as_str) {
-            (Some(p), "/test_result/git_patch")
-        } else {
-            (s(v, "git_patch"), "/git_patch")
-        };
+        let (patch, patch_ptr) =
+            if let Some(p) = v.pointer("/test_result/git_patch").and_then(Value::as_str) {
+                (Some(p), "/test_result/git_patch")
+            } else {
+                (s(v, "git_patch"), "/git_patch")
+            };
         if let Some(p) = patch.filter(|p| !p.trim().is_empty()) {
             self.patch_paths = patch_paths(p);
             self.final_patch = Some((p.to_string(), self.raw(patch_ptr)));
         }
         let history = v.get("history").ok_or_else(|| {
-            AdapterError::new(&self.file, Some(self.at("/history")), "record has no history")
+            AdapterError::new(
+                &self.file,
+                Some(self.at("/history")),
+                "record has no history",
+            )
         })?;
         self.events(history, "/history", line)
     }
 
-    fn events(&mut self, list: &Value, base: &str, line: Option<usize>) -> Result<(), AdapterError> {
+    fn events(
+        &mut self,
+        list: &Value,
+        base: &str,
+        line: Option<usize>,
+    ) -> Result<(), AdapterError> {
         self.line = line;
         let items = list.as_array().ok_or_else(|| {
-            AdapterError::new(&self.file, Some(self.at(if base.is_empty() { "/" } else { base })), "expected a list of events")
+            AdapterError::new(
+                &self.file,
+                Some(self.at(if base.is_empty() { "/" } else { base })),
+                "expected a list of events",
+            )
         })?;
         // Learn the workspace root from paths the submitted patch names.
         if !self.patch_paths.is_empty() {
@@ -244,15 +264,32 @@ impl Ctx {
     fn event(&mut self, e: &Value, p: &str) {
         let legacy = e.get("args").is_none() && e.get("extras").is_none();
         if let Some(action) = s(e, "action") {
-            let args_ptr = if legacy { p.to_string() } else { ptr(p, "args") };
-            let args = if legacy { e.clone() } else { e.get("args").cloned().unwrap_or(Value::Null) };
+            let args_ptr = if legacy {
+                p.to_string()
+            } else {
+                ptr(p, "args")
+            };
+            let args = if legacy {
+                e.clone()
+            } else {
+                e.get("args").cloned().unwrap_or(Value::Null)
+            };
             self.action(e, action, &args, p, &args_ptr);
         } else if let Some(obs) = s(e, "observation") {
-            let extras_ptr = if legacy { p.to_string() } else { ptr(p, "extras") };
-            let extras = if legacy { e.clone() } else { e.get("extras").cloned().unwrap_or(Value::Null) };
+            let extras_ptr = if legacy {
+                p.to_string()
+            } else {
+                ptr(p, "extras")
+            };
+            let extras = if legacy {
+                e.clone()
+            } else {
+                e.get("extras").cloned().unwrap_or(Value::Null)
+            };
             self.observation(e, obs, &extras, p, &extras_ptr);
         } else {
-            self.b.drop_record(self.raw(p), "neither an action nor an observation");
+            self.b
+                .drop_record(self.raw(p), "neither an action nor an observation");
         }
     }
 
@@ -279,8 +316,14 @@ impl Ctx {
             ne(e, "message").map(|t| (t.to_string(), this.raw(&ptr(p, "message"))))
         };
         match action {
-            "system" | "recall" | "change_agent_state" | "null" | "condensation" | "agent_state_changed" => {
-                let (t, r) = text_of(self).unwrap_or_else(|| (action.to_string(), self.raw(&ptr(p, "action"))));
+            "system"
+            | "recall"
+            | "change_agent_state"
+            | "null"
+            | "condensation"
+            | "agent_state_changed" => {
+                let (t, r) = text_of(self)
+                    .unwrap_or_else(|| (action.to_string(), self.raw(&ptr(p, "action"))));
                 self.b.admin(action, &t, r);
                 return;
             }
@@ -297,7 +340,9 @@ impl Ctx {
         }
         if source == "user" {
             // A user-side action other than a message (e.g. a user-run command).
-            let t = text_of(self).map(|x| x.0).unwrap_or_else(|| action.to_string());
+            let t = text_of(self)
+                .map(|x| x.0)
+                .unwrap_or_else(|| action.to_string());
             self.b.user(&t, self.raw(p));
             return;
         }
@@ -310,8 +355,12 @@ impl Ctx {
             "message" => text_of(self),
             "finish" => ne(args, "final_thought")
                 .map(|t| (t.to_string(), self.raw(&ptr(ap, "final_thought"))))
-                .or_else(|| ne(args, "thought").map(|t| (t.to_string(), self.raw(&ptr(ap, "thought")))))
-                .or_else(|| ne(e, "message").map(|t| (t.to_string(), self.raw(&ptr(p, "message"))))),
+                .or_else(|| {
+                    ne(args, "thought").map(|t| (t.to_string(), self.raw(&ptr(ap, "thought"))))
+                })
+                .or_else(|| {
+                    ne(e, "message").map(|t| (t.to_string(), self.raw(&ptr(p, "message"))))
+                }),
             _ => ne(args, "thought").map(|t| (t.to_string(), self.raw(&ptr(ap, "thought")))),
         };
         let same_response = match (&response_id, &self.last_response) {
@@ -352,7 +401,10 @@ impl Ctx {
             Some(a) => (a, arg_ptr),
             None => (value_text(args), ap.to_string()),
         };
-        self.b.call(turn, tool_call(call_id.as_deref(), &name, &arguments, self.raw(&arg_ptr)));
+        self.b.call(
+            turn,
+            tool_call(call_id.as_deref(), &name, &arguments, self.raw(&arg_ptr)),
+        );
         if let Some(i) = id {
             self.actions.insert(
                 i,
@@ -369,7 +421,15 @@ impl Ctx {
         if action == "write" && !has_observation_era(args) {
             if let (Some(path), Some(_)) = (s(args, "path"), s(args, "content")) {
                 let a = self.roots.rel(path);
-                self.add_write(turn, a, WriteOp::FullContent { content: s(args, "content").unwrap_or("").into() }, "write", &ptr(ap, "content"));
+                self.add_write(
+                    turn,
+                    a,
+                    WriteOp::FullContent {
+                        content: s(args, "content").unwrap_or("").into(),
+                    },
+                    "write",
+                    &ptr(ap, "content"),
+                );
             }
         }
     }
@@ -377,13 +437,21 @@ impl Ctx {
     fn observation(&mut self, e: &Value, obs: &str, extras: &Value, p: &str, xp: &str) {
         let content = s(e, "content").unwrap_or("");
         let legacy = e.get("extras").is_none();
-        let cause = e
-            .get("cause")
-            .and_then(Value::as_i64)
-            .or(if legacy { self.last_action } else { None });
-        if matches!(obs, "recall" | "agent_state_changed" | "null" | "user_rejected" | "agent_condensation") && cause.is_none_or(|c| !self.actions.contains_key(&c)) {
+        let cause =
+            e.get("cause")
+                .and_then(Value::as_i64)
+                .or(if legacy { self.last_action } else { None });
+        if matches!(
+            obs,
+            "recall" | "agent_state_changed" | "null" | "user_rejected" | "agent_condensation"
+        ) && cause.is_none_or(|c| !self.actions.contains_key(&c))
+        {
             let t = if content.is_empty() { obs } else { content };
-            let r = if content.is_empty() { self.raw(&ptr(p, "observation")) } else { self.raw(&ptr(p, "content")) };
+            let r = if content.is_empty() {
+                self.raw(&ptr(p, "observation"))
+            } else {
+                self.raw(&ptr(p, "content"))
+            };
             self.b.admin(obs, t, r);
             return;
         }
@@ -398,7 +466,12 @@ impl Ctx {
             .map(str::to_string)
             .or_else(|| cause.map(|c| format!("event-{c}")));
         let is_error = obs == "error" || content.starts_with("ERROR:");
-        let result = tool_result(call_id.as_deref(), content, is_error, self.raw(&ptr(p, "content")));
+        let result = tool_result(
+            call_id.as_deref(),
+            content,
+            is_error,
+            self.raw(&ptr(p, "content")),
+        );
         let pending_turn = cause.and_then(|c| self.actions.get(&c)).map(|a| a.turn);
         let at = match pending_turn {
             Some(t) => {
@@ -408,7 +481,8 @@ impl Ctx {
             None => self.b.result(result),
         };
         let Some(at) = at else {
-            self.b.drop_record(self.raw(p), "observation before any agent action");
+            self.b
+                .drop_record(self.raw(p), "observation before any agent action");
             return;
         };
         let pending = cause
@@ -421,7 +495,13 @@ impl Ctx {
                     if action == "write" && !is_error && has_observation_era(&args) {
                         if let (Some(path), Some(c)) = (s(&args, "path"), s(&args, "content")) {
                             let a = self.roots.rel(path);
-                            self.add_write(at, a, WriteOp::FullContent { content: c.into() }, "write", &ptr(&ap, "content"));
+                            self.add_write(
+                                at,
+                                a,
+                                WriteOp::FullContent { content: c.into() },
+                                "write",
+                                &ptr(&ap, "content"),
+                            );
                         }
                     }
                 }
@@ -438,9 +518,17 @@ impl Ctx {
             }
             "run" => {
                 if let Some((ap, _, args)) = pending {
-                    if let Some(cmd) = s(&args, "command") {
+                    // Exit code: `extras.metadata.exit_code` (V0) or `exit_code` (legacy).
+                    let code = extras
+                        .pointer("/metadata/exit_code")
+                        .or_else(|| extras.get("exit_code"))
+                        .and_then(|c| {
+                            c.as_i64()
+                                .or_else(|| c.as_str().and_then(|x| x.parse().ok()))
+                        });
+                    if let (Some(cmd), Some(0) | None) = (s(&args, "command"), code) {
                         let cmd = cmd.to_string();
-                        self.shell(at, &cmd, &ptr(&ap, "command"), p);
+                        self.shell(at, &cmd, &ptr(&ap, "command"));
                     }
                 }
             }
@@ -459,7 +547,8 @@ impl Ctx {
         p: &str,
     ) {
         let Some(path) = s(extras, "path") else {
-            self.b.drop_record(self.raw(p), "edit observation without a path");
+            self.b
+                .drop_record(self.raw(p), "edit observation without a path");
             return;
         };
         let a = self.roots.rel(path);
@@ -473,31 +562,61 @@ impl Ctx {
                 return; // no change landed
             }
             let Some((ap, _, args)) = pending else {
-                self.add_write(at, a, WriteOp::UnifiedDiff { diff: diff.into() }, "oh_aci diff", &ptr(xp, "diff"));
+                self.add_write(
+                    at,
+                    a,
+                    WriteOp::UnifiedDiff { diff: diff.into() },
+                    "oh_aci diff",
+                    &ptr(xp, "diff"),
+                );
                 return;
             };
             let command = s(&args, "command").unwrap_or("");
             let op = match command {
-                "create" => s(&args, "file_text").map(|t| (WriteOp::FullContent { content: t.into() }, "file_text")),
+                "create" => s(&args, "file_text")
+                    .map(|t| (WriteOp::FullContent { content: t.into() }, "file_text")),
                 "str_replace" => match (s(&args, "old_str"), s(&args, "new_str")) {
                     (Some(o), n) => Some((
-                        WriteOp::StrReplace { old: o.into(), new: n.unwrap_or("").into(), all: false },
+                        WriteOp::StrReplace {
+                            old: o.into(),
+                            new: n.unwrap_or("").into(),
+                            all: false,
+                        },
                         "new_str",
                     )),
                     _ => None,
                 },
-                "insert" => match (args.get("insert_line").and_then(Value::as_u64), s(&args, "new_str")) {
-                    (Some(l), Some(t)) => Some((WriteOp::Insert { after_line: l as usize, text: t.into() }, "new_str")),
+                "insert" => match (
+                    args.get("insert_line").and_then(Value::as_u64),
+                    s(&args, "new_str"),
+                ) {
+                    (Some(l), Some(t)) => Some((
+                        WriteOp::Insert {
+                            after_line: l as usize,
+                            text: t.into(),
+                        },
+                        "new_str",
+                    )),
                     _ => None,
                 },
                 _ => None,
             };
             match op {
-                Some((op, field)) => {
-                    self.add_write(at, a, op, &format!("str_replace_editor {command}"), &ptr(&ap, field))
-                }
+                Some((op, field)) => self.add_write(
+                    at,
+                    a,
+                    op,
+                    &format!("str_replace_editor {command}"),
+                    &ptr(&ap, field),
+                ),
                 // undo_edit, LLM-based edits: the zero-context diff is all there is.
-                None => self.add_write(at, a, WriteOp::UnifiedDiff { diff: diff.into() }, "oh_aci diff", &ptr(xp, "diff")),
+                None => self.add_write(
+                    at,
+                    a,
+                    WriteOp::UnifiedDiff { diff: diff.into() },
+                    "oh_aci diff",
+                    &ptr(xp, "diff"),
+                ),
             }
             return;
         }
@@ -510,10 +629,23 @@ impl Ctx {
                 let via = pending
                     .as_ref()
                     .and_then(|(_, _, args)| s(args, "translated_ipython_code"))
-                    .map(|c| c.split("'command': '").nth(1).and_then(|x| x.split('\'').next()).unwrap_or("edit"))
+                    .map(|c| {
+                        c.split("'command': '")
+                            .nth(1)
+                            .and_then(|x| x.split('\'').next())
+                            .unwrap_or("edit")
+                    })
                     .map(|c| format!("file_editor {c}"))
                     .unwrap_or_else(|| "edit".into());
-                self.add_write(at, a, WriteOp::FullContent { content: new.into() }, &via, &ptr(xp, "new_content"));
+                self.add_write(
+                    at,
+                    a,
+                    WriteOp::FullContent {
+                        content: new.into(),
+                    },
+                    &via,
+                    &ptr(xp, "new_content"),
+                );
             }
             None => self.b.drop_record(
                 self.raw(p),
@@ -525,15 +657,20 @@ impl Ctx {
     /// A full file view seen before any write to the file is its baseline.
     fn saw_full(&mut self, artefact: &str, content: &str) {
         if !self.written.contains(artefact) && !self.baselines.contains_key(artefact) {
-            self.baselines.insert(artefact.to_string(), content.to_string());
+            self.baselines
+                .insert(artefact.to_string(), content.to_string());
         }
     }
 
     fn read_view(&mut self, content: &str, extras: &Value, args: Option<&Value>) {
-        let Some(path) = s(extras, "path") else { return };
+        let Some(path) = s(extras, "path") else {
+            return;
+        };
         let ranged = args.is_some_and(|a| {
             a.get("view_range").is_some_and(|v| !v.is_null())
-                || a.get("start").and_then(Value::as_i64).is_some_and(|x| x > 1)
+                || a.get("start")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|x| x > 1)
                 || a.get("end").and_then(Value::as_i64).is_some_and(|x| x > 0)
         });
         if ranged || content.contains("<response clipped>") || !content.contains("cat -n") {
@@ -550,17 +687,22 @@ impl Ctx {
     fn ipython(&mut self, at: usize, content: &str, args: &Value, ap: &str, op_ptr: &str) {
         let code = s(args, "code").unwrap_or("");
         let cp = ptr(ap, "code");
-        // `open_file` windows: a baseline when they show the whole file.
-        if content.starts_with("[File: ") && code.contains("open_file(") {
+        // Windows `[File: p (N lines total)]` + `n|line`: the latest one of each file is
+        // kept; an `open_file` window that shows the whole file is a baseline.
+        let mut window_of_this_call: Option<(String, BTreeMap<usize, String>)> = None;
+        if content.starts_with("[File: ") {
             if let Some(path) = content
                 .strip_prefix("[File: ")
                 .and_then(|r| r.split(" (").next())
             {
                 let view = parse_numbered_view(content, '|');
-                if let Some(full) = view.full_text() {
-                    let a = self.roots.rel(path);
-                    self.saw_full(&a, &full);
+                let a = self.roots.rel(path);
+                if code.contains("open_file(") {
+                    if let Some(full) = view.full_text() {
+                        self.saw_full(&a, &full);
+                    }
                 }
+                window_of_this_call = Some((a, view.lines));
             }
         }
         let failed = content.contains("[No exact match found")
@@ -583,17 +725,22 @@ impl Ctx {
                 let call = match call {
                     Ok(c) => c,
                     Err(why) => {
-                        self.b.drop_record(self.raw(&cp), format!("{func} call not interpreted: {why}"));
+                        self.b.drop_record(
+                            self.raw(&cp),
+                            format!("{func} call not interpreted: {why}"),
+                        );
                         continue;
                     }
                 };
-                let path = call
-                    .positional
-                    .first()
-                    .cloned()
-                    .or_else(|| call.keywords.get("file_name").and_then(|x| x.as_str()).map(str::to_string));
+                let path = call.positional.first().cloned().or_else(|| {
+                    call.keywords
+                        .get("file_name")
+                        .and_then(|x| x.as_str())
+                        .map(str::to_string)
+                });
                 let Some(path) = path else {
-                    self.b.drop_record(self.raw(&cp), format!("{func} call without a file name"));
+                    self.b
+                        .drop_record(self.raw(&cp), format!("{func} call without a file name"));
                     continue;
                 };
                 let arg = |i: usize, k: &str| -> Option<String> {
@@ -603,26 +750,49 @@ impl Ctx {
                         .map(str::to_string)
                         .or_else(|| call.positional.get(i).cloned())
                 };
+                let a = self.roots.rel(&path);
                 let op = match kind {
+                    // agentskills replaces the whole lines the match spans.
                     0 => match (arg(1, "to_replace"), arg(2, "new_content")) {
-                        (Some(o), Some(n)) => Some(WriteOp::StrReplace { old: o, new: n, all: false }),
+                        (Some(o), Some(n)) => {
+                            let old = match self.windows.get(&a) {
+                                Some(w) => whole_lines(w, &o),
+                                None => o,
+                            };
+                            Some(WriteOp::StrReplace {
+                                old,
+                                new: n,
+                                all: false,
+                            })
+                        }
                         _ => None,
                     },
                     1 => {
-                        let line = call.keywords.get("line_number").and_then(|x| match x {
-                            PyArg::Int(i) => Some(*i),
-                            _ => None,
-                        }).or_else(|| call.positional.get(1).and_then(|x| x.parse().ok()));
+                        let line = call
+                            .keywords
+                            .get("line_number")
+                            .and_then(|x| match x {
+                                PyArg::Int(i) => Some(*i),
+                                _ => None,
+                            })
+                            .or_else(|| call.positional.get(1).and_then(|x| x.parse().ok()));
                         match (line, arg(2, "content")) {
-                            (Some(l), Some(t)) if l >= 1 => Some(WriteOp::Insert { after_line: (l - 1) as usize, text: t }),
+                            (Some(l), Some(t)) if l >= 1 => Some(WriteOp::Insert {
+                                after_line: (l - 1) as usize,
+                                text: t,
+                            }),
                             _ => None,
                         }
                     }
-                    2 => arg(1, "content").map(|t| WriteOp::SearchReplace { search: String::new(), replace: t }),
-                    3 => Some(WriteOp::FullContent { content: String::new() }),
+                    2 => arg(1, "content").map(|t| WriteOp::SearchReplace {
+                        search: String::new(),
+                        replace: t,
+                    }),
+                    3 => Some(WriteOp::FullContent {
+                        content: String::new(),
+                    }),
                     _ => None,
                 };
-                let a = self.roots.rel(&path);
                 match op {
                     Some(op) => self.add_write(at, a, op, &format!("agentskills {func}"), &cp),
                     None => self.b.drop_record(
@@ -632,6 +802,9 @@ impl Ctx {
                 }
             }
         }
+        if let Some((a, lines)) = window_of_this_call {
+            self.windows.insert(a, lines);
+        }
         if !any && !failed && writes_file_in_python(code) {
             self.b.drop_record(
                 self.raw(op_ptr),
@@ -640,8 +813,17 @@ impl Ctx {
         }
     }
 
-    fn shell(&mut self, at: usize, cmd: &str, cp: &str, op: &str) {
-        let _ = (at, cmd, cp, op);
+    fn shell(&mut self, at: usize, cmd: &str, cp: &str) {
+        let raw = self.raw(cp);
+        for w in shell_writes(cmd, &self.roots, raw.clone()) {
+            match w {
+                Ok(w) => {
+                    self.written.insert(w.artefact.clone());
+                    self.b.write(at, w)
+                }
+                Err(e) => self.b.drop_record(raw.clone(), e),
+            }
+        }
     }
 
     fn add_write(&mut self, at: usize, artefact: String, op: WriteOp, via: &str, p: &str) {
@@ -659,10 +841,51 @@ impl Ctx {
                         self.b.write(at, w);
                     }
                 }
-                None => self.b.drop_record(raw, "submitted patch but no agent turn to hold it"),
+                None => self
+                    .b
+                    .drop_record(raw, "submitted patch but no agent turn to hold it"),
             }
         }
         (self.b.finish(), self.baselines)
+    }
+}
+
+/// Extend `old` to the whole lines it spans, using the window's lines: the first line's
+/// text before the match and the last line's text after it. Unchanged when the window does
+/// not show those lines unambiguously.
+fn whole_lines(window: &BTreeMap<usize, String>, old: &str) -> String {
+    let first = old.split('\n').next().unwrap_or("");
+    let last = old.rsplit('\n').next().unwrap_or("");
+    let single = !old.contains('\n');
+    if first.trim().is_empty() && last.trim().is_empty() {
+        return old.to_string();
+    }
+    let unique = |f: &dyn Fn(&str) -> bool| {
+        let mut it = window.values().filter(|l| f(l));
+        match (it.next(), it.next()) {
+            (Some(l), None) => Some(l.clone()),
+            _ => None,
+        }
+    };
+    if single {
+        let Some(line) = unique(&|l: &str| l.matches(first).count() == 1) else {
+            return old.to_string();
+        };
+        return line;
+    }
+    let prefix = if first.is_empty() {
+        Some(String::new())
+    } else {
+        unique(&|l: &str| l.ends_with(first)).map(|l| l[..l.len() - first.len()].to_string())
+    };
+    let suffix = if last.is_empty() {
+        Some(String::new())
+    } else {
+        unique(&|l: &str| l.starts_with(last)).map(|l| l[last.len()..].to_string())
+    };
+    match (prefix, suffix) {
+        (Some(p), Some(x)) => format!("{p}{old}{x}"),
+        _ => old.to_string(),
     }
 }
 
@@ -672,7 +895,11 @@ fn has_observation_era(args: &Value) -> bool {
 }
 
 fn writes_file_in_python(code: &str) -> bool {
-    code.contains("open(") && (code.contains("'w'") || code.contains("\"w\"") || code.contains("'a'") || code.contains(".write("))
+    code.contains("open(")
+        && (code.contains("'w'")
+            || code.contains("\"w\"")
+            || code.contains("'a'")
+            || code.contains(".write("))
 }
 
 /// Every absolute path an event names (`path` fields), to learn the workspace root.
@@ -686,7 +913,9 @@ fn collect_paths(v: &Value, out: &mut Vec<String>) {
                             out.push(p.to_string());
                         }
                     }
-                } else if matches!(x, Value::Object(_) | Value::Array(_)) && k != "tool_call_metadata" {
+                } else if matches!(x, Value::Object(_) | Value::Array(_))
+                    && k != "tool_call_metadata"
+                {
                     collect_paths(x, out);
                 }
             }

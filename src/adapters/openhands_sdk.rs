@@ -40,7 +40,8 @@ impl Adapter for OpenHandsSdk {
         let hits = KINDS
             .iter()
             .filter(|k| {
-                t.contains(&format!("\"kind\": \"{k}\"")) || t.contains(&format!("\"kind\":\"{k}\""))
+                t.contains(&format!("\"kind\": \"{k}\""))
+                    || t.contains(&format!("\"kind\":\"{k}\""))
             })
             .count();
         match hits {
@@ -240,19 +241,25 @@ impl Ctx {
             .unwrap_or_default()
             .into_iter()
             .find(|(t, _)| !t.trim().is_empty())
-            .or_else(|| ne(e, "reasoning_content").map(|t| (t.to_string(), ptr(p, "reasoning_content"))));
+            .or_else(|| {
+                ne(e, "reasoning_content").map(|t| (t.to_string(), ptr(p, "reasoning_content")))
+            });
         let same = matches!((&response, &self.last_response), (Some(r), Some((l, _))) if r == l);
         let turn = if same && thought.is_none() {
             self.last_response.as_ref().map(|x| x.1).unwrap_or(0)
         } else {
             let mut t = Turn::new(Actor::new("agent", Some("assistant")), TurnKind::Planning);
             if let Some((text, tp)) = thought {
-                t.message = Some(TextItem { text, raw: self.raw(&tp) });
+                t.message = Some(TextItem {
+                    text,
+                    raw: self.raw(&tp),
+                });
             }
             self.b.push(t)
         };
         self.last_response = response.map(|r| (r, turn));
-        let id = s(e, "tool_call_id").or_else(|| e.pointer("/tool_call/id").and_then(Value::as_str));
+        let id =
+            s(e, "tool_call_id").or_else(|| e.pointer("/tool_call/id").and_then(Value::as_str));
         let name = s(e, "tool_name")
             .or_else(|| e.pointer("/tool_call/name").and_then(Value::as_str))
             .or_else(|| e.pointer("/action/kind").and_then(Value::as_str))
@@ -293,7 +300,10 @@ impl Ctx {
             }
         }
         let is_error = kind == "AgentErrorEvent"
-            || obs.get("is_error").and_then(Value::as_bool).unwrap_or(false)
+            || obs
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
             || ne(obs, "error").is_some()
             || obs.get("error").and_then(Value::as_bool).unwrap_or(false);
         if texts.is_empty() {
@@ -305,7 +315,8 @@ impl Ctx {
             at = self.b.result(r).or(at);
         }
         let Some(at) = at else {
-            self.b.drop_record(self.raw(p), "observation before any agent action");
+            self.b
+                .drop_record(self.raw(p), "observation before any agent action");
             return;
         };
         if s(obs, "kind") == Some("FileEditorObservation") && !is_error {
@@ -316,7 +327,8 @@ impl Ctx {
     fn file_edit(&mut self, at: usize, obs: &Value, op: &str, p: &str) {
         let command = s(obs, "command").unwrap_or("");
         let Some(path) = s(obs, "path") else {
-            self.b.drop_record(self.raw(p), "file editor observation without a path");
+            self.b
+                .drop_record(self.raw(p), "file editor observation without a path");
             return;
         };
         let a = self.roots.rel(path);
@@ -327,7 +339,9 @@ impl Ctx {
                     .map(|c| content_texts(c, ""))
                     .and_then(|v| v.into_iter().next().map(|x| x.0))
             });
-            if let Some(t) = text.filter(|t| t.contains("cat -n") && !t.contains("<response clipped>")) {
+            if let Some(t) =
+                text.filter(|t| t.contains("cat -n") && !t.contains("<response clipped>"))
+            {
                 if let Some(full) = parse_numbered_view(&t, '\t').full_text() {
                     self.saw_full(&a, &full);
                 }
@@ -335,7 +349,11 @@ impl Ctx {
             return;
         }
         if let Some(old) = s(obs, "old_content") {
-            if obs.get("prev_exist").and_then(Value::as_bool).unwrap_or(true) {
+            if obs
+                .get("prev_exist")
+                .and_then(Value::as_bool)
+                .unwrap_or(true)
+            {
                 self.saw_full(&a, old);
             }
         }
@@ -345,7 +363,15 @@ impl Ctx {
                 let raw = self.raw(&ptr(op, "new_content"));
                 self.b.write(
                     at,
-                    write(a, WriteOp::FullContent { content: new.into() }, &format!("file_editor {command}"), false, raw),
+                    write(
+                        a,
+                        WriteOp::FullContent {
+                            content: new.into(),
+                        },
+                        &format!("file_editor {command}"),
+                        false,
+                        raw,
+                    ),
                 );
             }
             None => self.b.drop_record(
@@ -366,7 +392,9 @@ impl Ctx {
             let writes = final_patch_writes(&patch, "git_patch", &raw, &self.roots);
             match self.b.last_agent_turn() {
                 Some(at) => writes.into_iter().for_each(|w| self.b.write(at, w)),
-                None => self.b.drop_record(raw, "submitted patch but no agent turn to hold it"),
+                None => self
+                    .b
+                    .drop_record(raw, "submitted patch but no agent turn to hold it"),
             }
         }
         (self.b.finish(), self.baselines)
@@ -418,14 +446,22 @@ pub fn action_edits(files: &[SourceFile]) -> Result<Vec<RecordedEdit>, AdapterEr
                 };
                 let Some(a) = actions.get(id) else { continue };
                 let op = match s(a, "command") {
-                    Some("create") => s(a, "file_text").map(|t| WriteOp::FullContent { content: t.into() }),
+                    Some("create") => {
+                        s(a, "file_text").map(|t| WriteOp::FullContent { content: t.into() })
+                    }
                     Some("str_replace") => s(a, "old_str").map(|o| WriteOp::StrReplace {
                         old: o.into(),
                         new: s(a, "new_str").unwrap_or("").into(),
                         all: false,
                     }),
-                    Some("insert") => match (a.get("insert_line").and_then(Value::as_u64), s(a, "new_str")) {
-                        (Some(l), Some(t)) => Some(WriteOp::Insert { after_line: l as usize, text: t.into() }),
+                    Some("insert") => match (
+                        a.get("insert_line").and_then(Value::as_u64),
+                        s(a, "new_str"),
+                    ) {
+                        (Some(l), Some(t)) => Some(WriteOp::Insert {
+                            after_line: l as usize,
+                            text: t.into(),
+                        }),
                         _ => None,
                     },
                     _ => None,

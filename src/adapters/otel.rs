@@ -33,7 +33,9 @@ impl Adapter for OtelGenAi {
     }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
-        if (t.contains("\"resourceSpans\"") || t.contains("\"resource_spans\"")) && t.contains("gen_ai.") {
+        if (t.contains("\"resourceSpans\"") || t.contains("\"resource_spans\""))
+            && t.contains("gen_ai.")
+        {
             95
         } else if t.contains("\"resourceSpans\"") {
             50
@@ -59,30 +61,53 @@ impl Adapter for OtelGenAi {
                             docs.push((Some(n), v))
                         }
                         Err(e) => {
-                            return Err(AdapterError::new(&main.name, Some(format!("line {n}")), e));
+                            return Err(AdapterError::new(
+                                &main.name,
+                                Some(format!("line {n}")),
+                                e,
+                            ));
                         }
                     }
                     Ok(())
                 })?;
                 if !any {
-                    return Err(AdapterError::new(&main.name, None, format!("not valid JSON: {whole_err}")));
+                    return Err(AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("not valid JSON: {whole_err}"),
+                    ));
                 }
             }
         }
         let mut spans: Vec<SpanRef> = Vec::new();
         for (line, d) in &docs {
-            let rs = d.get("resourceSpans").or_else(|| d.get("resource_spans")).and_then(Value::as_array);
+            let rs = d
+                .get("resourceSpans")
+                .or_else(|| d.get("resource_spans"))
+                .and_then(Value::as_array);
             let Some(rs) = rs else {
                 return Err(AdapterError::new(
                     &main.name,
-                    Some(line.map(|l| format!("line {l}")).unwrap_or_else(|| "/".into())),
+                    Some(
+                        line.map(|l| format!("line {l}"))
+                            .unwrap_or_else(|| "/".into()),
+                    ),
                     "no resourceSpans",
                 ));
             };
             for (i, r) in rs.iter().enumerate() {
-                let ss = r.get("scopeSpans").or_else(|| r.get("scope_spans")).and_then(Value::as_array);
+                let ss = r
+                    .get("scopeSpans")
+                    .or_else(|| r.get("scope_spans"))
+                    .and_then(Value::as_array);
                 for (j, sc) in ss.into_iter().flatten().enumerate() {
-                    for (k, sp) in sc.get("spans").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                    for (k, sp) in sc
+                        .get("spans")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
                         spans.push(SpanRef {
                             line: *line,
                             ptr: format!("/resourceSpans/{i}/scopeSpans/{j}/spans/{k}"),
@@ -99,13 +124,20 @@ impl Adapter for OtelGenAi {
             .iter()
             .filter_map(|s| {
                 let id = s.span.get("spanId").and_then(Value::as_str)?.to_string();
-                let parent = s.span.get("parentSpanId").and_then(Value::as_str).map(str::to_string);
+                let parent = s
+                    .span
+                    .get("parentSpanId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 let agent = attr(&s.span, "gen_ai.agent.name").map(|a| a.0);
                 Some((id, (parent, agent)))
             })
             .collect();
         let agent_of = |span: &Value| -> String {
-            let mut cur = span.get("spanId").and_then(Value::as_str).map(str::to_string);
+            let mut cur = span
+                .get("spanId")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             for _ in 0..64 {
                 let Some(id) = cur else { break };
                 match names.get(&id) {
@@ -120,11 +152,16 @@ impl Adapter for OtelGenAi {
         for sr in &spans {
             let raw = |p: &str| RawRef::json(&file, sr.line, format!("{}{}", sr.ptr, p));
             let sp = &sr.span;
-            let op = attr(sp, "gen_ai.operation.name").map(|a| a.0).unwrap_or_default();
+            let op = attr(sp, "gen_ai.operation.name")
+                .map(|a| a.0)
+                .unwrap_or_default();
             let has_genai = sp
                 .get("attributes")
                 .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|x| s(x, "key").is_some_and(|k| k.starts_with("gen_ai."))));
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|x| s(x, "key").is_some_and(|k| k.starts_with("gen_ai.")))
+                });
             if !has_genai {
                 b.drop_record(raw(""), "span without gen_ai.* attributes");
                 continue;
@@ -153,24 +190,37 @@ impl Adapter for OtelGenAi {
                             Ok(Value::Array(ms)) => {
                                 for m in &ms {
                                     texts.extend(parts(m, "text"));
-                                    for pt in m.get("parts").and_then(Value::as_array).into_iter().flatten() {
+                                    for pt in m
+                                        .get("parts")
+                                        .and_then(Value::as_array)
+                                        .into_iter()
+                                        .flatten()
+                                    {
                                         if s(pt, "type") == Some("tool_call") {
                                             calls.push((
                                                 s(pt, "id").map(str::to_string),
                                                 s(pt, "name").unwrap_or("tool").to_string(),
-                                                pt.get("arguments").map(value_text).unwrap_or_default(),
+                                                pt.get("arguments")
+                                                    .map(value_text)
+                                                    .unwrap_or_default(),
                                             ));
                                         }
                                     }
                                 }
                             }
-                            _ => b.drop_record(raw(opp), "gen_ai.output.messages is not a JSON list of messages"),
+                            _ => b.drop_record(
+                                raw(opp),
+                                "gen_ai.output.messages is not a JSON list of messages",
+                            ),
                         }
                     }
                     let op_ptr = out.as_ref().map(|x| x.1.clone()).unwrap_or_default();
                     let mut texts = texts.into_iter();
                     if let Some(t) = texts.next() {
-                        turn.message = Some(TextItem { text: t, raw: raw(&op_ptr) });
+                        turn.message = Some(TextItem {
+                            text: t,
+                            raw: raw(&op_ptr),
+                        });
                     }
                     let mut at = b.push(turn);
                     for t in texts {
@@ -182,21 +232,33 @@ impl Adapter for OtelGenAi {
                 }
                 "execute_tool" => {
                     let id = attr(sp, "gen_ai.tool.call.id").map(|a| a.0);
-                    let name = attr(sp, "gen_ai.tool.name").map(|a| a.0).unwrap_or_else(|| "tool".into());
+                    let name = attr(sp, "gen_ai.tool.name")
+                        .map(|a| a.0)
+                        .unwrap_or_else(|| "tool".into());
                     let args = attr(sp, "gen_ai.tool.call.arguments");
                     let at = match id.as_deref().and_then(|i| b.turn_of_call(i)) {
                         Some(at) => at,
                         None => {
-                            let at = b.push(Turn::new(Actor::new(agent_of(sp), Some("assistant")), TurnKind::Planning));
+                            let at = b.push(Turn::new(
+                                Actor::new(agent_of(sp), Some("assistant")),
+                                TurnKind::Planning,
+                            ));
                             let (a, ap) = args.clone().unwrap_or_default();
                             b.call(at, tool_call(id.as_deref(), &name, &a, raw(&ap)));
                             at
                         }
                     };
-                    let is_error = sp.pointer("/status/code").is_some_and(|c| c == 2 || c == "STATUS_CODE_ERROR")
+                    let is_error = sp
+                        .pointer("/status/code")
+                        .is_some_and(|c| c == 2 || c == "STATUS_CODE_ERROR")
                         || attr(sp, "error.type").is_some();
                     if let Some((r, rp)) = attr(sp, "gen_ai.tool.call.result") {
-                        b.trace.turns[at].tool_results.push(tool_result(id.as_deref(), &r, is_error, raw(&rp)));
+                        b.trace.turns[at].tool_results.push(tool_result(
+                            id.as_deref(),
+                            &r,
+                            is_error,
+                            raw(&rp),
+                        ));
                     }
                     if !is_error {
                         if let Some((a, ap)) = args {
@@ -206,7 +268,11 @@ impl Adapter for OtelGenAi {
                 }
                 _ => {
                     let what = s(sp, "name").unwrap_or("span").to_string();
-                    b.admin(if op.is_empty() { "span" } else { &op }, &what, raw("/name"));
+                    b.admin(
+                        if op.is_empty() { "span" } else { &op },
+                        &what,
+                        raw("/name"),
+                    );
                 }
             }
         }
@@ -231,7 +297,10 @@ fn nanos(sp: &Value, k: &str) -> u128 {
 /// An attribute's value as text, with its pointer relative to the span.
 fn attr(sp: &Value, key: &str) -> Option<(String, String)> {
     let attrs = sp.get("attributes")?.as_array()?;
-    let (i, a) = attrs.iter().enumerate().find(|(_, a)| s(a, "key") == Some(key))?;
+    let (i, a) = attrs
+        .iter()
+        .enumerate()
+        .find(|(_, a)| s(a, "key") == Some(key))?;
     let v = a.get("value")?;
     for k in ["stringValue", "intValue", "boolValue", "doubleValue"] {
         if let Some(x) = v.get(k) {
@@ -252,18 +321,29 @@ fn parts(m: &Value, ty: &str) -> Vec<String> {
 }
 
 fn editor_write(b: &mut TraceBuilder, at: usize, name: &str, args: &str, raw: RawRef) {
-    let Ok(a) = serde_json::from_str::<Value>(args) else { return };
+    let Ok(a) = serde_json::from_str::<Value>(args) else {
+        return;
+    };
     let path = s(&a, "path").or_else(|| s(&a, "file_path"));
     let Some(path) = path else { return };
     let art = PathRoots::default().rel(path);
     let op = match (name, s(&a, "command")) {
-        (_, Some("create")) => s(&a, "file_text").map(|t| WriteOp::FullContent { content: t.into() }),
-        (_, Some("str_replace")) => s(&a, "old_str").map(|o| WriteOp::StrReplace { old: o.into(), new: s(&a, "new_str").unwrap_or("").into(), all: false }),
+        (_, Some("create")) => {
+            s(&a, "file_text").map(|t| WriteOp::FullContent { content: t.into() })
+        }
+        (_, Some("str_replace")) => s(&a, "old_str").map(|o| WriteOp::StrReplace {
+            old: o.into(),
+            new: s(&a, "new_str").unwrap_or("").into(),
+            all: false,
+        }),
         ("write_file", _) => s(&a, "content").map(|t| WriteOp::FullContent { content: t.into() }),
         ("edit_file", _) => s(&a, "old_string").map(|o| WriteOp::StrReplace {
             old: o.into(),
             new: s(&a, "new_string").unwrap_or("").into(),
-            all: a.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+            all: a
+                .get("replace_all")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         }),
         _ => None,
     };

@@ -531,8 +531,7 @@ pub fn python_string(src: &str) -> Option<(String, usize)> {
     let bytes = src.as_bytes();
     let mut i = 0;
     let mut raw = false;
-    while i < bytes.len() && i < 2 && matches!(bytes[i], b'r' | b'R' | b'b' | b'B' | b'u' | b'U')
-    {
+    while i < bytes.len() && i < 2 && matches!(bytes[i], b'r' | b'R' | b'b' | b'B' | b'u' | b'U') {
         if matches!(bytes[i], b'r' | b'R') {
             raw = true;
         }
@@ -754,7 +753,11 @@ pub fn op_summary(op: &WriteOp) -> String {
     match op {
         WriteOp::FullContent { content } => format!("full-content {} bytes", content.len()),
         WriteOp::Delete => "delete".into(),
-        other => format!("{} {} bytes", other.kind(), other.new_text().map_or(0, str::len)),
+        other => format!(
+            "{} {} bytes",
+            other.kind(),
+            other.new_text().map_or(0, str::len)
+        ),
     }
 }
 
@@ -827,12 +830,7 @@ pub fn write(artefact: String, op: WriteOp, via: &str, final_state: bool, raw: R
 
 /// The submitted patch as final-state writes, one per file (unified diff of that file, or a
 /// deletion).
-pub fn final_patch_writes(
-    patch: &str,
-    via: &str,
-    raw: &RawRef,
-    roots: &PathRoots,
-) -> Vec<Write> {
+pub fn final_patch_writes(patch: &str, via: &str, raw: &RawRef, roots: &PathRoots) -> Vec<Write> {
     split_unified_diff(patch)
         .into_iter()
         .map(|d| {
@@ -848,7 +846,59 @@ pub fn final_patch_writes(
 
 /// The files a submitted patch touches.
 pub fn patch_paths(patch: &str) -> Vec<String> {
-    split_unified_diff(patch).into_iter().map(|d| d.path).collect()
+    split_unified_diff(patch)
+        .into_iter()
+        .map(|d| d.path)
+        .collect()
+}
+
+/// The plain shell edits of `cmd` as writes (`rm F...` → deletions here; `sed -i`, heredocs,
+/// `cat >`, `tee` through the shared shell-edit parser), or the reason an edit-looking
+/// command could not be interpreted.
+pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
+    let mut out = Vec::new();
+    for part in cmd
+        .split("&&")
+        .flat_map(|x| x.split(';'))
+        .flat_map(|x| x.split('\n'))
+    {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        if matches!(words.first(), Some(&"mv") | Some(&"cp")) && words.len() >= 3 {
+            out.push(Err(format!(
+                "shell {} changes files; not interpreted: {}",
+                words[0],
+                part.trim()
+            )));
+            continue;
+        }
+        if words.first() == Some(&"rm") {
+            let targets: Vec<&str> = words[1..]
+                .iter()
+                .copied()
+                .filter(|w| !w.starts_with('-'))
+                .collect();
+            if targets
+                .iter()
+                .any(|t| t.contains(['*', '?', '$', '`', '{']))
+            {
+                out.push(Err(format!(
+                    "rm with a pattern not interpreted: {}",
+                    part.trim()
+                )));
+                continue;
+            }
+            for t in targets {
+                out.push(Ok(write(
+                    roots.rel(t.trim_matches(['"', '\''])),
+                    WriteOp::Delete,
+                    "shell rm",
+                    false,
+                    raw.clone(),
+                )));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -910,31 +960,4 @@ mod tests {
         assert_eq!(r.rel("/workspace/other.py"), "other.py");
         assert_eq!(r.rel("./c/../d.py"), "d.py");
     }
-}
-
-/// The plain shell edits of `cmd` as writes (`rm F...` → deletions here; `sed -i`, heredocs,
-/// `cat >`, `tee` through the shared shell-edit parser), or the reason an edit-looking
-/// command could not be interpreted.
-pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
-    let mut out = Vec::new();
-    for part in cmd.split("&&").flat_map(|x| x.split(';')).flat_map(|x| x.split('\n')) {
-        let words: Vec<&str> = part.split_whitespace().collect();
-        if words.first() == Some(&"rm") {
-            let targets: Vec<&str> = words[1..].iter().copied().filter(|w| !w.starts_with('-')).collect();
-            if targets.iter().any(|t| t.contains(['*', '?', '$', '`', '{'])) {
-                out.push(Err(format!("rm with a pattern not interpreted: {}", part.trim())));
-                continue;
-            }
-            for t in targets {
-                out.push(Ok(write(
-                    roots.rel(t.trim_matches(['"', '\''])),
-                    WriteOp::Delete,
-                    "shell rm",
-                    false,
-                    raw.clone(),
-                )));
-            }
-        }
-    }
-    out
 }

@@ -75,9 +75,10 @@ pub fn normalize_with_baselines(
     }
     let v = parse_json(&main.name, &text, None)?;
     drop(text);
-    let history = v.get("history").and_then(Value::as_array).ok_or_else(|| {
-        AdapterError::new(&main.name, Some("/history".into()), "no history list")
-    })?;
+    let history = v
+        .get("history")
+        .and_then(Value::as_array)
+        .ok_or_else(|| AdapterError::new(&main.name, Some("/history".into()), "no history list"))?;
     let mut cx = Ctx {
         b: TraceBuilder::new("swe-agent", files),
         file: main.name.clone(),
@@ -87,9 +88,16 @@ pub fn normalize_with_baselines(
         written: Default::default(),
     };
     // The repository root: the working directory of the steps, and the submission's paths.
-    for step in v.get("trajectory").and_then(Value::as_array).into_iter().flatten() {
+    for step in v
+        .get("trajectory")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let st = match step.get("state") {
-            Some(Value::String(s)) => serde_json::from_str::<Value>(s.trim()).unwrap_or(Value::Null),
+            Some(Value::String(s)) => {
+                serde_json::from_str::<Value>(s.trim()).unwrap_or(Value::Null)
+            }
             Some(x) => x.clone(),
             None => Value::Null,
         };
@@ -103,7 +111,11 @@ pub fn normalize_with_baselines(
         for c in [s(m, "content"), s(m, "action")].into_iter().flatten() {
             for l in c.lines() {
                 if let Some(p) = l.strip_prefix("[File: ") {
-                    let p = p.split(" (").next().unwrap_or("").trim_end_matches([']', '\r']);
+                    let p = p
+                        .split(" (")
+                        .next()
+                        .unwrap_or("")
+                        .trim_end_matches([']', '\r']);
                     cx.roots.learn_from(p, &known);
                 }
             }
@@ -115,7 +127,10 @@ pub fn normalize_with_baselines(
         let p = ptr("/history", i);
         let role = s(m, "role").unwrap_or("");
         if m.get("is_demo").and_then(Value::as_bool).unwrap_or(false) {
-            cx.b.drop_record(cx.raw(&p), "demonstration message (is_demo), not part of this run");
+            cx.b.drop_record(
+                cx.raw(&p),
+                "demonstration message (is_demo), not part of this run",
+            );
             continue;
         }
         let content = m.get("content").map(content_string).unwrap_or_default();
@@ -129,18 +144,37 @@ pub fn normalize_with_baselines(
                 cx.b.admin("system", &content, cx.raw(&cp));
             }
             "assistant" => {
-                let mut t = Turn::new(Actor::new(s(m, "agent").unwrap_or("main"), Some("assistant")), TurnKind::Planning);
+                let mut t = Turn::new(
+                    Actor::new(s(m, "agent").unwrap_or("main"), Some("assistant")),
+                    TurnKind::Planning,
+                );
                 if !content.trim().is_empty() {
-                    t.message = Some(TextItem { text: content.clone(), raw: cx.raw(&cp) });
+                    t.message = Some(TextItem {
+                        text: content.clone(),
+                        raw: cx.raw(&cp),
+                    });
                 }
                 let at = cx.b.push(t);
-                match m.get("tool_calls").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+                match m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .filter(|a| !a.is_empty())
+                {
                     Some(calls) => {
                         for (j, c) in calls.iter().enumerate() {
                             let cp2 = ptr(&ptr(&ptr(&p, "tool_calls"), j), "function");
-                            let name = c.pointer("/function/name").and_then(Value::as_str).unwrap_or("tool");
-                            let args = c.pointer("/function/arguments").map(value_text).unwrap_or_default();
-                            cx.b.call(at, tool_call(s(c, "id"), name, &args, cx.raw(&ptr(&cp2, "arguments"))));
+                            let name = c
+                                .pointer("/function/name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("tool");
+                            let args = c
+                                .pointer("/function/arguments")
+                                .map(value_text)
+                                .unwrap_or_default();
+                            cx.b.call(
+                                at,
+                                tool_call(s(c, "id"), name, &args, cx.raw(&ptr(&cp2, "arguments"))),
+                            );
                         }
                     }
                     None => {
@@ -173,7 +207,9 @@ pub fn normalize_with_baselines(
                 }
                 cx.learn_view(&content);
             }
-            other => cx.b.drop_record(cx.raw(&p), format!("message with unknown role {other:?}")),
+            other => {
+                cx.b.drop_record(cx.raw(&p), format!("message with unknown role {other:?}"))
+            }
         }
     }
     if let Some(sub) = submission.filter(|x| !x.trim().is_empty()) {
@@ -181,7 +217,9 @@ pub fn normalize_with_baselines(
         let writes = final_patch_writes(sub, "info.submission", &raw, &cx.roots);
         match cx.b.last_agent_turn() {
             Some(at) => writes.into_iter().for_each(|w| cx.b.write(at, w)),
-            None => cx.b.drop_record(raw, "submission but no agent turn to hold it"),
+            None => {
+                cx.b.drop_record(raw, "submission but no agent turn to hold it")
+            }
         }
     }
     if let Some(st) = v.pointer("/info/exit_status").and_then(Value::as_str) {
@@ -218,9 +256,16 @@ impl Ctx {
 
     /// Record a `[File: p (N lines total)]` window; it also sets the open file.
     fn learn_view(&mut self, obs: &str) {
-        let Some(start) = obs.find("[File: ") else { return };
+        let Some(start) = obs.find("[File: ") else {
+            return;
+        };
         let header = &obs[start + 7..];
-        let path = header.split(" (").next().unwrap_or("").trim_end_matches([']', '\r']).trim();
+        let path = header
+            .split(" (")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches([']', '\r'])
+            .trim();
         if path.is_empty() {
             return;
         }
@@ -230,7 +275,10 @@ impl Ctx {
             return;
         }
         let view = parse_numbered_view(&obs[start..], ':');
-        let e = self.views.entry(a).or_insert(NumberedView { lines: BTreeMap::new(), total: None });
+        let e = self.views.entry(a).or_insert(NumberedView {
+            lines: BTreeMap::new(),
+            total: None,
+        });
         if e.total.is_none() {
             e.total = view.total;
         }
@@ -254,8 +302,14 @@ impl Ctx {
         // 1.x function calls.
         if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
             for (j, c) in calls.iter().enumerate() {
-                let name = c.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
-                let args_text = c.pointer("/function/arguments").map(value_text).unwrap_or_default();
+                let name = c
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let args_text = c
+                    .pointer("/function/arguments")
+                    .map(value_text)
+                    .unwrap_or_default();
                 let args: Value = serde_json::from_str(&args_text).unwrap_or(Value::Null);
                 let cp = format!("{p}/tool_calls/{j}/function/arguments");
                 match name {
@@ -270,7 +324,10 @@ impl Ctx {
                         let op = WriteOp::StrReplace {
                             old: s(&args, "search").unwrap_or("").into(),
                             new: s(&args, "replace").unwrap_or("").into(),
-                            all: args.get("replace-all").and_then(Value::as_bool).unwrap_or(false),
+                            all: args
+                                .get("replace-all")
+                                .and_then(Value::as_bool)
+                                .unwrap_or(false),
                         };
                         self.add(at, file, op, "edit_replace", &cp);
                     }
@@ -280,10 +337,24 @@ impl Ctx {
                         }
                         self.str_replace_editor(at, &args, &cp);
                     }
+                    "bash" => {
+                        if let Some(cmd) = s(&args, "command") {
+                            let cmd = cmd.to_string();
+                            self.shell(at, &cmd, &cp, obs);
+                        }
+                    }
                     "create" => {
                         if let Some(f) = s(&args, "filename") {
                             let a = self.roots.rel(f);
-                            self.add(at, a, WriteOp::FullContent { content: "\n".into() }, "create", &cp);
+                            self.add(
+                                at,
+                                a,
+                                WriteOp::FullContent {
+                                    content: "\n".into(),
+                                },
+                                "create",
+                                &cp,
+                            );
                         }
                     }
                     _ => {}
@@ -306,23 +377,64 @@ impl Ctx {
                             self.b.drop_record(self.raw(&ap), "edit with no open file");
                             return;
                         };
-                        self.add(at, file, WriteOp::ReplaceLines { start, end, text }, "edit N:M", &ap);
+                        self.add(
+                            at,
+                            file,
+                            WriteOp::ReplaceLines { start, end, text },
+                            "edit N:M",
+                            &ap,
+                        );
                     }
-                    None => self.b.drop_record(self.raw(&ap), "edit command not interpreted"),
+                    None => self
+                        .b
+                        .drop_record(self.raw(&ap), "edit command not interpreted"),
                 }
             }
             "create" => {
                 if let Some(f) = action.split_whitespace().nth(1) {
                     if !obs.contains("already exists") {
                         let a = self.roots.rel(f.trim_matches(['"', '\'']));
-                        self.add(at, a, WriteOp::FullContent { content: "\n".into() }, "create", &ap);
+                        self.add(
+                            at,
+                            a,
+                            WriteOp::FullContent {
+                                content: "\n".into(),
+                            },
+                            "create",
+                            &ap,
+                        );
                     }
                 }
             }
-            "str_replace_editor" => {
-                self.b.drop_record(self.raw(&ap), "str_replace_editor as an action string is not interpreted (its tool call is)")
+            "str_replace_editor" => self.b.drop_record(
+                self.raw(&ap),
+                "str_replace_editor as an action string is not interpreted (its tool call is)",
+            ),
+            _ => self.shell(at, action, &ap, obs),
+        }
+    }
+
+    /// Plain shell edits of a command, unless its output shows it failed.
+    fn shell(&mut self, at: usize, cmd: &str, p: &str, obs: &str) {
+        let failed = [
+            "No such file or directory",
+            "Permission denied",
+            "command not found",
+        ]
+        .iter()
+        .any(|m| obs.contains(m));
+        if failed {
+            return;
+        }
+        let raw = self.raw(p);
+        for w in shell_writes(cmd, &self.roots, raw.clone()) {
+            match w {
+                Ok(w) => {
+                    self.written.insert(w.artefact.clone());
+                    self.b.write(at, w)
+                }
+                Err(e) => self.b.drop_record(raw.clone(), e),
             }
-            _ => {}
         }
     }
 
@@ -330,14 +442,22 @@ impl Ctx {
         let Some(path) = s(args, "path") else { return };
         let a = self.roots.rel(path);
         let op = match s(args, "command") {
-            Some("create") => s(args, "file_text").map(|t| WriteOp::FullContent { content: t.into() }),
+            Some("create") => {
+                s(args, "file_text").map(|t| WriteOp::FullContent { content: t.into() })
+            }
             Some("str_replace") => s(args, "old_str").map(|o| WriteOp::StrReplace {
                 old: o.into(),
                 new: s(args, "new_str").unwrap_or("").into(),
                 all: false,
             }),
-            Some("insert") => match (args.get("insert_line").and_then(Value::as_u64), s(args, "new_str")) {
-                (Some(l), Some(t)) => Some(WriteOp::Insert { after_line: l as usize, text: t.into() }),
+            Some("insert") => match (
+                args.get("insert_line").and_then(Value::as_u64),
+                s(args, "new_str"),
+            ) {
+                (Some(l), Some(t)) => Some(WriteOp::Insert {
+                    after_line: l as usize,
+                    text: t.into(),
+                }),
                 _ => None,
             },
             Some("view") => return,
@@ -345,7 +465,10 @@ impl Ctx {
         };
         match op {
             Some(op) => self.add(at, a, op, "str_replace_editor", cp),
-            None => self.b.drop_record(self.raw(cp), format!("str_replace_editor on {a} not interpreted")),
+            None => self.b.drop_record(
+                self.raw(cp),
+                format!("str_replace_editor on {a} not interpreted"),
+            ),
         }
     }
 

@@ -21,20 +21,56 @@ pub fn source(rel: &str) -> SourceFile {
 /// Every sample of these formats, with the adapter detection must pick.
 pub const SAMPLES: &[(&str, &str)] = &[
     ("openhands/runtime_trajs_basic.json", "openhands"),
-    ("openhands/runtime_trajs_wrong_initial_state.json", "openhands"),
-    ("openhands/runtime_trajs_basic_interactions.json", "openhands"),
+    (
+        "openhands/runtime_trajs_wrong_initial_state.json",
+        "openhands",
+    ),
+    (
+        "openhands/runtime_trajs_basic_interactions.json",
+        "openhands",
+    ),
     ("openhands/resolver_mock_output.jsonl", "openhands"),
-    ("openhands/multi_swe_bench_output.ponylang__ponyc-4593.json", "openhands"),
-    ("openhands-sdk/openagentsafety_traj_safety-migrate.json", "openhands-sdk"),
-    ("openhands-sdk/openagentsafety_output.jsonl", "openhands-sdk"),
-    ("openhands-sdk/sdk_fixture_goal_events.jsonl", "openhands-sdk"),
+    (
+        "openhands/multi_swe_bench_output.ponylang__ponyc-4593.json",
+        "openhands",
+    ),
+    (
+        "openhands-sdk/openagentsafety_traj_safety-migrate.json",
+        "openhands-sdk",
+    ),
+    (
+        "openhands-sdk/openagentsafety_output.jsonl",
+        "openhands-sdk",
+    ),
+    (
+        "openhands-sdk/sdk_fixture_goal_events.jsonl",
+        "openhands-sdk",
+    ),
     ("swe-agent/pydicom__pydicom-1458.traj", "swe-agent"),
-    ("swe-agent/6e44b9__sweagenttestrepo-1c2844.traj", "swe-agent"),
-    ("mini-swe-agent/django__django-10999.traj.json", "mini-swe-agent"),
-    ("mini-swe-agent/upstream_test_github_issue.traj.json", "mini-swe-agent"),
-    ("mini-swe-agent/upstream_test_local.traj.json", "mini-swe-agent"),
-    ("claude-code/hello-world-script.transcript.jsonl", "claude-code"),
-    ("claude-code/coverage-test-fix.transcript.jsonl", "claude-code"),
+    (
+        "swe-agent/6e44b9__sweagenttestrepo-1c2844.traj",
+        "swe-agent",
+    ),
+    (
+        "mini-swe-agent/django__django-10999.traj.json",
+        "mini-swe-agent",
+    ),
+    (
+        "mini-swe-agent/upstream_test_github_issue.traj.json",
+        "mini-swe-agent",
+    ),
+    (
+        "mini-swe-agent/upstream_test_local.traj.json",
+        "mini-swe-agent",
+    ),
+    (
+        "claude-code/hello-world-script.transcript.jsonl",
+        "claude-code",
+    ),
+    (
+        "claude-code/coverage-test-fix.transcript.jsonl",
+        "claude-code",
+    ),
     ("codex/simonw_sample_codex_session.jsonl", "codex"),
     ("inspect-ai/inspect_browser_log.json", "inspect-ai"),
     ("inspect-ai/inspect_log_read_sample.eval", "inspect-ai"),
@@ -79,7 +115,13 @@ pub fn summary(t: &CanonicalTrace) -> String {
         )
         .unwrap();
         for call in &turn.tool_calls {
-            writeln!(out, "    call {} {:?}", call.name, clip(&call.arguments, 60)).unwrap();
+            writeln!(
+                out,
+                "    call {} {:?}",
+                call.name,
+                clip(&call.arguments, 60)
+            )
+            .unwrap();
         }
         for r in &turn.tool_results {
             writeln!(
@@ -135,7 +177,8 @@ fn detection_picks_the_right_adapter() {
 fn every_item_points_to_raw_text_containing_it() {
     for (rel, _) in SAMPLES {
         let t = normalize(rel);
-        let mut store = RawStore::load(&t, Path::new(TRACES)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let mut store =
+            RawStore::load(&t, Path::new(TRACES)).unwrap_or_else(|e| panic!("{rel}: {e}"));
         for turn in &t.turns {
             for (text, raw) in turn.text_items() {
                 let got = store
@@ -160,8 +203,11 @@ fn every_item_points_to_raw_text_containing_it() {
 
 #[test]
 fn a_demonstration_yaml_is_refused_with_a_location() {
-    let e = adapters::normalize(&[source("swe-agent/str_replace_anthropic_demo.yaml")], Some("swe-agent"))
-        .unwrap_err();
+    let e = adapters::normalize(
+        &[source("swe-agent/str_replace_anthropic_demo.yaml")],
+        Some("swe-agent"),
+    )
+    .unwrap_err();
     assert_eq!(e.record.as_deref(), Some("line 1"));
     assert!(e.message.contains("demonstration"), "{e}");
 }

@@ -138,11 +138,15 @@ pub fn replay_against_patch(
     }
     // Files the edits touch that the patch does not name: sparse from views only.
     for (a, v) in views {
-        baselines.entry(a.clone()).or_insert_with(|| sparse(Some(v), &BTreeMap::new()));
+        baselines
+            .entry(a.clone())
+            .or_insert_with(|| sparse(Some(v), &BTreeMap::new()));
     }
     let (steps, fin) = split_final(t);
-    let base_finals: BTreeMap<String, Option<String>> =
-        baselines.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+    let base_finals: BTreeMap<String, Option<String>> = baselines
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
     let replayed = reconstruct(&baselines, &steps);
     let submitted = reconstruct(&baselines, &fin);
     let (a, b) = (finals(&replayed), finals(&submitted));
@@ -160,7 +164,10 @@ pub fn replay_against_patch(
         ));
     }
     for x in &submitted.failures {
-        f.detail.push(format!("submitted patch on {} failed: {}", x.artefact, x.reason));
+        f.detail.push(format!(
+            "submitted patch on {} failed: {}",
+            x.artefact, x.reason
+        ));
     }
     let mut names: Vec<&String> = patch_files.iter().map(|p| &p.0).collect();
     for (k, v) in &a {
@@ -178,8 +185,10 @@ pub fn replay_against_patch(
         } else {
             f.detail.push(format!(
                 "{k}: replay {} vs baseline+patch {}",
-                ra.as_ref().map_or("absent".into(), |x| format!("{} bytes", x.len())),
-                rb.as_ref().map_or("absent".into(), |x| format!("{} bytes", x.len()))
+                ra.as_ref()
+                    .map_or("absent".into(), |x| format!("{} bytes", x.len())),
+                rb.as_ref()
+                    .map_or("absent".into(), |x| format!("{} bytes", x.len()))
             ));
         }
     }
@@ -196,15 +205,28 @@ pub fn claude_code(name: &str) -> Fidelity {
     let rel = format!("claude-code/{name}.transcript.jsonl");
     let (t, base) = sage::adapters::claude_code::normalize_with_baselines(&[source(&rel)]).unwrap();
     let snap: BTreeMap<String, String> = serde_json::from_str(
-        &std::fs::read_to_string(sample(&format!("claude-code/{name}.directory-snapshot.json"))).unwrap(),
+        &std::fs::read_to_string(sample(&format!(
+            "claude-code/{name}.directory-snapshot.json"
+        )))
+        .unwrap(),
     )
     .unwrap();
     let h = reconstruct(&base, &t);
     let fin = finals(&h);
-    let written: std::collections::BTreeSet<String> = t.writes().map(|(_, w)| w.artefact.clone()).collect();
-    let mut f = Fidelity { format: "claude-code", sample: name.into(), compared: 0, matched: 0, detail: vec![] };
+    let written: std::collections::BTreeSet<String> =
+        t.writes().map(|(_, w)| w.artefact.clone()).collect();
+    let mut f = Fidelity {
+        format: "claude-code",
+        sample: name.into(),
+        compared: 0,
+        matched: 0,
+        detail: vec![],
+    };
     for x in &h.failures {
-        f.detail.push(format!("write {} on {} failed: {}", x.write, x.artefact, x.reason));
+        f.detail.push(format!(
+            "write {} on {} failed: {}",
+            x.write, x.artefact, x.reason
+        ));
     }
     for (path, want) in &snap {
         if !written.contains(path) {
@@ -213,7 +235,9 @@ pub fn claude_code(name: &str) -> Fidelity {
         f.compared += 1;
         match fin.get(path).cloned().flatten() {
             Some(c) if sha(&c) == *want => f.matched += 1,
-            other => f.detail.push(format!("{path}: replayed sha {:?}", other.map(|c| sha(&c)))),
+            other => f
+                .detail
+                .push(format!("{path}: replayed sha {:?}", other.map(|c| sha(&c)))),
         }
     }
     f
@@ -226,17 +250,32 @@ pub fn openhands_sdk(rel: &str) -> Fidelity {
     let files = [source(rel)];
     let (t, base) = sage::adapters::openhands_sdk::normalize_with_baselines(&files).unwrap();
     let edits = sage::adapters::openhands_sdk::action_edits(&files).unwrap();
-    let mut f = Fidelity { format: "openhands-sdk", sample: rel.into(), compared: 0, matched: 0, detail: vec![] };
+    let mut f = Fidelity {
+        format: "openhands-sdk",
+        sample: rel.into(),
+        compared: 0,
+        matched: 0,
+        detail: vec![],
+    };
     // Chain: the state before write k is what the observation recorded as old_content.
     let h = reconstruct(&base, &t);
-    let mut state: BTreeMap<String, Option<String>> =
-        base.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+    let mut state: BTreeMap<String, Option<String>> = base
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
     for (snap, e) in h.snapshots.iter().zip(&edits) {
         f.compared += 1;
-        let before = state.get(&snap.artefact).cloned().flatten().unwrap_or_default();
+        let before = state
+            .get(&snap.artefact)
+            .cloned()
+            .flatten()
+            .unwrap_or_default();
         // The op, replayed alone on the recorded before-state.
         let mut one = CanonicalTrace::new("replay", vec![]);
-        let mut turn = sage::trace::Turn::new(sage::trace::Actor::new("a", None), sage::trace::TurnKind::Implementation);
+        let mut turn = sage::trace::Turn::new(
+            sage::trace::Actor::new("a", None),
+            sage::trace::TurnKind::Implementation,
+        );
         turn.writes.push(sage::trace::Write {
             artefact: snap.artefact.clone(),
             op: e.op.clone(),
@@ -268,29 +307,60 @@ pub fn openhands_sdk(rel: &str) -> Fidelity {
 }
 
 pub fn all() -> Vec<Fidelity> {
-    let mut out = vec![claude_code("hello-world-script"), claude_code("coverage-test-fix")];
-    out.push(openhands_sdk("openhands-sdk/openagentsafety_traj_safety-migrate.json"));
+    let mut out = vec![
+        claude_code("hello-world-script"),
+        claude_code("coverage-test-fix"),
+    ];
+    out.push(openhands_sdk(
+        "openhands-sdk/openagentsafety_traj_safety-migrate.json",
+    ));
     // OpenHands V0 with git_patch.
     {
         let rel = "openhands/multi_swe_bench_output.ponylang__ponyc-4593.json";
-        let (t, base) = sage::adapters::openhands::normalize_with_baselines(&[source(rel)]).unwrap();
-        out.push(replay_against_patch("openhands", rel, &t, &base, &BTreeMap::new()));
+        let (t, base) =
+            sage::adapters::openhands::normalize_with_baselines(&[source(rel)]).unwrap();
+        out.push(replay_against_patch(
+            "openhands",
+            rel,
+            &t,
+            &base,
+            &BTreeMap::new(),
+        ));
     }
     for line in [1, 2] {
         let rel = "openhands/resolver_mock_output.jsonl";
         let (t, base) = sage::adapters::openhands::normalize_record(&[source(rel)], line).unwrap();
-        out.push(replay_against_patch("openhands", &format!("{rel} line {line}"), &t, &base, &BTreeMap::new()));
+        out.push(replay_against_patch(
+            "openhands",
+            &format!("{rel} line {line}"),
+            &t,
+            &base,
+            &BTreeMap::new(),
+        ));
     }
-    for rel in ["swe-agent/pydicom__pydicom-1458.traj", "swe-agent/6e44b9__sweagenttestrepo-1c2844.traj"] {
-        let (t, views) = sage::adapters::swe_agent::normalize_with_baselines(&[source(rel)]).unwrap();
-        let full: BTreeMap<String, String> =
-            views.iter().filter_map(|(k, v)| v.full_text().map(|x| (k.clone(), x))).collect();
+    for rel in [
+        "swe-agent/pydicom__pydicom-1458.traj",
+        "swe-agent/6e44b9__sweagenttestrepo-1c2844.traj",
+    ] {
+        let (t, views) =
+            sage::adapters::swe_agent::normalize_with_baselines(&[source(rel)]).unwrap();
+        let full: BTreeMap<String, String> = views
+            .iter()
+            .filter_map(|(k, v)| v.full_text().map(|x| (k.clone(), x)))
+            .collect();
         out.push(replay_against_patch("swe-agent", rel, &t, &full, &views));
     }
     {
         let rel = "mini-swe-agent/django__django-10999.traj.json";
-        let (t, base) = sage::adapters::mini_swe_agent::normalize_with_baselines(&[source(rel)]).unwrap();
-        out.push(replay_against_patch("mini-swe-agent", rel, &t, &base, &BTreeMap::new()));
+        let (t, base) =
+            sage::adapters::mini_swe_agent::normalize_with_baselines(&[source(rel)]).unwrap();
+        out.push(replay_against_patch(
+            "mini-swe-agent",
+            rel,
+            &t,
+            &base,
+            &BTreeMap::new(),
+        ));
     }
     out
 }
@@ -298,7 +368,9 @@ pub fn all() -> Vec<Fidelity> {
 /// The fidelity table as markdown (printed by the test, copied into
 /// `docs/adapters-fidelity.md`).
 pub fn table(rows: &[Fidelity]) -> String {
-    let mut s = String::from("| format | sample | artefacts compared | matched | notes |\n|---|---|---|---|---|\n");
+    let mut s = String::from(
+        "| format | sample | artefacts compared | matched | notes |\n|---|---|---|---|---|\n",
+    );
     for r in rows {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
@@ -316,8 +388,14 @@ pub fn table(rows: &[Fidelity]) -> String {
 fn submitted_patches_are_the_final_writes() {
     // The final-state writes carry exactly the patch each sample ships beside the trace.
     let pairs: &[(&str, &str)] = &[
-        ("swe-agent/pydicom__pydicom-1458.traj", "swe-agent/pydicom__pydicom-1458.patch"),
-        ("mini-swe-agent/django__django-10999.traj.json", "mini-swe-agent/django__django-10999.preds_model_patch.diff"),
+        (
+            "swe-agent/pydicom__pydicom-1458.traj",
+            "swe-agent/pydicom__pydicom-1458.patch",
+        ),
+        (
+            "mini-swe-agent/django__django-10999.traj.json",
+            "mini-swe-agent/django__django-10999.preds_model_patch.diff",
+        ),
         (
             "openhands/multi_swe_bench_output.ponylang__ponyc-4593.json",
             "openhands/multi_swe_bench_output.ponylang__ponyc-4593.git_patch.diff",
@@ -345,7 +423,6 @@ fn submitted_patches_are_the_final_writes() {
 }
 
 #[test]
-#[ignore = "needs sage::history::reconstruct (helper `history`)"]
 fn replay_fidelity_on_real_samples() {
     let rows = all();
     let t = table(&rows);

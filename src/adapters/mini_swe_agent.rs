@@ -207,8 +207,12 @@ pub fn normalize_with_baselines(
 
 /// The single ```` ```bash ```` block of a v1 assistant message.
 pub fn bash_block(text: &str) -> Option<String> {
-    let start = text.find("```bash")?;
-    let after = &text[start + 7..];
+    // ```bash (v1 default) or ```mswea_bash_command (later templates).
+    let (start, tag) = ["```mswea_bash_command", "```bash"]
+        .iter()
+        .filter_map(|t| text.find(t).map(|i| (i, t.len())))
+        .min()?;
+    let after = &text[start + tag..];
     let after = after
         .strip_prefix('\n')
         .or_else(|| after.strip_prefix("\r\n"))

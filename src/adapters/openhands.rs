@@ -60,7 +60,7 @@ impl Adapter for OpenHands {
 /// agentskills `open_file` windows that show the whole file).
 pub fn normalize_with_baselines(
     files: &[SourceFile],
-) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
+) -> Result<(CanonicalTrace, Known), AdapterError> {
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
@@ -102,14 +102,20 @@ pub fn normalize_with_baselines(
             return Err(AdapterError::new(&main.name, None, "no evaluation record"));
         }
     }
-    Ok(cx.finish())
+    let (t, full, partial) = cx.finish_all();
+    Ok((t, (full, partial)))
 }
 
-/// Normalize record `line` (1-based) of an `output.jsonl` of evaluation records.
+/// What the trace shows of files before the agent writes them: whole files, and the lines
+/// of windows (agentskills `open_file`, ranged `cat -n` views).
+pub type Known = (BTreeMap<String, String>, BTreeMap<String, NumberedView>);
+
+/// Normalize record `line` (1-based) of an `output.jsonl` of evaluation records, with what
+/// it shows of the files before they are written.
 pub fn normalize_record(
     files: &[SourceFile],
     line: usize,
-) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
+) -> Result<(CanonicalTrace, Known), AdapterError> {
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
@@ -130,7 +136,8 @@ pub fn normalize_record(
             "no such record",
         ));
     }
-    Ok(cx.finish())
+    let (t, full, partial) = cx.finish_all();
+    Ok((t, (full, partial)))
 }
 
 fn is_single_json(t: &str) -> bool {
@@ -166,6 +173,8 @@ struct Ctx {
     /// The latest agentskills window of each file (line number → text), to find the whole
     /// lines an `edit_file_by_replace` replaces.
     windows: HashMap<String, BTreeMap<usize, String>>,
+    /// Lines of each file seen in windows before the agent first wrote it.
+    partial: BTreeMap<String, NumberedView>,
     final_patch: Option<(String, RawRef)>,
 }
 
@@ -184,6 +193,7 @@ impl Ctx {
             baselines: BTreeMap::new(),
             written: Default::default(),
             windows: HashMap::new(),
+            partial: BTreeMap::new(),
             final_patch: None,
         }
     }
@@ -662,10 +672,35 @@ impl Ctx {
         }
     }
 
+    /// Lines a window shows of a file not yet written (a window of another length is
+    /// ignored: the file changed).
+    fn saw_partial(&mut self, artefact: &str, view: &NumberedView) {
+        if self.written.contains(artefact) {
+            return;
+        }
+        let e = self
+            .partial
+            .entry(artefact.to_string())
+            .or_insert(NumberedView {
+                lines: BTreeMap::new(),
+                total: view.total,
+            });
+        if e.total.is_some() && view.total.is_some() && e.total != view.total {
+            return;
+        }
+        e.total = e.total.or(view.total);
+        for (n, l) in &view.lines {
+            e.lines.entry(*n).or_insert_with(|| l.clone());
+        }
+    }
+
     fn read_view(&mut self, content: &str, extras: &Value, args: Option<&Value>) {
         let Some(path) = s(extras, "path") else {
             return;
         };
+        if !content.contains("cat -n") {
+            return;
+        }
         let ranged = args.is_some_and(|a| {
             a.get("view_range").is_some_and(|v| !v.is_null())
                 || a.get("start")
@@ -673,12 +708,13 @@ impl Ctx {
                     .is_some_and(|x| x > 1)
                 || a.get("end").and_then(Value::as_i64).is_some_and(|x| x > 0)
         });
-        if ranged || content.contains("<response clipped>") || !content.contains("cat -n") {
+        let view = parse_numbered_view(content, '\t');
+        let a = self.roots.rel(path);
+        self.saw_partial(&a, &view);
+        if ranged || content.contains("<response clipped>") {
             return;
         }
-        let view = parse_numbered_view(content, '\t');
         if let Some(full) = view.full_text() {
-            let a = self.roots.rel(path);
             self.saw_full(&a, &full);
         }
     }
@@ -702,6 +738,7 @@ impl Ctx {
                         self.saw_full(&a, &full);
                     }
                 }
+                self.saw_partial(&a, &view);
                 window_of_this_call = Some((a, view.lines));
             }
         }
@@ -832,7 +869,13 @@ impl Ctx {
         self.b.write(at, write(artefact, op, via, false, raw));
     }
 
-    fn finish(mut self) -> (CanonicalTrace, BTreeMap<String, String>) {
+    fn finish_all(
+        mut self,
+    ) -> (
+        CanonicalTrace,
+        BTreeMap<String, String>,
+        BTreeMap<String, NumberedView>,
+    ) {
         if let Some((patch, raw)) = self.final_patch.take() {
             let writes = final_patch_writes(&patch, "git_patch", &raw, &self.roots);
             match self.b.last_agent_turn() {
@@ -846,7 +889,7 @@ impl Ctx {
                     .drop_record(raw, "submitted patch but no agent turn to hold it"),
             }
         }
-        (self.b.finish(), self.baselines)
+        (self.b.finish(), self.baselines, self.partial)
     }
 }
 

@@ -161,7 +161,9 @@ fn snapshot_name(rel: &str) -> String {
 fn golden_summaries() {
     for (rel, _) in SAMPLES {
         let t = normalize(rel);
-        insta::assert_snapshot!(format!("adapters_b__{}", snapshot_name(rel)), summary(&t));
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!(format!("adapters_b__{}", snapshot_name(rel)), summary(&t));
+        });
     }
 }
 

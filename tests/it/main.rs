@@ -5,5 +5,6 @@ mod adapters_b;
 mod adapters_b_fidelity;
 mod agree;
 mod judges;
+mod localize;
 mod screen;
 mod szz;

@@ -3,6 +3,7 @@
 //! processed and written), 2 usage or fatal error.
 
 pub mod agree;
+mod annotate;
 mod cache;
 mod explain;
 mod localize;
@@ -42,6 +43,8 @@ pub enum Command {
     Localize(localize::Args),
     /// Walk through one case turn by turn: scores, quotes, writes, origin.
     Explain(explain::Args),
+    /// Blinded packets for human annotators, and their labels back.
+    Annotate(annotate::Args),
     /// Screen agent patches L0-L3 for silent-failure candidates (paper §3.2.4).
     Screen(screen::ScreenArgs),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
@@ -62,6 +65,7 @@ pub fn run() -> i32 {
         Command::Localize(a) => localize::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Screen(a) => screen::run(a),
+        Command::Annotate(a) => annotate::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
         Command::Cache(a) => cache::run(a),

@@ -182,3 +182,75 @@ fn unknown_judge_is_a_usage_error() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn annotation_round_trip_is_blinded_and_validated() {
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("results");
+    sage()
+        .args(["localize", "corpora", "--out-dir"])
+        .arg(&results)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .assert()
+        .success();
+    let out = d.path().join("study");
+    sage()
+        .args(["annotate", "export"])
+        .arg(&results)
+        .args([
+            "--annotator",
+            "R1",
+            "--sample",
+            "6",
+            "--seed",
+            "7",
+            "--stratify-by",
+            "framework",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let sheet = std::fs::read_to_string(out.join("packet/sheet.csv")).unwrap();
+    assert_eq!(sheet.lines().count(), 7, "{sheet}");
+    // Blinded: no scores, origins, labels, judge names or case names reach the packet.
+    let packets = std::fs::read_to_string(out.join("packet/packets.json")).unwrap();
+    for leak in [
+        "lexicon",
+        "origin_turn",
+        "\"TR\"",
+        "provenance\":",
+        "inadequate",
+        "fig1a",
+        "ag2-",
+    ] {
+        assert!(!packets.contains(leak), "packet leaks {leak}");
+        assert!(!sheet.contains(leak), "sheet leaks {leak}");
+    }
+    // Fill the sheet: every row labelled, one with a bad value.
+    let mut rdr = csv::Reader::from_reader(sheet.as_bytes());
+    let mut filled =
+        String::from("packet_id,annotator,provenance,introducing_write,confirmation\n");
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.unwrap();
+        let prov = if i == 0 { "sideways" } else { "inherited" };
+        filled.push_str(&format!("{},R1,{prov},none,TP\n", &rec[0]));
+    }
+    let sheet_path = d.path().join("filled.csv");
+    std::fs::write(&sheet_path, filled).unwrap();
+    let store = d.path().join("store");
+    let assert = sage()
+        .args(["annotate", "import"])
+        .arg(&sheet_path)
+        .arg("--key")
+        .arg(out.join("key.json"))
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains(":2: provenance \"sideways\""), "{stderr}");
+    let stored = std::fs::read_to_string(store.join("R1.csv")).unwrap();
+    assert_eq!(stored.lines().count(), 6, "{stored}");
+    assert!(stored.starts_with("case_id,annotator,provenance,introducing_write,confirmation"));
+}

@@ -1,0 +1,155 @@
+//! `sage annotate export|import`: blinded packets for human annotators, and their labels back.
+
+use super::{EXIT_INPUT_FAILED, EXIT_OK};
+use anyhow::Context;
+use sage::annotate::{self, ExportOptions, Key};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Write blinded packets (sheet.csv, packets.json, one text per case) for an annotator.
+    Export {
+        /// A `sage localize` results file (results.json) or results folder.
+        results: PathBuf,
+        /// The annotator's short name (R1, R2, ...).
+        #[arg(long)]
+        annotator: String,
+        /// Output folder: `packet/` goes to the annotator, `key.json` stays with you.
+        #[arg(long)]
+        out: PathBuf,
+        /// Annotate a random sample of N cases instead of all.
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+        /// Seed of the sample and of the packet order.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Keep the sample proportional across framework, base_model, dataset, category,
+        /// condition or cwe.
+        #[arg(long, value_name = "FIELD")]
+        stratify_by: Option<String>,
+    },
+    /// Validate a filled sheet and store its labels for `sage reliability`.
+    Import {
+        /// The filled sheet (CSV).
+        file: PathBuf,
+        /// The export's key.json (maps packet ids back to case ids).
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// Results of the cases, to check that an introducing write is a write turn.
+        #[arg(long)]
+        results: Option<PathBuf>,
+        /// Where annotations are stored (one CSV per annotator).
+        #[arg(long, default_value = "annotations")]
+        store: PathBuf,
+    },
+}
+
+/// Read a results file or folder.
+pub fn read_results(path: &Path) -> anyhow::Result<sage::localize::ResultSet> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a sage results file", file.display()))
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    match a.action {
+        Action::Export {
+            results,
+            annotator,
+            out,
+            sample,
+            seed,
+            stratify_by,
+        } => {
+            let set = read_results(&results)?;
+            let report = annotate::export(
+                &set,
+                &ExportOptions {
+                    annotator,
+                    out: out.clone(),
+                    sample,
+                    seed,
+                    stratify_by,
+                },
+            )?;
+            for f in &report.failures {
+                eprintln!("sage: could not package {f}");
+            }
+            println!(
+                "{} packet(s) in {}; keep {} to import the filled sheet",
+                report.packets,
+                out.join("packet").display(),
+                out.join("key.json").display()
+            );
+            Ok(if report.failures.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_INPUT_FAILED
+            })
+        }
+        Action::Import {
+            file,
+            key,
+            results,
+            store,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let key: Option<Key> = match key {
+                Some(k) => Some(
+                    serde_json::from_str(
+                        &std::fs::read_to_string(&k)
+                            .with_context(|| format!("reading {}", k.display()))?,
+                    )
+                    .with_context(|| format!("{} is not an annotation key", k.display()))?,
+                ),
+                None => None,
+            };
+            let mut write_turns: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            if let Some(r) = results {
+                for res in read_results(&r)?.results {
+                    let turns = res
+                        .turns
+                        .iter()
+                        .filter(|t| !t.writes.is_empty())
+                        .map(|t| t.turn)
+                        .collect();
+                    write_turns.insert(res.case_id, turns);
+                }
+            }
+            let (rows, errors) = annotate::validate_sheet(&text, key.as_ref(), &write_turns);
+            for e in &errors {
+                eprintln!("sage: {}:{}: {}", file.display(), e.line, e.message);
+            }
+            let written = annotate::store(&store, &rows)?;
+            println!(
+                "{} annotation(s) stored ({}), {} bad row(s)",
+                rows.len(),
+                written
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                errors.len()
+            );
+            Ok(if errors.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_INPUT_FAILED
+            })
+        }
+    }
+}

@@ -89,7 +89,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     eprintln!(
-        "sage: {} case(s) localized, {} skipped, {} problem(s)",
+        "sage: {} case(s) processed, {} skipped, {} problem(s)",
         cases,
         set.skipped.len(),
         set.problems.len()

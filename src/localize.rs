@@ -127,6 +127,8 @@ pub struct Options {
     pub concurrency: usize,
     /// The lexicon whose CWE vocabulary links defences to the anchor's weakness.
     pub lexicon: Arc<crate::judge::lexicon::Lexicon>,
+    /// `--shard i/n`: only the cases of this shard (see [`crate::judge::spec::Shard`]).
+    pub shard: Option<crate::judge::spec::Shard>,
 }
 
 impl Default for Options {
@@ -137,6 +139,7 @@ impl Default for Options {
             max_attempts: 3,
             concurrency: 4,
             lexicon: Arc::new(crate::judge::lexicon::Lexicon::embedded()),
+            shard: None,
         }
     }
 }
@@ -441,7 +444,10 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
         summaries: vec![],
     };
     let dirs: Vec<PathBuf> = match crate::case::discover(root) {
-        Ok(d) => d,
+        Ok(d) => match &opts.shard {
+            Some(sh) => d.into_iter().filter(|x| sh.includes_dir(root, x)).collect(),
+            None => d,
+        },
         Err(e) => {
             set.skipped.push(skip(root, "case", e.to_string()));
             return set;

@@ -1,6 +1,6 @@
 //! `sage localize DIR`: every case under DIR → per-case results and the Table-5 summary.
 
-use super::{build_options, runtime, EXIT_INPUT_FAILED, EXIT_OK};
+use super::{build_run, runtime, JudgeFlags, EXIT_INPUT_FAILED, EXIT_OK};
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -8,7 +8,8 @@ use std::path::PathBuf;
 pub struct Args {
     /// Folder of cases (searched recursively for case.json), or one case folder.
     pub dir: PathBuf,
-    /// Judge: `lexicon` (offline, default). Repeatable.
+    /// Judge: `lexicon` (offline, default), `openai:MODEL`, `anthropic:MODEL`, or a name
+    /// from sage.toml. Repeatable.
     #[arg(long = "judge", value_name = "SPEC")]
     pub judges: Vec<String>,
     /// Use this lexicon file instead of the embedded rubrics/lexicon.toml.
@@ -26,9 +27,12 @@ pub struct Args {
     /// Do not write the results folder.
     #[arg(long)]
     pub no_write: bool,
-    /// Cases processed at once.
+    /// Cases processed at once (each scores its turns in order, so this bounds the LLM
+    /// requests in flight).
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
+    #[command(flatten)]
+    pub judge_flags: JudgeFlags,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,9 +42,22 @@ pub enum Format {
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let mut opts = build_options(&a.judges, a.lexicon.as_deref())?;
+    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let mut opts = built.opts;
     opts.concurrency = a.concurrency;
+    let progress = match &built.session {
+        Some(session) => {
+            match super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm)? {
+                super::judges::Before::Exit(code) => return Ok(code),
+                super::judges::Before::Go(p) => p,
+            }
+        }
+        None => None,
+    };
     let set = runtime()?.block_on(sage::localize::localize_dir(&a.dir, &opts));
+    if let Some(session) = &built.session {
+        super::judges::after_run(session, progress);
+    }
 
     if !a.no_write {
         sage::report::write_results_dir(&a.out_dir, &set)

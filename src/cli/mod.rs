@@ -6,8 +6,10 @@ pub mod agree;
 mod annotate;
 mod cache;
 mod explain;
+mod judges;
 mod localize;
 pub mod screen;
+mod shards;
 pub mod szz;
 
 use clap::{Parser, Subcommand};
@@ -57,6 +59,8 @@ pub enum Command {
     Adapters(adapters::Args),
     /// Convert a native trace to the canonical trace (JSON on stdout, counts on stderr).
     Normalize(normalize::Args),
+    /// Merge the result sets of `sage localize --shard i/n` runs.
+    MergeShards(shards::Args),
 }
 
 pub fn run() -> i32 {
@@ -71,6 +75,7 @@ pub fn run() -> i32 {
         Command::Cache(a) => cache::run(a),
         Command::Adapters(a) => Ok(adapters::run(a)),
         Command::Normalize(a) => Ok(normalize::run(a)),
+        Command::MergeShards(a) => shards::run(a),
     };
     match result {
         Ok(code) => code,
@@ -81,12 +86,75 @@ pub fn run() -> i32 {
     }
 }
 
-/// Build the judges and options of a run from the common flags.
+/// Judge flags of a scoring run (see docs/judges.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JudgeFlags {
+    /// Repeated runs per judge (run indices 0..N), for run-to-run reliability.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub runs: u32,
+    /// Stop cleanly when LLM calls have cost this much (USD); re-run to resume.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Judgment ledger directory (every LLM answer, reused on re-runs).
+    #[arg(long, value_name = "DIR", default_value = sage::judge::llm::ledger::DEFAULT_LEDGER_DIR)]
+    pub ledger: std::path::PathBuf,
+    /// Keep no ledger (nothing written, nothing reused).
+    #[arg(long)]
+    pub no_ledger: bool,
+    /// Answer only from the ledger (and --batch-import); a missing judgment stops the run.
+    #[arg(long)]
+    pub offline: bool,
+    /// The SAGE rubric for LLM judges, instead of the embedded rubrics/sage-rubric.toml.
+    #[arg(long, value_name = "FILE")]
+    pub rubric: Option<std::path::PathBuf>,
+    /// Config file with named judges and prices (default: ./sage.toml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Write the LLM calls still needed as a provider batch file (OpenAI Batch API or
+    /// Anthropic Message Batches JSONL) instead of calling the API.
+    #[arg(long, value_name = "FILE")]
+    pub batch_export: Option<std::path::PathBuf>,
+    /// Use a provider batch result file as answers (then the ledger keeps them).
+    #[arg(long, value_name = "FILE")]
+    pub batch_import: Option<std::path::PathBuf>,
+    /// Process only shard i of n of the cases (merge with `sage merge-shards`).
+    #[arg(long, value_name = "i/n", value_parser = sage::judge::spec::Shard::parse)]
+    pub shard: Option<sage::judge::spec::Shard>,
+    /// Attempts per turn (an invalid answer or unverified quote is retried with the reason).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_attempts: u32,
+    /// Per-request timeout for LLM calls, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// No progress display on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Judges built for a run: the localize options, and the LLM session when any judge is an
+/// LLM (for forecasts, batch export and the cost summary).
+pub struct BuiltRun {
+    pub opts: sage::localize::Options,
+    pub session: Option<sage::judge::spec::JudgeSession>,
+    pub llm: Vec<sage::judge::spec::BuiltJudge>,
+}
+
+/// Build the judges and options of a run from the common flags (lexicon unless told).
 pub fn build_options(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
 ) -> anyhow::Result<sage::localize::Options> {
+    Ok(build_run(judges, lexicon, &JudgeFlags::default())?.opts)
+}
+
+/// [`build_options`] with the judge flags.
+pub fn build_run(
+    judges: &[String],
+    lexicon: Option<&std::path::Path>,
+    flags: &JudgeFlags,
+) -> anyhow::Result<BuiltRun> {
     use sage::judge::lexicon::{Lexicon, LexiconJudge};
+    use sage::judge::spec::{JudgeOptions, JudgeSession};
     use std::sync::Arc;
     let lex = match lexicon {
         Some(p) => Lexicon::load(p)?,
@@ -95,6 +163,9 @@ pub fn build_options(
     let mut opts = sage::localize::Options {
         lexicon: Arc::new(lex.clone()),
         judges: Vec::new(),
+        runs: flags.runs.max(1),
+        max_attempts: flags.max_attempts.max(1),
+        shard: flags.shard,
         ..Default::default()
     };
     let specs: Vec<String> = if judges.is_empty() {
@@ -102,15 +173,42 @@ pub fn build_options(
     } else {
         judges.to_vec()
     };
+    let mut session = None;
+    let mut llm = Vec::new();
     for spec in specs {
-        match spec.as_str() {
-            "lexicon" => opts.judges.push(Arc::new(LexiconJudge::new(lex.clone()))),
-            other => anyhow::bail!(
-                "unknown judge {other:?}: this build knows `lexicon` (the offline default)"
-            ),
+        if spec == "lexicon" {
+            opts.judges.push(Arc::new(LexiconJudge::new(lex.clone())));
+            continue;
+        }
+        if session.is_none() {
+            let config = sage::config::Config::discover(flags.config.as_deref())?;
+            let jo = JudgeOptions {
+                runs: flags.runs.max(1),
+                max_attempts: flags.max_attempts.max(1),
+                budget_usd: flags.budget,
+                ledger_dir: Some(if flags.ledger.as_os_str().is_empty() {
+                    sage::judge::llm::ledger::DEFAULT_LEDGER_DIR.into()
+                } else {
+                    flags.ledger.clone()
+                }),
+                no_ledger: flags.no_ledger,
+                offline: flags.offline,
+                rubric: flags.rubric.clone(),
+                batch_import: flags.batch_import.clone(),
+                timeout: flags.timeout.map(std::time::Duration::from_secs),
+                shard: flags.shard,
+                progress: !flags.no_progress,
+                ..Default::default()
+            };
+            session = Some(JudgeSession::new(&config, jo)?);
+        }
+        let b = session.as_ref().expect("session set above").build(&spec)?;
+        opts.judges.push(b.judge.clone());
+        if b.llm.is_some() {
+            llm.push(b);
         }
     }
-    Ok(opts)
+    Ok(BuiltRun { opts, session, llm })
 }
 
 /// A tokio runtime for the async pipeline.

@@ -109,6 +109,22 @@ impl Shard {
     }
 }
 
+impl Shard {
+    /// The shard key of a case folder: its path relative to the corpus root (the folder name
+    /// when the root is the case itself), so every machine splits the same corpus alike.
+    pub fn includes_dir(&self, root: &std::path::Path, dir: &std::path::Path) -> bool {
+        let rel = dir.strip_prefix(root).unwrap_or(dir);
+        let key = if rel.as_os_str().is_empty() {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        } else {
+            rel.to_string_lossy().replace('\\', "/")
+        };
+        self.includes(&key)
+    }
+}
+
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
@@ -214,6 +230,7 @@ impl JudgeSession {
                 meter: Arc::new(CostMeter::new(options.budget_usd)),
                 imports,
                 offline: options.offline,
+                tripped: Arc::default(),
             },
             config: config.clone(),
             options,

@@ -257,6 +257,9 @@ pub struct SessionParts {
     pub imports: Option<Arc<BatchResults>>,
     /// Never call the API: a ledger miss stops the run.
     pub offline: bool,
+    /// The first fatal error of the session: once set, no judge sends another request (a
+    /// refused key must not be retried once per case).
+    pub tripped: Arc<std::sync::Mutex<Option<JudgeError>>>,
 }
 
 impl Default for SessionParts {
@@ -268,6 +271,7 @@ impl Default for SessionParts {
             meter: Arc::new(CostMeter::new(None)),
             imports: None,
             offline: false,
+            tripped: Arc::default(),
         }
     }
 }
@@ -478,6 +482,9 @@ impl LlmJudge {
                 call.attempt
             )));
         }
+        if let Some(e) = self.parts.tripped.lock().ok().and_then(|t| t.clone()) {
+            return Err(e);
+        }
         let Some(key) = &self.s.api_key else {
             return Err(JudgeError::Fatal(format!(
                 "{who}: {} is not set (needed for calls not in the ledger)",
@@ -504,6 +511,11 @@ impl LlmJudge {
             Ok(ok) => ok,
             Err(e) => {
                 self.parts.meter.settle(estimate, None);
+                if let JudgeError::Fatal(_) = &e {
+                    if let Ok(mut t) = self.parts.tripped.lock() {
+                        t.get_or_insert(e.clone());
+                    }
+                }
                 if let JudgeError::Invalid(m) = &e {
                     // A server that refuses every request (a parameter it lacks) would fail
                     // each turn slowly; stop once it is clear nothing gets through.

@@ -1,0 +1,82 @@
+//! `sage merge-shards OUT SHARD.json...`: join the result sets of `sage localize --shard i/n
+//! --output SHARD.json` runs into one, as if the corpus had been run on one machine.
+
+use anyhow::Context;
+use sage::localize::ResultSet;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where to write the merged result set (JSON).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Result sets written by `sage localize --shard i/n --output FILE`.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub shards: Vec<PathBuf>,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let mut sets = Vec::new();
+    for p in &a.shards {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let set: ResultSet = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a sage result set", p.display()))?;
+        sets.push((p, set));
+    }
+    let merged = merge(
+        sets.iter()
+            .map(|(p, s)| (p.display().to_string(), s.clone()))
+            .collect(),
+    )?;
+    std::fs::write(&a.output, serde_json::to_string_pretty(&merged)? + "\n")
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    eprintln!(
+        "sage: merged {} shard(s): {} result(s), {} skipped, into {}",
+        sets.len(),
+        merged.results.len(),
+        merged.skipped.len(),
+        a.output.display()
+    );
+    Ok(super::EXIT_OK)
+}
+
+/// Merge result sets made with the same judges and runs; a case present in two shards is an
+/// error (the shards overlap), never silently deduplicated.
+pub fn merge(sets: Vec<(String, ResultSet)>) -> anyhow::Result<ResultSet> {
+    let mut it = sets.into_iter();
+    let (first_name, mut out) = it.next().context("no shard given")?;
+    let mut seen: std::collections::BTreeMap<String, String> = out
+        .results
+        .iter()
+        .map(|r| (r.case_dir.clone(), first_name.clone()))
+        .collect();
+    for (name, s) in it {
+        anyhow::ensure!(
+            s.version == out.version && s.judges == out.judges && s.runs == out.runs,
+            "{name}: made with other judges, runs or format than {first_name}; shards must come from the same command"
+        );
+        for r in &s.results {
+            if let Some(prev) = seen.get(&r.case_dir) {
+                if *prev != name {
+                    anyhow::bail!(
+                        "case {} is in both {prev} and {name}: the shards overlap",
+                        r.case_dir
+                    );
+                }
+            }
+        }
+        for r in &s.results {
+            seen.insert(r.case_dir.clone(), name.clone());
+        }
+        out.results.extend(s.results);
+        out.skipped.extend(s.skipped);
+        out.problems.extend(s.problems);
+    }
+    // One machine lists cases in folder order, each case's judge runs in order.
+    out.results.sort_by(|a, b| a.case_dir.cmp(&b.case_dir));
+    out.skipped.sort_by(|a, b| a.case.cmp(&b.case));
+    out.problems.sort_by(|a, b| a.case.cmp(&b.case));
+    out.summaries = sage::report::summaries(&out.results);
+    Ok(out)
+}

@@ -4,6 +4,7 @@ mod adapters_a;
 mod adapters_b;
 mod adapters_b_fidelity;
 mod agree;
+mod corpus;
 mod judges;
 mod localize;
 mod screen;

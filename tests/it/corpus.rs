@@ -1,0 +1,245 @@
+//! The bundled corpus (`corpora/`): every case's `expected` block, checked against what the
+//! real binary reports under the default lexicon judge, plus the coverage the corpus promises
+//! (corpora/README.md).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora")
+}
+
+/// Every case manifest of the corpus, by case id.
+fn manifests() -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(corpus_dir()).unwrap() {
+        let path = entry.unwrap().path().join("case.json");
+        if !path.is_file() {
+            continue;
+        }
+        let m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let id = m["id"].as_str().expect("case id").to_string();
+        out.insert(id, m);
+    }
+    out
+}
+
+/// Run `sage localize corpora/ --format json --output FILE` and return the result set.
+fn localize_corpus() -> Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("results.json");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .arg("localize")
+        .arg(corpus_dir())
+        .args(["--format", "json", "--output"])
+        .arg(&out)
+        .arg("--out-dir")
+        .arg(tmp.path().join("sage-results"))
+        .assert()
+        .success();
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn turns(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+/// Compare one result with its case's expectations; every mismatch is one line.
+fn mismatches(id: &str, exp: &Value, r: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |what: &str, want: &Value, got: &Value| {
+        if want != got {
+            out.push(format!("{id}: {what}: expected {want}, got {got}"));
+        }
+    };
+    check(
+        "provenance",
+        &exp["provenance"],
+        &r["provenance"]["provenance"],
+    );
+    let iw = r["provenance"]["introducing_write"]
+        .get("turn")
+        .cloned()
+        .unwrap_or(Value::Null);
+    check(
+        "introducing write turn",
+        &exp["introducing_write_turn"],
+        &iw,
+    );
+    check(
+        "reconstruction condition",
+        &exp["reconstruction_condition"],
+        &r["reconstruction_condition"],
+    );
+    let o = &r["origin"];
+    check("outcome", &exp["outcome"], &o["outcome"]);
+    let or_null = |v: &Value| if v.is_null() { Value::Null } else { v.clone() };
+    check(
+        "origin turn",
+        &exp["origin_turn"],
+        &or_null(&o["origin_turn"]),
+    );
+    check(
+        "origin type",
+        &exp["origin_type"],
+        &or_null(&o["origin_type"]),
+    );
+    check(
+        "undetermined reason",
+        &exp["undetermined_reason"],
+        &or_null(&o["reason"]),
+    );
+    let missed: Vec<u64> = o["missed_opportunities"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["turn"].as_u64()).collect())
+        .unwrap_or_default();
+    let want = turns(&exp["missed_opportunities"]);
+    if missed != want {
+        out.push(format!(
+            "{id}: missed opportunities: expected {want:?}, got {missed:?}"
+        ));
+    }
+    for c in r["checks"].as_array().into_iter().flatten() {
+        if c["passed"] != Value::Bool(true) {
+            out.push(format!("{id}: automatic check failed: {c}"));
+        }
+    }
+    if let Some(e) = r.get("expected").filter(|e| !e.is_null()) {
+        if e["matched"] != Value::Bool(true) {
+            out.push(format!("{id}: sage reports its expectation unmet: {e}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_case_produces_its_expected_outputs() {
+    let cases = manifests();
+    let set = localize_corpus();
+    assert_eq!(
+        set["skipped"].as_array().map(Vec::len),
+        Some(0),
+        "skipped: {}",
+        set["skipped"]
+    );
+    let mut seen = BTreeSet::new();
+    let mut errors = Vec::new();
+    for r in set["results"].as_array().expect("results") {
+        let id = r["case_id"].as_str().unwrap();
+        if r["judge"]["name"] != "lexicon" {
+            continue;
+        }
+        let exp = &cases
+            .get(id)
+            .unwrap_or_else(|| panic!("result for unknown case {id}"))["expected"];
+        assert_eq!(
+            exp["judge"], "lexicon",
+            "{id}: expectations are for the lexicon judge"
+        );
+        seen.insert(id.to_string());
+        errors.extend(mismatches(id, exp, r));
+        // remove-then-reinstate cases: the introducing write is the reinstating one
+        if id.contains("remove-reinstate")
+            && r["provenance"]["introducing_write"]["reinstated"] != Value::Bool(true)
+        {
+            errors.push(format!("{id}: introducing write not marked as reinstating"));
+        }
+    }
+    let missing: Vec<_> = cases.keys().filter(|k| !seen.contains(*k)).collect();
+    assert!(missing.is_empty(), "no lexicon result for {missing:?}");
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn figure_1_cases_are_exactly_the_papers() {
+    let cases = manifests();
+    let a = &cases["ag2-fig1a-aes-ecb"]["expected"];
+    assert_eq!(a["provenance"], "agent-introduced");
+    assert_eq!(a["introducing_write_turn"], 3);
+    assert_eq!(a["origin_turn"], 1);
+    assert_eq!(a["origin_type"], "inadequate-defence-selected");
+    let b = &cases["ag2-fig1b-origin-header"];
+    assert_eq!(b["expected"]["provenance"], "inherited");
+    assert!(b["expected"]["introducing_write_turn"].is_null());
+    assert_eq!(b["expected"]["origin_turn"], 1);
+    assert_eq!(b["expected"]["origin_type"], "unaddressed-requirement");
+    assert!(turns(&b["expected"]["missed_opportunities"]).contains(&3));
+    assert_eq!(
+        b["anchor"]["fragment"],
+        "origin = self.request.headers.get(\"Origin\")"
+    );
+}
+
+#[test]
+fn corpus_covers_what_it_promises() {
+    let cases = manifests();
+    assert!(cases.len() >= 14, "{} cases", cases.len());
+    let count = |f: &dyn Fn(&Value) -> bool| cases.values().filter(|m| f(m)).count();
+    assert!(count(&|m| m["trace"]["framework"] == "aider") >= 6);
+    assert!(count(&|m| m["trace"]["framework"] == "ag2") >= 6);
+    for m in cases.values() {
+        let note = m["note"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("Constructed"),
+            "{}: note must say constructed",
+            m["id"]
+        );
+        assert!(m["metadata"]["task_id"].is_string(), "{}: task id", m["id"]);
+    }
+    let e = |k: &str| -> BTreeSet<String> {
+        cases
+            .values()
+            .map(|m| m["expected"][k].as_str().unwrap_or("null").to_string())
+            .collect()
+    };
+    for p in ["inherited", "agent-introduced", "no-code-location"] {
+        assert!(e("provenance").contains(p), "no {p} case");
+    }
+    for c in ["single-write", "per-write", "final-only"] {
+        assert!(e("reconstruction_condition").contains(c), "no {c} case");
+    }
+    for t in [
+        "inadequate-defence-selected",
+        "unaddressed-requirement",
+        "defect-in-code-change",
+    ] {
+        assert!(e("origin_type").contains(t), "no {t} case");
+    }
+    assert!(e("outcome").contains("undetermined"));
+    assert!(count(&|m| !turns(&m["expected"]["missed_opportunities"]).is_empty()) > 0);
+    // final-only cases carry their final file; the others do not
+    for m in cases.values() {
+        let final_only = m["expected"]["reconstruction_condition"] == "final-only";
+        assert_eq!(m.get("final_state").is_some(), final_only, "{}", m["id"]);
+    }
+    // remove-then-reinstate: the introducing write is a later write than the first one
+    assert!(cases.contains_key("ag2-remove-reinstate-shell"));
+    assert!(cases.contains_key("aider-remove-reinstate-path"));
+}
+
+#[test]
+fn case_files_match_their_generator() {
+    // corpora/make_corpus.py rebuilds every case from the SALLM tasks in ../shared and
+    // re-derives provenance and introducing writes; --check fails when a file on disk differs.
+    let out = std::process::Command::new("python3")
+        .arg(corpus_dir().join("make_corpus.py"))
+        .arg("--check")
+        .env(
+            "SAGE_SHARED",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+        )
+        .output()
+        .expect("python3 is needed to check the corpus generator (scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "make_corpus.py --check failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

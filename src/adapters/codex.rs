@@ -376,118 +376,33 @@ impl Ctx {
     }
 }
 
-/// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`).
+/// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`), read by
+/// [`super::edits::parse_apply_patch`]; a move comes back as `Err`.
 pub fn apply_patch_writes(
     patch: &str,
     roots: &PathRoots,
     raw: &RawRef,
 ) -> Vec<Result<Write, String>> {
-    let mut out = Vec::new();
-    let lines: Vec<&str> = patch.lines().collect();
-    let mut i = 0;
-    let via = "apply_patch";
-    while i < lines.len() {
-        let l = lines[i].trim_end();
-        if let Some(path) = l.strip_prefix("*** Add File: ") {
-            let a = roots.rel(path.trim());
-            let mut content = String::new();
-            i += 1;
-            while i < lines.len() && !lines[i].starts_with("*** ") {
-                content.push_str(lines[i].strip_prefix('+').unwrap_or(lines[i]));
-                content.push('\n');
-                i += 1;
-            }
-            out.push(Ok(write(
-                a,
-                WriteOp::FullContent { content },
-                via,
+    let parsed = super::edits::parse_apply_patch(patch);
+    let mut out: Vec<Result<Write, String>> = parsed
+        .edits
+        .into_iter()
+        .map(|e| {
+            Ok(write(
+                roots.rel(&e.path),
+                e.op,
+                "apply_patch",
                 false,
                 raw.clone(),
-            )));
-            continue;
-        }
-        if let Some(path) = l.strip_prefix("*** Delete File: ") {
-            out.push(Ok(write(
-                roots.rel(path.trim()),
-                WriteOp::Delete,
-                via,
-                false,
-                raw.clone(),
-            )));
-            i += 1;
-            continue;
-        }
-        if let Some(path) = l.strip_prefix("*** Update File: ") {
-            let a = roots.rel(path.trim());
-            i += 1;
-            if i < lines.len() && lines[i].starts_with("*** Move to: ") {
-                out.push(Err(format!(
-                    "apply_patch moves {a}: the move is not interpreted"
-                )));
-            }
-            // Hunks: runs of ' ', '-', '+' lines separated by `@@` lines.
-            let mut old = String::new();
-            let mut new = String::new();
-            let flush =
-                |old: &mut String, new: &mut String, out: &mut Vec<Result<Write, String>>| {
-                    if old.is_empty() && new.is_empty() {
-                        return;
-                    }
-                    if old.is_empty() {
-                        out.push(Ok(write(
-                            a.clone(),
-                            WriteOp::SearchReplace {
-                                search: String::new(),
-                                replace: std::mem::take(new),
-                            },
-                            via,
-                            false,
-                            raw.clone(),
-                        )));
-                    } else {
-                        let (o, n) = (std::mem::take(old), std::mem::take(new));
-                        out.push(Ok(write(
-                            a.clone(),
-                            WriteOp::StrReplace {
-                                old: o.trim_end_matches('\n').to_string(),
-                                new: n.trim_end_matches('\n').to_string(),
-                                all: false,
-                            },
-                            via,
-                            false,
-                            raw.clone(),
-                        )));
-                    }
-                };
-            while i < lines.len()
-                && (!lines[i].starts_with("*** ") || lines[i].starts_with("*** End of File"))
-            {
-                let x = lines[i];
-                if x.starts_with("@@")
-                    || x.starts_with("*** End of File")
-                    || x.starts_with("*** Move to: ")
-                {
-                    flush(&mut old, &mut new, &mut out);
-                } else if let Some(r) = x.strip_prefix('-') {
-                    old.push_str(r);
-                    old.push('\n');
-                } else if let Some(r) = x.strip_prefix('+') {
-                    new.push_str(r);
-                    new.push('\n');
-                } else {
-                    let r = x.strip_prefix(' ').unwrap_or(x);
-                    old.push_str(r);
-                    old.push('\n');
-                    new.push_str(r);
-                    new.push('\n');
-                }
-                i += 1;
-            }
-            flush(&mut old, &mut new, &mut out);
-            continue;
-        }
-        i += 1;
-    }
+            ))
+        })
+        .collect();
+    out.extend(
+        parsed
+            .uninterpreted
+            .into_iter()
+            .map(|u| Err(format!("apply_patch: {}: {}", u.reason, u.text))),
+    );
     out
 }
 
@@ -513,10 +428,9 @@ mod tests {
         );
         assert_eq!(
             w[1].op,
-            WriteOp::StrReplace {
-                old: "    x = 1\n    y = 2".into(),
-                new: "    x = 1\n    y = 3".into(),
-                all: false
+            WriteOp::SearchReplace {
+                search: "    x = 1\n    y = 2\n".into(),
+                replace: "    x = 1\n    y = 3\n".into(),
             }
         );
         assert_eq!(w[2].artefact, "old.py");

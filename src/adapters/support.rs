@@ -852,53 +852,193 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
         .collect()
 }
 
-/// The plain shell edits of `cmd` as writes (`rm F...` → deletions here; `sed -i`, heredocs,
-/// `cat >`, `tee` through the shared shell-edit parser), or the reason an edit-looking
-/// command could not be interpreted.
+/// The plain shell edits of `cmd` as writes (heredocs, `cat >`, `tee`, `sed -i` with a
+/// literal substitution, `rm`: [`super::edits::shell_edits`]), or the reason an
+/// edit-looking command could not be interpreted. Read here as well: `rm` of several files,
+/// and a double-quoted `sed -i "s/../../" f` (shell unescaping first), which the shared
+/// parser leaves uninterpreted.
 pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
-    let mut out = Vec::new();
-    for part in cmd
-        .split("&&")
-        .flat_map(|x| x.split(';'))
-        .flat_map(|x| x.split('\n'))
-    {
-        let words: Vec<&str> = part.split_whitespace().collect();
-        if matches!(words.first(), Some(&"mv") | Some(&"cp")) && words.len() >= 3 {
-            out.push(Err(format!(
-                "shell {} changes files; not interpreted: {}",
-                words[0],
-                part.trim()
-            )));
+    let parsed = super::edits::shell_edits(cmd);
+    let mut out: Vec<Result<Write, String>> = Vec::new();
+    let mut deleted: Vec<String> = Vec::new();
+    // A double-quoted sed expression: the shared parser does not undo the shell's escapes,
+    // so this one is read here and the shared parser's reading of it is set aside.
+    let dq_sed = if cmd.contains("sed -i \"") {
+        sed_double_quoted(cmd)
+    } else {
+        None
+    };
+    let mut sed_done = false;
+    for e in parsed.edits {
+        if let (Some(mine), WriteOp::StrReplace { .. }) = (&dq_sed, &e.op) {
+            if !sed_done {
+                sed_done = true;
+                out.extend(mine.iter().map(|(f, old, new)| {
+                    Ok(write(
+                        roots.rel(f),
+                        WriteOp::StrReplace {
+                            old: old.clone(),
+                            new: new.clone(),
+                            all: true,
+                        },
+                        "shell sed -i",
+                        false,
+                        raw.clone(),
+                    ))
+                }));
+            }
             continue;
         }
-        if words.first() == Some(&"rm") {
-            let targets: Vec<&str> = words[1..]
-                .iter()
-                .copied()
-                .filter(|w| !w.starts_with('-'))
-                .collect();
-            if targets
-                .iter()
-                .any(|t| t.contains(['*', '?', '$', '`', '{']))
-            {
-                out.push(Err(format!(
-                    "rm with a pattern not interpreted: {}",
-                    part.trim()
-                )));
-                continue;
+        let via = match &e.op {
+            WriteOp::Delete => {
+                deleted.push(e.path.clone());
+                "shell rm"
             }
-            for t in targets {
-                out.push(Ok(write(
-                    roots.rel(t.trim_matches(['"', '\''])),
-                    WriteOp::Delete,
-                    "shell rm",
+            WriteOp::StrReplace { .. } => "shell sed -i",
+            WriteOp::SearchReplace { .. } => "shell append",
+            _ => "shell redirect",
+        };
+        out.push(Ok(write(roots.rel(&e.path), e.op, via, false, raw.clone())));
+    }
+    for u in parsed.uninterpreted {
+        let sed = (!sed_done && (u.reason.starts_with("sed -i") || u.text.contains("sed -i")))
+            .then(|| sed_double_quoted(&u.text))
+            .flatten();
+        match sed {
+            Some(edits) => out.extend(edits.into_iter().map(|(f, old, new)| {
+                Ok(write(
+                    roots.rel(&f),
+                    WriteOp::StrReplace {
+                        old,
+                        new,
+                        all: true,
+                    },
+                    "shell sed -i",
                     false,
                     raw.clone(),
-                )));
+                ))
+            })),
+            None => out.push(Err(format!("{}: {}", u.reason, u.text))),
+        }
+    }
+    // `rm a b c`: the shared parser takes one file per rm.
+    for seg in cmd.split(['\n', ';', '&', '|']) {
+        if let Some(files) = plain_rm(seg.trim()) {
+            for f in files {
+                if !deleted.contains(&f) {
+                    deleted.push(f.clone());
+                    out.push(Ok(write(
+                        roots.rel(&f),
+                        WriteOp::Delete,
+                        "shell rm",
+                        false,
+                        raw.clone(),
+                    )));
+                }
             }
         }
     }
     out
+}
+
+/// `rm [-f|-rf] a b c` with plain file names (no globs, variables or substitutions).
+fn plain_rm(text: &str) -> Option<Vec<String>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.first() != Some(&"rm") {
+        return None;
+    }
+    let files: Vec<String> = words[1..]
+        .iter()
+        .filter(|w| !w.starts_with('-'))
+        .map(|w| w.trim_matches(['"', '\'']).to_string())
+        .collect();
+    let plain = !files.is_empty()
+        && files
+            .iter()
+            .all(|f| !f.contains(['*', '?', '$', '`', '{', '(', '>', '<']));
+    plain.then_some(files)
+}
+
+/// `sed -i "s/PAT/REP/[g]" FILE...` with a double-quoted expression: undo the shell's
+/// double-quote escapes, then accept only a literal basic-regex pattern. Returns
+/// (file, old, new) per file.
+fn sed_double_quoted(text: &str) -> Option<Vec<(String, String, String)>> {
+    let start = text.find("sed -i \"")? + 8;
+    // The closing quote: the first unescaped `"`.
+    let mut expr = String::new();
+    let mut it = text[start..].char_indices();
+    let mut end = None;
+    while let Some((k, c)) = it.next() {
+        match c {
+            '\\' => match it.next() {
+                Some((_, n @ ('\\' | '"' | '$' | '`'))) => expr.push(n),
+                Some((_, '\n')) => {}
+                Some((_, n)) => {
+                    expr.push('\\');
+                    expr.push(n);
+                }
+                None => return None,
+            },
+            '"' => {
+                end = Some(start + k + 1);
+                break;
+            }
+            '$' | '`' => return None,
+            c => expr.push(c),
+        }
+    }
+    let files: Vec<String> = text[end?..]
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['&', ';', '|', '>', '<']))
+        .map(|w| w.trim_matches(['"', '\'']).to_string())
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let mut chars = expr.chars();
+    if chars.next()? != 's' {
+        return None;
+    }
+    let d = chars.next()?;
+    let mut parts = vec![String::new()];
+    let mut esc = false;
+    for c in chars {
+        if esc {
+            let last = parts.last_mut()?;
+            match c {
+                '\\' => last.push('\\'),
+                'n' => last.push('\n'),
+                c if c == d => last.push(c),
+                // `\(`, `\{`, `\+`, ... are regular-expression operators in BRE.
+                _ => return None,
+            }
+            esc = false;
+        } else if c == '\\' {
+            esc = true;
+        } else if c == d {
+            parts.push(String::new());
+        } else {
+            if parts.len() == 1 && "[]*.^$".contains(c) {
+                return None;
+            }
+            if parts.len() == 2 && c == '&' {
+                return None;
+            }
+            parts.last_mut()?.push(c);
+        }
+    }
+    if parts.len() != 3
+        || !(parts[2].trim().is_empty() || parts[2].trim() == "g")
+        || parts[0].is_empty()
+    {
+        return None;
+    }
+    Some(
+        files
+            .into_iter()
+            .map(|f| (f, parts[0].clone(), parts[1].clone()))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -950,6 +1090,34 @@ mod tests {
         assert_eq!(d[0].path, "x.py");
         assert_eq!(d[1].path, "y.py");
         assert!(d[1].text.ends_with("+++ new\n"));
+    }
+
+    #[test]
+    fn shell_edits_beyond_the_shared_parser() {
+        let raw = RawRef::json("t", None, "/c");
+        let r = PathRoots::default();
+        let w: Vec<Write> = shell_writes("rm a.py b/c.py", &r, raw.clone())
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[1].artefact, "b/c.py");
+        let cmd = r#"sed -i "s/x(?=\\\\d+)'/y\\\\d/" f.py"#;
+        let w: Vec<Write> = shell_writes(cmd, &r, raw.clone())
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            w[0].op,
+            WriteOp::StrReplace {
+                old: r"x(?=\d+)'".into(),
+                new: r"y\d".into(),
+                all: true
+            }
+        );
+        assert!(shell_writes(r#"sed -i "s/a.*b/c/" f"#, &r, raw)
+            .iter()
+            .all(|x| x.is_err()));
     }
 
     #[test]

@@ -436,7 +436,7 @@ const EXPECTED: &[(&str, usize, usize)] = &[
     ("openhands/resolver_mock_output.jsonl line 2", 2, 2),
     ("swe-agent/pydicom__pydicom-1458.traj", 1, 1),
     ("swe-agent/6e44b9__sweagenttestrepo-1c2844.traj", 1, 1),
-    ("mini-swe-agent/django__django-10999.traj.json", 1, 0),
+    ("mini-swe-agent/django__django-10999.traj.json", 1, 1),
 ];
 
 #[test]

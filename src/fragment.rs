@@ -70,40 +70,118 @@ fn parses_cleanly(src: &str) -> bool {
 /// The Python token stream of `src`: leaf tokens, comments and layout dropped, strings whole.
 /// Works on fragments that do not parse (tokens under ERROR nodes are kept).
 pub fn python_tokens(src: &str) -> Vec<String> {
-    let src = dedent(src);
-    let mut out = Vec::new();
-    with_tree(&src, |root| {
-        if let Some(root) = root {
-            collect_leaves(root, src.as_bytes(), &mut out);
-        }
-    });
-    drop_trailing_commas(out)
+    analyse(&dedent(src)).tokens
 }
 
-fn collect_leaves(node: Node<'_>, src: &[u8], out: &mut Vec<String>) {
-    let kind = node.kind();
-    if kind == "comment" || kind == "line_continuation" || node.is_missing() {
-        return;
-    }
-    if kind == "string" && node.child_count() > 0 {
-        out.push(canonical_string(node, src));
-        return;
-    }
-    if node.child_count() == 0 {
-        let text = node.utf8_text(src).unwrap_or("").trim();
-        if !text.is_empty() {
-            // An ERROR leaf can span several words; split it so layout stays irrelevant.
-            if kind == "ERROR" {
-                out.extend(text_tokens(text));
-            } else {
-                out.push(text.to_string());
-            }
+/// One tree-sitter pass over a Python text: what every matching mode needs.
+#[derive(Debug, Default)]
+struct PyText {
+    /// Leaf tokens (see [`python_tokens`]).
+    tokens: Vec<String>,
+    /// The text tokens of each string literal's body, for fragments inside a string.
+    strings: Vec<Vec<String>>,
+    /// Some non-space byte belongs to no token and no comment: the parse lost content (e.g.
+    /// an unterminated string swallowed the rest of a fragment).
+    lossy: bool,
+    /// The text does not parse cleanly (ERROR or MISSING nodes).
+    has_error: bool,
+    /// A string literal without its closing delimiter.
+    broken_string: bool,
+}
+
+fn analyse(src: &str) -> PyText {
+    let mut out = PyText::default();
+    let mut covered = vec![false; src.len()];
+    with_tree(src, |root| {
+        if let Some(root) = root {
+            out.has_error = root.has_error();
+            let mut w = Walk {
+                src: src.as_bytes(),
+                out: &mut out,
+                covered: &mut covered,
+            };
+            w.leaves(root);
         }
-        return;
+    });
+    out.tokens = drop_trailing_commas(std::mem::take(&mut out.tokens));
+    out.lossy = out.broken_string
+        || src
+            .bytes()
+            .zip(&covered)
+            .any(|(b, c)| !c && !b.is_ascii_whitespace());
+    out
+}
+
+struct Walk<'a> {
+    src: &'a [u8],
+    out: &'a mut PyText,
+    covered: &'a mut [bool],
+}
+
+impl Walk<'_> {
+    fn cover(&mut self, node: Node<'_>) {
+        let (a, b) = (node.start_byte(), node.end_byte().min(self.covered.len()));
+        if a < b {
+            self.covered[a..b].fill(true);
+        }
     }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        collect_leaves(child, src, out);
+
+    fn leaves(&mut self, node: Node<'_>) {
+        let kind = node.kind();
+        if node.is_missing() {
+            return;
+        }
+        if kind == "comment" || kind == "line_continuation" {
+            self.cover(node);
+            return;
+        }
+        if kind == "string" && node.child_count() > 0 {
+            let end = node.child(node.child_count() - 1);
+            if !end.is_some_and(|e| e.kind() == "string_end" && e.end_byte() > e.start_byte()) {
+                // Unterminated: the literal swallowed whatever followed its opening quote.
+                self.out.broken_string = true;
+            }
+            self.cover(node);
+            self.out.tokens.push(canonical_string(node, self.src));
+            let body = string_body(node, self.src);
+            self.out.strings.push(text_tokens(body));
+            return;
+        }
+        if matches!(kind, "string_start" | "string_content" | "string_end") {
+            // Part of a literal outside a `string` node: the fragment cuts into a string.
+            self.out.broken_string = true;
+        }
+        if node.child_count() == 0 {
+            let text = node.utf8_text(self.src).unwrap_or("").trim();
+            if !text.is_empty() {
+                self.cover(node);
+                // An ERROR leaf can span several words; split it so layout stays irrelevant.
+                if kind == "ERROR" {
+                    self.out.tokens.extend(text_tokens(text));
+                } else {
+                    self.out.tokens.push(text.to_string());
+                }
+            }
+            return;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.leaves(child);
+        }
+    }
+}
+
+/// The body of a string literal (between its delimiters; the whole text if they are odd).
+fn string_body<'s>(node: Node<'_>, src: &'s [u8]) -> &'s str {
+    let text = node.utf8_text(src).unwrap_or("");
+    let n = node.child_count();
+    match (node.child(0), node.child(n.saturating_sub(1))) {
+        (Some(a), Some(b)) if a.kind() == "string_start" && b.kind() == "string_end" => {
+            let s = a.end_byte() - node.start_byte();
+            let e = b.start_byte().saturating_sub(node.start_byte());
+            text.get(s..e).unwrap_or(text)
+        }
+        _ => text,
     }
 }
 
@@ -134,6 +212,13 @@ fn canonical_string(node: Node<'_>, src: &[u8]) -> String {
         "'" if !body.contains('"') => "\"",
         "'''" if !body.contains("\"\"\"") => "\"\"\"",
         q => q,
+    };
+    // A triple-quoted body is re-indented with its code (docstrings): compare it with
+    // whitespace normalized.
+    let body = if quote.len() == 3 {
+        crate::trace::normalize_ws(body)
+    } else {
+        body.to_string()
     };
     format!("{}{canon}{body}{canon}", prefix.to_ascii_lowercase())
 }
@@ -170,6 +255,16 @@ fn dedent(src: &str) -> String {
         .join("\n")
 }
 
+/// Drop everything from `#` to the end of each line. Naive (a `#` inside a string counts
+/// too), but applied identically to fragment and file, so it stays consistent; used only when
+/// the fragment's own parse cannot tell its comments from a string it cuts into.
+fn strip_hash_comments(src: &str) -> String {
+    src.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Whitespace-normalized text as tokens: maximal runs of word characters, and every other
 /// non-space character on its own.
 pub fn text_tokens(src: &str) -> Vec<String> {
@@ -197,26 +292,53 @@ pub fn text_tokens(src: &str) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub struct Matcher {
     method: Method,
+    /// Python tokens (`PythonTokens`) or text tokens (`NormalizedText`).
     tokens: Vec<String>,
+    /// The fragment's text tokens, searched inside string literals when the fragment does
+    /// not parse as code (prose from a docstring, part of a multi-line SQL string).
+    inside_strings: Option<Vec<String>>,
+    /// Normalized text on a Python artefact: search the file with `#` comments stripped.
+    strip_comments: bool,
 }
 
 impl Matcher {
     /// Prepare `fragment` for `artefact`; `sample` (e.g. the baseline) decides the language
-    /// of an artefact without an extension. A Python fragment with no code token (only a
-    /// comment) falls back to normalized text.
+    /// of an artefact without an extension.
+    ///
+    /// A Python fragment uses Python tokens unless its tokenization is lossy (it cuts into a
+    /// string literal, so the parse swallowed code) or has no code token (only a comment):
+    /// then normalized text, with `#` comments stripped on both sides in the lossy case so that old
+    /// code left in a comment is not found.
     pub fn new(artefact: &str, fragment: &str, sample: Option<&str>) -> Matcher {
         if is_python(artefact, sample) {
-            let tokens = python_tokens(fragment);
-            if !tokens.is_empty() {
+            let frag = dedent(fragment);
+            let a = analyse(&frag);
+            if !a.tokens.is_empty() && !a.lossy {
                 return Matcher {
                     method: Method::PythonTokens,
-                    tokens,
+                    tokens: a.tokens,
+                    inside_strings: a.has_error.then(|| text_tokens(&frag)),
+                    strip_comments: false,
                 };
             }
+            // Lossy: compare comment-free text on both sides. Only a comment: its text.
+            let tokens = if a.lossy {
+                text_tokens(&strip_hash_comments(fragment))
+            } else {
+                text_tokens(fragment)
+            };
+            return Matcher {
+                method: Method::NormalizedText,
+                tokens,
+                inside_strings: None,
+                strip_comments: a.lossy,
+            };
         }
         Matcher {
             method: Method::NormalizedText,
             tokens: text_tokens(fragment),
+            inside_strings: None,
+            strip_comments: false,
         }
     }
 
@@ -239,11 +361,20 @@ impl Matcher {
         if self.tokens.is_empty() {
             return false;
         }
-        let hay = match self.method {
-            Method::PythonTokens => python_tokens(content),
-            Method::NormalizedText => text_tokens(content),
-        };
-        contains_seq(&hay, &self.tokens)
+        match self.method {
+            Method::PythonTokens => {
+                let a = analyse(content);
+                contains_seq(&a.tokens, &self.tokens)
+                    || self
+                        .inside_strings
+                        .as_ref()
+                        .is_some_and(|t| a.strings.iter().any(|s| contains_seq(s, t)))
+            }
+            Method::NormalizedText if self.strip_comments => {
+                contains_seq(&text_tokens(&strip_hash_comments(content)), &self.tokens)
+            }
+            Method::NormalizedText => contains_seq(&text_tokens(content), &self.tokens),
+        }
     }
 }
 
@@ -350,6 +481,60 @@ class Handler(BaseHandler):
         assert!(py("'never use MODE_ECB'", "msg = \"never use MODE_ECB\"\n"));
         assert!(!py("\"a\"", "x = b\"a\"\n"));
         assert!(py("f'{x}'", "y = f\"{x}\"\n"));
+    }
+
+    const DOC: &str = r#"
+def find(name):
+    '''
+    Look the user up by 'name' and return the row.
+    '''
+    # was: cipher = AES.new(key, AES.MODE_ECB)
+    query = """
+        SELECT * FROM users
+        WHERE name = '%s'
+    """ % name
+    return db.execute(query)
+"#;
+
+    #[test]
+    fn fragments_inside_string_literals() {
+        // Prose from a docstring and part of a multi-line SQL string: not code, so searched
+        // inside string literals.
+        assert!(py("Look the user up by 'name'", DOC));
+        assert!(py("WHERE name = '%s'", DOC));
+        assert!(py("SELECT * FROM users WHERE name = '%s'", DOC));
+        // Clean code never matches inside a string or a comment.
+        let m = Matcher::new("app.py", "cipher = AES.new(key, AES.MODE_ECB)", None);
+        assert!(!m.found_in(DOC));
+        assert!(!m.found_in("'''cipher = AES.new(key, AES.MODE_ECB)'''\n"));
+    }
+
+    #[test]
+    fn fragment_cutting_into_a_string_falls_back_to_text_without_comments() {
+        // The fragment starts at a docstring's closing quotes: its parse swallows the code.
+        let frag = "    '''\n    # was: x\n    query = \"\"\"\n        SELECT * FROM users";
+        let m = Matcher::new("app.py", frag, None);
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(m.found_in(DOC));
+        // Old code left in a comment is not found by the fallback either.
+        let m = Matcher::new("app.py", "'''\ncipher = AES.new(key, AES.MODE_ECB)", None);
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(!m.found_in("x = '''\n'''\n# cipher = AES.new(key, AES.MODE_ECB)\n"));
+        assert!(m.found_in("x = '''\n'''\ncipher = AES.new(key,AES.MODE_ECB)\n"));
+    }
+
+    #[test]
+    fn every_window_of_lines_is_found_in_its_file() {
+        for file in [FILE, DOC] {
+            let lines: Vec<&str> = file.lines().collect();
+            for w in 1..=3 {
+                for i in 0..=lines.len() - w {
+                    let frag = lines[i..i + w].join("\n");
+                    let m = Matcher::new("app.py", &frag, None);
+                    assert!(m.is_empty() || m.found_in(file), "{frag:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -514,22 +514,24 @@ fn parse_unified_diff(diff: &str) -> Result<ParsedDiff, String> {
                 i += 1;
                 continue;
             }
-            let counted_header = h.counts.is_none() && is_file_header;
-            if h.wants_more() && !counted_header {
-                let mut chars = line.chars();
-                match chars.next() {
-                    Some(c @ (' ' | '-' | '+')) => {
-                        h.lines.push((c, chars.as_str().to_string(), false));
-                        i += 1;
-                        continue;
-                    }
-                    None => {
-                        h.lines.push((' ', String::new(), true));
-                        i += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
+            // While a counted hunk still wants lines, its counts decide (a removed `-- x`
+            // line is not a file header). Past its counts (LLM diffs often miscount) or in a
+            // hunk without counts, hunk-looking lines still extend it, rather than being
+            // dropped as preamble, until a file header.
+            let more = h.wants_more();
+            let counted = h.counts.is_some() && more;
+            let mut chars = line.chars();
+            let take = match chars.next() {
+                Some(' ' | '-' | '+') => counted || !is_file_header,
+                None => more,
+                _ => false,
+            };
+            if take {
+                let kind = line.chars().next().unwrap_or(' ');
+                h.lines
+                    .push((kind, chars.as_str().to_string(), line.is_empty()));
+                i += 1;
+                continue;
             }
             if let Some(h) = hunk.take() {
                 parsed.hunks.push(h.finish());
@@ -848,10 +850,11 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
     }
     // The introducing write follows the last state without the fragment.
     let Some(gap) = presence.iter().rposition(|p| !p.present) else {
-        let reason = format!(
-            "fragment present in the baseline and in all {} snapshot(s) of {artefact}",
-            last
-        );
+        let reason = if last == 0 {
+            format!("fragment present in the baseline and no write changed {artefact}")
+        } else {
+            format!("fragment present in the baseline and in all {last} snapshot(s) of {artefact}")
+        };
         return ProvenanceResult {
             provenance: Provenance::Inherited,
             introducing_write: None,
@@ -1251,6 +1254,22 @@ mod tests {
         assert!(diff(None, "@@ -1 +1 @@\n-l1\n+x\n")
             .unwrap_err()
             .contains("does not exist"));
+    }
+
+    #[test]
+    fn unified_diff_with_wrong_counts_keeps_every_line() {
+        // The header claims 2 lines on each side; the hunk holds more. Nothing is dropped.
+        let d = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n l1\n-l2\n+L2\n l3\n-l4\n+L4\n";
+        assert_eq!(
+            diff(Some(TEN), d).unwrap().unwrap(),
+            "l1\nL2\nl3\nL4\nl5\nl6\nl7\nl8\nl9\nl10\n"
+        );
+        // Too few lines: the next hunk header ends it.
+        let d = "@@ -1,5 +1,5 @@\n l1\n-l2\n+L2\n@@ -9,2 +9,2 @@\n-l9\n+L9\n l10\n";
+        assert_eq!(
+            diff(Some(TEN), d).unwrap().unwrap(),
+            "l1\nL2\nl3\nl4\nl5\nl6\nl7\nl8\nL9\nl10\n"
+        );
     }
 
     #[test]

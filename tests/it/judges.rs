@@ -583,3 +583,118 @@ fn cache_stats_and_prune_via_the_binary() {
         .success()
         .stdout(predicates::str::contains("removed 2 file"));
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        let rel = e.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn read_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(dir).unwrap().display().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `sage localize` end to end on a bundled corpus case with an LLM judge: prefix-only
+/// requests with no anchor text, the family warning, a cost summary, the key nowhere on disk
+/// or in the output, and an offline replay from the ledger giving byte-identical results.
+#[test]
+fn localize_with_an_llm_judge_end_to_end_and_offline_replay() {
+    let work = tempfile::tempdir().unwrap();
+    let case = work.path().join("cases/redirect");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/ag2-open-redirect-prefix"),
+        &case,
+    );
+    let manifest = std::fs::read_to_string(case.join("case.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    v["anchor"]["description"] = serde_json::json!(format!("{ANCHOR_SENTINEL} open redirect"));
+    v.as_object_mut().unwrap().remove("expected");
+    std::fs::write(case.join("case.json"), v.to_string()).unwrap();
+    let ledger = work.path().join("ledger");
+    let run = |base: &str, out: &str, offline: bool| {
+        let mut cmd = assert_cmd::Command::cargo_bin("sage").unwrap();
+        cmd.current_dir(work.path())
+            .env("OPENAI_BASE_URL", base)
+            .env("OPENAI_API_KEY", KEY)
+            .args([
+                "localize",
+                "cases",
+                "--judge",
+                "openai:gpt-4.1-mini",
+                "--no-progress",
+            ])
+            .args(["--ledger", "ledger", "--out-dir", out, "--timeout", "5"]);
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd.output().unwrap()
+    };
+    let first = {
+        let server = FakeServer::start(Duration::ZERO);
+        let out = run(&server.openai_base(), "out1", false);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("openai-gpt family"),
+            "family warning: {stderr}"
+        );
+        assert!(stderr.contains("forecast openai:gpt-4.1-mini"), "{stderr}");
+        assert!(stderr.contains("cost of new calls: $"), "{stderr}");
+        let reqs = server.requests();
+        assert!(!reqs.is_empty());
+        for r in &reqs {
+            assert!(
+                !r.body.contains(ANCHOR_SENTINEL),
+                "anchor text reached a request"
+            );
+            let k = scored_turn(r);
+            assert!(r.body.contains(&format!("## Turn {k} (")));
+            assert!(
+                !r.body.contains(&format!("## Turn {} (", k + 1)),
+                "a later turn leaked"
+            );
+        }
+        for s in [&out.stdout, &out.stderr] {
+            assert!(!String::from_utf8_lossy(s).contains(KEY));
+        }
+        read_tree(&work.path().join("out1"))
+    };
+    assert!(first.iter().any(|(p, _)| p == "results.json"));
+    // offline: the server is gone; the ledger answers everything
+    let out = run("http://127.0.0.1:9/v1", "out2", true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 to the API"));
+    assert_eq!(
+        read_tree(&work.path().join("out2")),
+        first,
+        "replay differs"
+    );
+    assert!(grep_dir(work.path(), KEY).is_empty(), "the key is on disk");
+    assert!(!grep_dir(&ledger, "sage.ledger/1").is_empty());
+}

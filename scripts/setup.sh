@@ -10,3 +10,13 @@ PY="${PYTHON:-python3}"
 if ! "$PY" -m bandit --version >/dev/null 2>&1; then
     "$PY" -m pip install --quiet bandit
 fi
+
+# `sage view` is tested in a real browser (tests/it/view.rs): headless Chromium.
+if ! command -v chromium >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+    else
+        echo "setup: install Chromium for the view tests" >&2
+    fi
+fi

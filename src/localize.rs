@@ -109,6 +109,27 @@ pub struct ResultSet {
 }
 
 impl ResultSet {
+    /// Read a result set from `results.json` or from a results folder holding it.
+    pub fn read(path: &Path) -> Result<ResultSet, String> {
+        let file = if path.is_dir() {
+            path.join("results.json")
+        } else {
+            path.to_path_buf()
+        };
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let set: ResultSet = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a sage results file: {e}", file.display()))?;
+        if set.version != RESULTS_VERSION {
+            return Err(format!(
+                "{}: results version {:?}, this sage reads {RESULTS_VERSION:?}",
+                file.display(),
+                set.version
+            ));
+        }
+        Ok(set)
+    }
+
     /// True when every input was processed without a problem.
     pub fn all_ok(&self) -> bool {
         self.skipped.is_empty() && self.problems.is_empty()

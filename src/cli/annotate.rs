@@ -53,15 +53,7 @@ pub enum Action {
 
 /// Read a results file or folder.
 pub fn read_results(path: &Path) -> anyhow::Result<sage::localize::ResultSet> {
-    let file = if path.is_dir() {
-        path.join("results.json")
-    } else {
-        path.to_path_buf()
-    };
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a sage results file", file.display()))
+    sage::localize::ResultSet::read(path).map_err(anyhow::Error::msg)
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {

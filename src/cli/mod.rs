@@ -11,6 +11,7 @@ mod localize;
 pub mod screen;
 mod shards;
 pub mod szz;
+mod view;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +48,8 @@ pub enum Command {
     Explain(explain::Args),
     /// Blinded packets for human annotators, and their labels back.
     Annotate(annotate::Args),
+    /// Write a self-contained HTML site of a localize run (index + one page per case).
+    View(view::Args),
     /// Screen agent patches L0-L3 for silent-failure candidates (paper §3.2.4).
     Screen(screen::ScreenArgs),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
@@ -70,6 +73,7 @@ pub fn run() -> i32 {
         Command::Explain(a) => explain::run(a),
         Command::Screen(a) => screen::run(a),
         Command::Annotate(a) => annotate::run(a),
+        Command::View(a) => view::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
         Command::Cache(a) => cache::run(a),

@@ -9,3 +9,4 @@ mod judges;
 mod localize;
 mod screen;
 mod szz;
+mod view;

@@ -91,12 +91,19 @@ pub struct VariantOpts {
     /// Keep blank blamed lines (pyszz's behaviour; by default AG and up drop them).
     #[arg(long)]
     pub keep_blank: bool,
+    /// Keep blamed comment lines (pyszz's behaviour when srcML is missing).
+    #[arg(long)]
+    pub keep_comments: bool,
     /// MA-SZZ: also ignore revert commits.
     #[arg(long)]
     pub filter_revert: bool,
     /// AG/MA: the more-than-N-files rule.
     #[arg(long, default_value_t = 20)]
     pub max_change_size: usize,
+    /// Bug-compatible with pyszz's blame bookkeeping (lines deduplicated by their path and
+    /// line number in the blamed commit; see docs/szz.md).
+    #[arg(long)]
+    pub pyszz_compat: bool,
     /// Timeout of each git call, in seconds.
     #[arg(long, default_value_t = 120)]
     pub git_timeout: u64,
@@ -117,7 +124,9 @@ impl VariantOpts {
             },
             max_change_size: self.max_change_size,
             skip_blank: !self.keep_blank,
+            skip_comments: !self.keep_comments,
             filter_revert: self.filter_revert,
+            pyszz_compat: self.pyszz_compat,
             cve,
             ..Options::default()
         }

@@ -107,6 +107,67 @@ pub fn parse_porcelain(text: &str) -> Result<Blame, String> {
     Ok(blame)
 }
 
+/// Parse `git blame --incremental` output into lines in the order git emitted them; line
+/// texts are left empty (incremental output has none).
+pub fn parse_incremental(text: &str) -> Result<Blame, String> {
+    let mut blame = Blame::default();
+    let mut current: Option<(String, usize, usize, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        match &current {
+            None => {
+                let mut it = line.split(' ');
+                let sha = it.next().unwrap_or_default();
+                let nums: Vec<usize> = it.filter_map(|s| s.parse().ok()).collect();
+                if nums.len() != 3 || sha.len() < 40 || !sha.chars().all(|c| c.is_ascii_hexdigit())
+                {
+                    return Err(format!(
+                        "line {}: expected an incremental header, got {line:?}",
+                        i + 1
+                    ));
+                }
+                blame.commits.entry(sha.to_string()).or_default();
+                current = Some((sha.to_string(), nums[0], nums[1], nums[2]));
+            }
+            Some((sha, orig, fin, count)) => {
+                let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+                let meta = blame.commits.entry(sha.clone()).or_default();
+                match key {
+                    "author-time" => meta.author_time = value.parse().unwrap_or(0),
+                    "committer-time" => meta.committer_time = value.parse().unwrap_or(0),
+                    "summary" => meta.summary = value.to_string(),
+                    "boundary" => meta.boundary = true,
+                    "previous" => {
+                        if let Some((p, f)) = value.split_once(' ') {
+                            meta.previous = Some((p.to_string(), unquote(f)));
+                        }
+                    }
+                    "filename" => {
+                        let path = unquote(value);
+                        meta.filename = path.clone();
+                        let boundary = meta.boundary;
+                        for k in 0..*count {
+                            blame.lines.push(BlameLine {
+                                final_line: fin + k,
+                                commit: sha.clone(),
+                                orig_line: orig + k,
+                                orig_path: path.clone(),
+                                content: String::new(),
+                                boundary,
+                            });
+                        }
+                        current = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if current.is_some() {
+        return Err("output ends inside an entry (no filename line)".into());
+    }
+    Ok(blame)
+}
+
 /// Undo git's C-style path quoting (`"a\tb"`), used for names with special characters.
 pub fn unquote(s: &str) -> String {
     let Some(inner) = s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
@@ -159,6 +220,9 @@ pub struct BlameFlags {
     pub copies: u8,
     /// `--ignore-rev` commits.
     pub ignore_revs: Vec<String>,
+    /// `--incremental` instead of `--porcelain`: entries in the order git resolves them
+    /// (pyszz's `blame_incremental`), line texts read from the blamed commits.
+    pub incremental: bool,
 }
 
 /// Merge sorted line numbers into `-L a,b` ranges of consecutive lines (pyszz
@@ -190,7 +254,12 @@ pub fn blame_lines(
     }
     let mut args: Vec<String> = vec![
         "blame".into(),
-        "--porcelain".into(),
+        if flags.incremental {
+            "--incremental"
+        } else {
+            "--porcelain"
+        }
+        .into(),
         // clear any blame.ignoreRevsFile from the repository's configuration
         "--ignore-revs-file".into(),
         String::new(),
@@ -217,10 +286,36 @@ pub fn blame_lines(
     args.push(path.to_string());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = git.run(&refs)?;
-    parse_porcelain(&out).map_err(|e| SzzError::Git {
+    let bad = |e: String| SzzError::Git {
         args: format!("blame {rev} -- {path}"),
-        stderr: format!("unparseable porcelain output: {e}"),
-    })
+        stderr: format!("unparseable blame output: {e}"),
+    };
+    if !flags.incremental {
+        return parse_porcelain(&out).map_err(bad);
+    }
+    let mut blame = parse_incremental(&out).map_err(bad)?;
+    // the line texts, from each blamed commit's version of the file (as pyszz reads them)
+    let mut files: HashMap<(String, String), Vec<String>> = HashMap::new();
+    for l in &mut blame.lines {
+        let key = (l.commit.clone(), l.orig_path.clone());
+        if !files.contains_key(&key) {
+            let text = git
+                .file_at(&l.commit, &l.orig_path)?
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .lines()
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.insert(key.clone(), text);
+        }
+        l.content = files[&key]
+            .get(l.orig_line.wrapping_sub(1))
+            .cloned()
+            .unwrap_or_default();
+    }
+    Ok(blame)
 }
 
 #[cfg(test)]
@@ -269,6 +364,31 @@ filename \"src/b\\tc.c\"
         assert!(
             parse_porcelain("1111111111111111111111111111111111111111 1 1 1\nauthor x\n").is_err()
         );
+    }
+
+    #[test]
+    fn incremental_keeps_emission_order_and_expands_groups() {
+        let text = "\
+2222222222222222222222222222222222222222 6 6 1
+author B
+summary b
+filename f.java
+1111111111111111111111111111111111111111 3 3 2
+author A
+boundary
+filename f.java
+2222222222222222222222222222222222222222 9 8 1
+filename f.java
+";
+        let b = parse_incremental(text).unwrap();
+        let got: Vec<(usize, usize)> = b
+            .lines
+            .iter()
+            .map(|l| (l.final_line, l.orig_line))
+            .collect();
+        assert_eq!(got, vec![(6, 6), (3, 3), (4, 4), (8, 9)]);
+        assert!(b.lines[1].boundary);
+        assert!(parse_incremental("1111111111111111111111111111111111111111 1 1 1\n").is_err());
     }
 
     #[test]

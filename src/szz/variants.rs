@@ -28,6 +28,9 @@ pub struct Options {
     /// AG and up, V: also drop blamed lines that are blank (pyszz does not; on by default,
     /// `--keep-blank` restores pyszz's behaviour).
     pub skip_blank: bool,
+    /// AG and up, V: drop blamed comment lines (pyszz's filter; `--keep-comments` turns it
+    /// off, which is what pyszz does when srcML is not installed).
+    pub skip_comments: bool,
     /// MA: ignore revert commits as meta-changes (pyszz `filter_revert_commits`, off).
     pub filter_revert: bool,
     /// MA: number of `-C` flags (pyszz `DetectLineMoved.SAME_COMMIT` = 1).
@@ -38,6 +41,11 @@ pub struct Options {
     pub max_chain: usize,
     /// The CVE or bug description (used by the agent).
     pub cve: Option<String>,
+    /// Reproduce pyszz's blame bookkeeping bug for bug-compatible baselines: blamed lines are
+    /// read from `git blame --incremental` in emission order and deduplicated by (path, line
+    /// number in the blamed commit), so a commit whose only line collides with another
+    /// commit's line number disappears (pyszz's `BlameData` hashes on those two fields).
+    pub pyszz_compat: bool,
 }
 
 impl Default for Options {
@@ -46,11 +54,13 @@ impl Default for Options {
             extensions: None,
             max_change_size: 20,
             skip_blank: true,
+            skip_comments: true,
             filter_revert: false,
             copies: 1,
             loop_budget: Duration::from_secs(3600),
             max_chain: 200,
             cve: None,
+            pyszz_compat: false,
         }
     }
 }
@@ -167,12 +177,16 @@ pub fn find_inducing(
         super::agent::run(git, &fix, opts, oracle, &mut result)?;
     } else {
         let impacted = impacted_files(&fix, opts, &mut notes);
-        let mut filter = LineFilter::new(opts.skip_blank);
+        let mut filter = LineFilter::new(opts.skip_blank, opts.skip_comments);
         match variant {
             Variant::B => {
                 let mut lines = Vec::new();
                 for imp in &impacted {
-                    let b = blame_file(git, &fix, imp, &BlameFlags::default(), None, &mut notes)?;
+                    let flags = BlameFlags {
+                        incremental: opts.pyszz_compat,
+                        ..Default::default()
+                    };
+                    let b = blame_file(git, &fix, imp, &flags, None, &mut notes)?;
                     lines.extend(b);
                 }
                 result.candidates = candidates(git, &lines)?;
@@ -265,15 +279,17 @@ pub fn candidates(git: &Git, lines: &[(String, BlameLine)]) -> Result<Vec<Candid
 /// the file (cached per commit and path).
 pub struct LineFilter {
     skip_blank: bool,
+    skip_comments: bool,
     masks: HashMap<(String, String), Vec<bool>>,
     comments: usize,
     blanks: usize,
 }
 
 impl LineFilter {
-    pub fn new(skip_blank: bool) -> Self {
+    pub fn new(skip_blank: bool, skip_comments: bool) -> Self {
         LineFilter {
             skip_blank,
+            skip_comments,
             masks: HashMap::new(),
             comments: 0,
             blanks: 0,
@@ -286,7 +302,7 @@ impl LineFilter {
             self.blanks += 1;
             return Ok(true);
         }
-        if !super::comments::supported(&l.orig_path) {
+        if !self.skip_comments || !super::comments::supported(&l.orig_path) {
             return Ok(false);
         }
         let key = (l.commit.clone(), l.orig_path.clone());
@@ -335,11 +351,16 @@ fn blame_file(
         Err(e) => return Err(e),
     };
     let mut out = Vec::new();
+    let mut seen: HashSet<(String, usize)> = HashSet::new();
     for l in blame.lines {
         if let Some(f) = filter.as_deref_mut() {
             if f.drop(git, &l)? {
                 continue;
             }
+        }
+        // pyszz compatibility: the first line seen per (orig path, orig line) wins
+        if flags.incremental && !seen.insert((l.orig_path.clone(), l.orig_line)) {
+            continue;
         }
         out.push((imp.path.clone(), l));
     }
@@ -397,6 +418,7 @@ fn ag(
         let flags = BlameFlags {
             ignore_whitespace: true,
             ignore_revs: ignore.iter().cloned().collect(),
+            incremental: opts.pyszz_compat,
             ..Default::default()
         };
         let mut lines = Vec::new();
@@ -484,6 +506,7 @@ fn ma(
                 moves: true,
                 copies: opts.copies,
                 ignore_revs: ignore_file.iter().cloned().collect(),
+                incremental: opts.pyszz_compat,
             };
             let lines = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
             let mut new: BTreeSet<String> = BTreeSet::new();
@@ -611,7 +634,11 @@ fn v_szz(
 ) -> Result<(), SzzError> {
     let mut ends: Vec<(String, BlameLine)> = Vec::new();
     for imp in impacted {
-        let first = blame_file(git, fix, imp, &BlameFlags::default(), Some(filter), notes)?;
+        let flags = BlameFlags {
+            incremental: opts.pyszz_compat,
+            ..Default::default()
+        };
+        let first = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
         for (path, start) in first {
             let mut chain = vec![start.commit.clone()];
             let mut cur = start.clone();

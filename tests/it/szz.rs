@@ -681,3 +681,33 @@ fn agent_traces_back_to_the_commit_that_introduced_the_statement() {
         rep.traces
     );
 }
+
+#[test]
+fn pyszz_compat_reproduces_the_blame_dedup_of_pyszz() {
+    // C's line and B's line both sit at line 1 of their own commit's file: pyszz keys blamed
+    // lines by (path, line in the blamed commit), so it keeps only the first git emits (C)
+    let mut r = Repo::new();
+    r.commit_file("f.c", "int a1;\nint a2;\nint a3;\n", "a");
+    let b = {
+        r.write("f.c", "int b1;\nint a2;\nint a3;\n");
+        r.commit("b")
+    };
+    let c = {
+        r.write("f.c", "int c0;\nint b1;\nint a2;\nint a3;\n");
+        r.commit("c")
+    };
+    r.write("f.c", "int a2;\nint a3;\n");
+    let fix = r.commit("fix");
+    let mut plain = run(r.path(), &fix, Variant::B);
+    plain.sort();
+    let mut both = vec![b, c.clone()];
+    both.sort();
+    assert_eq!(plain, both);
+    let git = szz::open(r.path(), None).unwrap();
+    let opts = Options {
+        pyszz_compat: true,
+        ..Options::default()
+    };
+    let res = szz::find_inducing(&git, &fix, Variant::B, &opts, None).unwrap();
+    assert_eq!(res.commits(), vec![c.as_str()]);
+}

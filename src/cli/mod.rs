@@ -8,6 +8,7 @@ mod cache;
 mod explain;
 mod judges;
 mod localize;
+pub mod reliability;
 pub mod screen;
 mod shards;
 pub mod szz;
@@ -64,6 +65,8 @@ pub enum Command {
     Normalize(normalize::Args),
     /// Merge the result sets of `sage localize --shard i/n` runs.
     MergeShards(shards::Args),
+    /// Reliability report (Tables 6-7, Figures 5-6) from localize result sets and annotations.
+    Reliability(reliability::ReliabilityArgs),
 }
 
 pub fn run() -> i32 {
@@ -80,6 +83,7 @@ pub fn run() -> i32 {
         Command::Adapters(a) => Ok(adapters::run(a)),
         Command::Normalize(a) => Ok(normalize::run(a)),
         Command::MergeShards(a) => shards::run(a),
+        Command::Reliability(a) => Ok(reliability::run(a)),
     };
     match result {
         Ok(code) => code,

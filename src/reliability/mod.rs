@@ -4,10 +4,12 @@
 //! - [`bootstrap`]: the Hayes & Krippendorff (KALPHA) bootstrap of alpha, seeded.
 //! - [`measures`]: origin-level consistency and agreement on artefact labels (Table 6).
 //! - [`resample`]: task-disjoint partitions and leave-one-task-out.
+//! - [`from_results`]: adapter from `sage localize` result sets to the report's inputs.
 //! - [`report`]: Tables 6-7 and Figures 5-6 (Markdown, SVG, JSON) from simple input structs.
 
 pub mod annotations;
 pub mod bootstrap;
+pub mod from_results;
 pub mod measures;
 pub mod report;
 pub mod resample;

@@ -10,3 +10,4 @@ mod localize;
 mod screen;
 mod szz;
 mod view;
+mod reliability;

@@ -1,0 +1,177 @@
+//! `sage reliability RESULTS... [--annotations FILE...] --out DIR`: the paper's reliability
+//! report (Tables 6-7, Figures 5-6) from `sage localize` result sets and human annotations.
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use sage::localize::{ResultSet, RESULTS_VERSION};
+use sage::reliability::annotations::parse_annotations;
+use sage::reliability::from_results::report_input;
+use sage::reliability::report::{build, figure5_svg, figure6_svg, markdown, Annotations};
+use sage::reliability::Level;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TurnLevel {
+    Nominal,
+    Ordinal,
+    Interval,
+}
+
+#[derive(Debug, Args)]
+pub struct ReliabilityArgs {
+    /// Result sets written by `sage localize` (JSON): repeated runs of a judge, other judges.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Human annotation CSV files (docs/annotations.md).
+    #[arg(long, num_args = 1..)]
+    pub annotations: Vec<PathBuf>,
+    /// Output folder for reliability.md, reliability.json, figure5.svg, figure6.svg.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The primary judge (as printed in the report, `name:model (rubric v)`); default: the
+    /// judge of the first result set.
+    #[arg(long)]
+    pub primary_judge: Option<String>,
+    /// Task-disjoint random partitions.
+    #[arg(long, default_value_t = 1000)]
+    pub partitions: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Level of measurement of the origin-turn alpha.
+    #[arg(long, value_enum, default_value = "nominal")]
+    pub turn_level: TurnLevel,
+}
+
+fn read_set(path: &Path) -> Result<ResultSet> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let set: ResultSet = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a sage localize result set", path.display()))?;
+    if set.version != RESULTS_VERSION {
+        anyhow::bail!(
+            "{}: version {:?}, expected {RESULTS_VERSION}",
+            path.display(),
+            set.version
+        );
+    }
+    Ok(set)
+}
+
+pub fn run(args: ReliabilityArgs) -> i32 {
+    let mut failed = false;
+    let mut sets = Vec::new();
+    for p in &args.results {
+        match read_set(p) {
+            Ok(s) => sets.push((p.display().to_string(), s)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failed = true;
+            }
+        }
+    }
+    if sets.is_empty() {
+        eprintln!("error: no result set could be read");
+        return 2;
+    }
+    let mut annotators: Vec<Annotations> = Vec::new();
+    for p in &args.annotations {
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {}: cannot read: {e}", p.display());
+                failed = true;
+                continue;
+            }
+        };
+        let (found, errors) = parse_annotations(&text);
+        for e in errors {
+            eprintln!("error: {} line {}: {}", p.display(), e.line, e.message);
+            failed = true;
+        }
+        for a in found {
+            match annotators.iter_mut().find(|x| x.annotator == a.annotator) {
+                Some(x) => {
+                    let have: BTreeSet<String> =
+                        x.labels.iter().map(|l| l.case_id.clone()).collect();
+                    for l in a.labels {
+                        if have.contains(&l.case_id) {
+                            eprintln!(
+                                "error: {}: case {} is annotated by {} in an earlier file too; \
+                                 the earlier label is kept",
+                                p.display(),
+                                l.case_id,
+                                a.annotator
+                            );
+                            failed = true;
+                        } else {
+                            x.labels.push(l);
+                        }
+                    }
+                }
+                None => annotators.push(a),
+            }
+        }
+    }
+    let level = match args.turn_level {
+        TurnLevel::Nominal => Level::Nominal,
+        TurnLevel::Ordinal => Level::Ordinal,
+        TurnLevel::Interval => Level::Interval,
+    };
+    let (input, notes) = report_input(
+        &sets,
+        annotators,
+        args.primary_judge.clone(),
+        args.partitions,
+        args.seed,
+        level,
+    );
+    // Annotated cases missing from the results are reported, not silently dropped.
+    let known: BTreeSet<&str> = input.cases.iter().map(|c| c.case_id.as_str()).collect();
+    for a in &input.annotators {
+        let unknown = a
+            .labels
+            .iter()
+            .filter(|l| !known.contains(l.case_id.as_str()))
+            .count();
+        if unknown > 0 {
+            eprintln!(
+                "warning: {unknown} case(s) annotated by {} are not in the results",
+                a.annotator
+            );
+        }
+    }
+    let mut report = build(&input);
+    report.notes.extend(notes);
+    if let Err(e) = write_outputs(&args.out, &report) {
+        eprintln!("error: {e:#}");
+        return 2;
+    }
+    println!(
+        "{} cases, {} judge(s), {} annotator(s) → {}",
+        report.cases,
+        report.judges.len(),
+        report.annotators.len(),
+        args.out.display()
+    );
+    for n in &report.notes {
+        println!("note: {n}");
+    }
+    i32::from(failed)
+}
+
+fn write_outputs(out: &Path, report: &sage::reliability::report::ReliabilityReport) -> Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let write = |name: &str, body: String| -> Result<()> {
+        let p = out.join(name);
+        std::fs::write(&p, body).with_context(|| format!("{}: cannot write", p.display()))
+    };
+    write("reliability.md", markdown(report))?;
+    write(
+        "reliability.json",
+        serde_json::to_string_pretty(report)? + "\n",
+    )?;
+    write("figure5.svg", figure5_svg(report))?;
+    write("figure6.svg", figure6_svg(report))?;
+    Ok(())
+}

@@ -7,7 +7,7 @@ mod agree;
 mod corpus;
 mod judges;
 mod localize;
+mod reliability;
 mod screen;
 mod szz;
 mod view;
-mod reliability;

@@ -1,24 +1,79 @@
-//! `sage reliability` through the binary: localize the bundled corpus, then build the report.
+//! `sage reliability` through the binary, on result sets in the `sage.results/1` format (built
+//! here as JSON so a change of the format shows up as a failing read) and annotation CSVs.
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::Path;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora");
 
 fn sage() -> Command {
     Command::cargo_bin("sage").expect("binary")
 }
 
-/// Runs `sage localize` on the bundled corpus into `out`.
-fn localize(out: &Path) -> Value {
-    sage()
-        .args(["localize", CORPUS, "--no-write", "--output"])
-        .arg(out)
-        .assert()
-        .code(predicate::in_iter([0, 1]));
-    serde_json::from_str(&std::fs::read_to_string(out).expect("results")).expect("json")
+/// One case result as `sage localize` writes it.
+fn case_result(
+    i: usize,
+    judge: &str,
+    run: u32,
+    origin: Option<(u64, &str)>,
+    scores: [u8; 4],
+) -> Value {
+    let agent = i.is_multiple_of(3);
+    let framework = if i.is_multiple_of(2) { "ag2" } else { "aider" };
+    let condition = if i < 20 { "single-write" } else { "final-only" };
+    let dim = |s: u8| json!({"score": s});
+    let scored = json!({
+        "status": "scored", "turn": origin.map_or(1, |o| o.0),
+        "judge": {"name": judge, "model": "-", "rubric_version": "1"}, "run": run,
+        "applicable": true, "security_opportunity": true,
+        "TR": dim(scores[0]), "DI": dim(scores[1]), "VR": dim(scores[2]), "SA": dim(scores[3]),
+        "prompt_hash": "0", "attempts": 1
+    });
+    let outcome = match origin {
+        Some((t, ty)) => json!({"outcome": "localized", "origin_turn": t, "origin_type": ty}),
+        None => json!({"outcome": "undetermined", "reason": "no-linked-candidate"}),
+    };
+    let mut origin_v = outcome;
+    origin_v["candidates"] = json!({"inadequate_defence_selected": null,
+        "unaddressed_requirement": null, "defect_in_code_change": null});
+    origin_v["links"] = json!([]);
+    origin_v["missed_opportunities"] = json!([]);
+    json!({
+        "case_id": format!("case-{i:02}"), "case_dir": format!("cases/case-{i:02}"),
+        "task_id": format!("task-{}", i % 6),
+        "metadata": {"framework": framework, "base_model": if i.is_multiple_of(4) { "model-a" } else { "model-b" }},
+        "anchor": {"artefact": "app.py", "category": if agent { "vulnerability-introduced" } else { "defence-absent" },
+                   "cwe": "CWE-79", "description": "d"},
+        "framework": framework,
+        "counts": {"turns": 5, "administrative": 0, "tool_calls": 0, "tool_results": 0, "writes": 1, "dropped": 0},
+        "turns": [],
+        "reconstruction_condition": condition,
+        "provenance": {"provenance": if agent { "agent-introduced" } else { "inherited" },
+                       "introducing_write": if agent { json!({"write": 1, "turn": 4}) } else { Value::Null },
+                       "presence": [], "matching": "python-tokens", "reason": "r"},
+        "judge": {"name": judge, "model": "-", "rubric_version": "1"},
+        "run": run,
+        "scores": [scored],
+        "origin": origin_v,
+        "checks": []
+    })
+}
+
+/// A result set of one judge and run over 24 cases; `shift` moves some origin turns.
+fn result_set(judge: &str, run: u32, shift: impl Fn(usize) -> u64) -> Value {
+    let results: Vec<Value> = (0..24)
+        .map(|i| {
+            let origin = (i % 11 != 5).then(|| (3 + shift(i), "unaddressed-requirement"));
+            case_result(i, judge, run, origin, [(i % 4) as u8, 1, 2, (i % 3) as u8])
+        })
+        .collect();
+    json!({"version": "sage.results/1", "sage_version": "0.1.0",
+           "judges": [{"name": judge, "model": "-", "rubric_version": "1"}], "runs": 1,
+           "results": results, "skipped": [], "problems": [], "summaries": []})
+}
+
+fn write_json(path: &Path, v: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(v).expect("json")).expect("write");
 }
 
 #[test]
@@ -26,10 +81,14 @@ fn report_from_two_runs_and_two_annotators() {
     let dir = tempfile::tempdir().expect("tmp");
     let run1 = dir.path().join("run1.json");
     let run2 = dir.path().join("run2.json");
-    let set = localize(&run1);
-    std::fs::copy(&run1, &run2).expect("copy");
+    let other = dir.path().join("other.json");
+    let set = result_set("lexicon", 0, |_| 0);
+    write_json(&run1, &set);
+    // Separate invocation, same judge and run index: counted as run 1.
+    write_json(&run2, &set);
+    // Another judge moves the origin by one turn in every fourth case.
+    write_json(&other, &result_set("other", 0, |i| u64::from(i % 4 == 0)));
     let results = set["results"].as_array().expect("results");
-    assert!(!results.is_empty());
 
     // Annotations: R1 agrees with SAGE except on the first case; R2 labels half the cases.
     let mut csv = String::from("case_id,annotator,provenance,introducing_write\n");
@@ -51,7 +110,7 @@ fn report_from_two_runs_and_two_annotators() {
     let out = dir.path().join("report");
     sage()
         .arg("reliability")
-        .args([&run1, &run2])
+        .args([&run1, &run2, &other])
         .arg("--annotations")
         .arg(&ann)
         .arg("--out")
@@ -59,9 +118,14 @@ fn report_from_two_runs_and_two_annotators() {
         .args(["--partitions", "50"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("2 annotator(s)"));
+        .stdout(predicate::str::contains("2 judge(s), 2 annotator(s)"));
 
-    for f in ["reliability.md", "reliability.json", "figure5.svg", "figure6.svg"] {
+    for f in [
+        "reliability.md",
+        "reliability.json",
+        "figure5.svg",
+        "figure6.svg",
+    ] {
         assert!(out.join(f).is_file(), "{f}");
     }
     let r: Value =
@@ -73,7 +137,10 @@ fn report_from_two_runs_and_two_annotators() {
     assert_eq!(r["runs_of_primary"], serde_json::json!([0, 1]));
     // Identical runs: perfect consistency among jointly localized cases.
     let rep = &r["consistency"]["repeated"];
-    assert_eq!(rep["exact_turn_agreement"]["count"], rep["joint_localization"]["count"]);
+    assert_eq!(
+        rep["exact_turn_agreement"]["count"],
+        rep["joint_localization"]["count"]
+    );
     // SAGE vs R1 on all cases: one disagreement on provenance.
     let all_r1 = r["human"]
         .as_array()
@@ -82,19 +149,31 @@ fn report_from_two_runs_and_two_annotators() {
         .find(|h| h["comparison"] == "SAGE vs R1" && h["cases"] == "all")
         .expect("SAGE vs R1");
     let n = results.len() as u64;
-    assert_eq!(all_r1["provenance"]["agreement"]["count"].as_u64(), Some(n - 1));
-    assert_eq!(all_r1["introducing_write"]["agreement"]["count"].as_u64(), Some(n));
+    assert_eq!(
+        all_r1["provenance"]["agreement"]["count"].as_u64(),
+        Some(n - 1)
+    );
+    assert_eq!(
+        all_r1["introducing_write"]["agreement"]["count"].as_u64(),
+        Some(n)
+    );
     assert!(r["resampling"]["provenance"]["partitions"]["median"].is_number());
     let md = std::fs::read_to_string(out.join("reliability.md")).expect("md");
     assert!(md.contains("Table 6(a)") && md.contains("Table 6(c)") && md.contains("By framework"));
     assert!(md.contains('∗'), "small groups are marked");
+    // Cross judge: 22 jointly localized cases, 5 of them one turn apart.
+    let cross = &r["consistency"]["cross_judge"];
+    assert_eq!(cross["joint_localization"]["count"], 22);
+    assert_eq!(cross["exact_turn_agreement"]["count"], 17);
+    assert_eq!(cross["within_one_turn"]["count"], 22);
+    assert_eq!(cross["type_agreement"]["count"], 22);
 }
 
 #[test]
 fn unreadable_inputs_are_named_and_the_rest_still_reported() {
     let dir = tempfile::tempdir().expect("tmp");
     let run1 = dir.path().join("run1.json");
-    localize(&run1);
+    write_json(&run1, &result_set("lexicon", 0, |_| 0));
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"not\": \"results\"}").expect("write");
     let ann = dir.path().join("ann.csv");
@@ -114,8 +193,7 @@ fn unreadable_inputs_are_named_and_the_rest_still_reported() {
         .assert()
         .code(1)
         .stderr(
-            predicate::str::contains("bad.json")
-                .and(predicate::str::contains("ann.csv line 2")),
+            predicate::str::contains("bad.json").and(predicate::str::contains("ann.csv line 2")),
         );
     assert!(out.join("reliability.md").is_file());
 

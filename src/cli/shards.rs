@@ -44,30 +44,29 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
 /// Merge result sets made with the same judges and runs; a case present in two shards is an
 /// error (the shards overlap), never silently deduplicated.
 pub fn merge(sets: Vec<(String, ResultSet)>) -> anyhow::Result<ResultSet> {
-    let mut it = sets.into_iter();
-    let (first_name, mut out) = it.next().context("no shard given")?;
-    let mut seen: std::collections::BTreeMap<String, String> = out
+    let mut it = sets.into_iter().enumerate();
+    let (_, (first_name, mut out)) = it.next().context("no shard given")?;
+    // case folder → (shard position, shard name)
+    let mut seen: std::collections::BTreeMap<String, (usize, String)> = out
         .results
         .iter()
-        .map(|r| (r.case_dir.clone(), first_name.clone()))
+        .map(|r| (r.case_dir.clone(), (0, first_name.clone())))
         .collect();
-    for (name, s) in it {
+    for (i, (name, s)) in it {
         anyhow::ensure!(
             s.version == out.version && s.judges == out.judges && s.runs == out.runs,
             "{name}: made with other judges, runs or format than {first_name}; shards must come from the same command"
         );
         for r in &s.results {
-            if let Some(prev) = seen.get(&r.case_dir) {
-                if *prev != name {
-                    anyhow::bail!(
-                        "case {} is in both {prev} and {name}: the shards overlap",
-                        r.case_dir
-                    );
-                }
+            if let Some((_, prev)) = seen.get(&r.case_dir).filter(|(j, _)| *j != i) {
+                anyhow::bail!(
+                    "case {} is in both {prev} and {name}: the shards overlap",
+                    r.case_dir
+                );
             }
         }
         for r in &s.results {
-            seen.insert(r.case_dir.clone(), name.clone());
+            seen.insert(r.case_dir.clone(), (i, name.clone()));
         }
         out.results.extend(s.results);
         out.skipped.extend(s.skipped);

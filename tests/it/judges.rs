@@ -698,3 +698,57 @@ fn localize_with_an_llm_judge_end_to_end_and_offline_replay() {
     assert!(grep_dir(work.path(), KEY).is_empty(), "the key is on disk");
     assert!(!grep_dir(&ledger, "sage.ledger/1").is_empty());
 }
+
+/// Two `--shard i/2` runs merged by `sage merge-shards` equal one unsharded run, byte for byte.
+#[test]
+fn merged_shards_equal_the_unsharded_run() {
+    let work = tempfile::tempdir().unwrap();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let localize = |extra: &[&str], out: &str| {
+        let o = assert_cmd::Command::cargo_bin("sage")
+            .unwrap()
+            .current_dir(work.path())
+            .arg("localize")
+            .arg(&corpus)
+            .args(["--no-write", "--no-progress", "--output", out])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code() != Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    localize(&[], "all.json");
+    localize(&["--shard", "1/2"], "s1.json");
+    localize(&["--shard", "2/2"], "s2.json");
+    let s1: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.path().join("s1.json")).unwrap()).unwrap();
+    let n1 = s1["results"].as_array().unwrap().len();
+    assert!(n1 > 0, "shard 1 is empty");
+    assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(work.path())
+        .args([
+            "merge-shards",
+            "--output",
+            "merged.json",
+            "s1.json",
+            "s2.json",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("merged.json")).unwrap(),
+        std::fs::read_to_string(work.path().join("all.json")).unwrap()
+    );
+    // overlapping shards are refused
+    assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(work.path())
+        .args(["merge-shards", "--output", "x.json", "s1.json", "s1.json"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("overlap"));
+}

@@ -141,12 +141,26 @@ fn render_table(r: &Report) -> String {
             c.r.map(|r| format!("{r:.1}")).unwrap_or_else(|| "-".into()),
             if c.candidate { "yes" } else { "no" }.into(),
             format!(
-                "{}{}",
+                "{}{}{}",
                 why.join("\n"),
                 if more > 0 {
                     format!("\n(+{more} more)")
                 } else {
                     String::new()
+                },
+                // "L2 not run" is said once under the table.
+                match c
+                    .notes
+                    .iter()
+                    .filter(|n| !n.starts_with("L2 not run"))
+                    .count()
+                {
+                    0 => String::new(),
+                    n => format!(
+                        "{}({n} note{}: --format json)",
+                        if why.is_empty() { "" } else { "\n" },
+                        if n == 1 { "" } else { "s" }
+                    ),
                 }
             ),
         ]);

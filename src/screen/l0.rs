@@ -95,6 +95,12 @@ mod tests {
     }
 
     #[test]
+    fn modern_syntax_is_valid() {
+        let src = "type Alias = list[int]\ndef f[T](x: T) -> T:\n    match x:\n        case {\"k\": [1, *rest]} if rest:\n            pass\n        case _:\n            pass\n    if (n := len(str(x))) > 3:\n        print(f\"{x!r:>{n}} {x[\"k\"]}\")\n    try:\n        pass\n    except* ValueError:\n        pass\n    return x\n";
+        assert_eq!(check(&PyFile::parse(src)), vec![]);
+    }
+
+    #[test]
     fn python2_print_is_an_error() {
         let e = check(&PyFile::parse("print \"hi\"\n"));
         assert_eq!(e.len(), 1);

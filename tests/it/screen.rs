@@ -527,3 +527,79 @@ fn table_output_and_usage_errors() {
         .stderr(predicates::str::contains("nope"));
     sage().args(["screen", "/nonexistent/dir"]).assert().code(2);
 }
+
+#[test]
+fn imports_resolve_against_the_given_environment() {
+    let d = tempfile::tempdir().unwrap();
+    let base = "import os\n\ndef run(cmd):\n    return os.system(cmd)\n";
+    let fin = "import os\nimport shlex\nimport requests\nimport sage_no_such_module_xyz\n\ndef run(cmd):\n    return os.system(shlex.quote(cmd))\n";
+    write(d.path(), "p.orig.py", base);
+    write(d.path(), "p.py", fin);
+    write(d.path(), "req.txt", "requests>=2  # http\n");
+    let dir = d.path().to_str().unwrap();
+    let req = d.path().join("req.txt");
+    // No environment given: the new third-party imports are unverified notes, not failures.
+    let (v, _) = run_json(&["screen", "--pairs", dir, "--no-bandit", "--format", "json"]);
+    let c = &v["cases"][0];
+    assert_eq!(c["l1"], "pass", "{c}");
+    assert!(
+        c["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("sage_no_such_module_xyz not verified")),
+        "{c}"
+    );
+    // A requirements list: requests resolves, the unknown module fails L1 with its line.
+    let (v, _) = run_json(&[
+        "screen",
+        "--pairs",
+        dir,
+        "--no-bandit",
+        "--requirements",
+        req.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let c = &v["cases"][0];
+    assert_eq!(c["status"], "failed-l1", "{c}");
+    let imports = c["artefacts"][0]["imports"].as_array().unwrap();
+    let res: Vec<(&str, &str)> = imports
+        .iter()
+        .map(|i| {
+            (
+                i["module"].as_str().unwrap(),
+                i["resolution"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        res,
+        [
+            ("os", "stdlib"),
+            ("shlex", "stdlib"),
+            ("requests", "requirements"),
+            ("sage_no_such_module_xyz", "unresolved")
+        ]
+    );
+    assert!(c["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("p.py:4 import sage_no_such_module_xyz does not resolve"));
+    // A real interpreter answers for the unknown module too.
+    let (v, _) = run_json(&[
+        "screen",
+        "--pairs",
+        dir,
+        "--no-bandit",
+        "--python",
+        "python3",
+        "--format",
+        "json",
+    ]);
+    let c = &v["cases"][0];
+    let unknown = c["artefacts"][0]["imports"][3]["resolution"]
+        .as_str()
+        .unwrap();
+    assert_eq!(unknown, "unresolved", "{c}");
+    assert_eq!(c["status"], "failed-l1");
+}

@@ -603,3 +603,21 @@ fn imports_resolve_against_the_given_environment() {
     assert_eq!(unknown, "unresolved", "{c}");
     assert_eq!(c["status"], "failed-l1");
 }
+
+#[test]
+fn bundled_corpus_replays_and_screens() {
+    // The bundled cases carry no final_state: their final snapshots come from replaying the
+    // trace (adapters + history::reconstruct).
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora");
+    let (v, code) = run_json(&["screen", corpus, "--no-bandit", "--format", "json"]);
+    assert_eq!(code, 0, "{}", v["errors"]);
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for c in cases {
+        let why = c["reasons"].to_string();
+        assert!(!why.contains("cannot be replayed"), "{}: {why}", c["id"]);
+    }
+    assert!(cases.iter().any(|c| c["candidate"] == true));
+    let screened = cases.iter().filter(|c| c["status"] != "excluded").count();
+    assert!(screened >= cases.len() - 2, "{}", v["summary"]);
+}

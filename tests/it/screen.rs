@@ -426,10 +426,12 @@ fn cases_with_tests_and_exclusions() {
     assert_eq!(by["b"]["tests"]["status"], "failed");
     assert_eq!(by["b"]["level_reached"], "L1");
     assert_eq!(by["c"]["status"], "excluded");
-    assert!(by["c"]["reasons"][0]
-        .as_str()
-        .unwrap()
-        .contains("no final snapshot"));
+    // The trace replays to no write (or cannot be replayed): excluded, said plainly.
+    let why = by["c"]["reasons"][0].as_str().unwrap();
+    assert!(
+        why.contains("no final snapshot") || why.contains("no modification"),
+        "{why}"
+    );
     let errors = v["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1);
     assert!(

@@ -580,3 +580,61 @@ def find(name):
         assert_eq!(method.as_str(), "python-tokens");
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The statement as tokens, with the bracket depth after each token.
+    const TOKENS: [&str; 21] = [
+        "cipher", "=", "AES", ".", "new", "(", "key", ",", "AES", ".", "MODE_ECB", ",", "iv", "=",
+        "b'\\x00'", "*", "16", ")", ".", "encrypt", "(",
+    ];
+
+    fn layout(seps: &[u8], trailing_comma: bool) -> String {
+        let mut out = String::from("    ");
+        let mut depth = 0i32;
+        let toks: Vec<&str> = TOKENS.iter().copied().chain(["data", ")"]).collect();
+        for (i, t) in toks.iter().enumerate() {
+            if *t == ")" {
+                if trailing_comma && depth == 1 && toks[i - 1] != "(" {
+                    out.push(',');
+                }
+                depth -= 1;
+            }
+            out.push_str(t);
+            if *t == "(" {
+                depth += 1;
+            }
+            let sep = seps.get(i).copied().unwrap_or(0);
+            if i + 1 < toks.len() {
+                out.push_str(match (sep % 5, depth > 0) {
+                    (0, _) => "",
+                    (1, _) => " ",
+                    (2, _) => "   ",
+                    (3, true) => "\n            ",
+                    (4, true) => "  # why\n        ",
+                    _ => " ",
+                });
+            }
+        }
+        out.push('\n');
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn reformatting_never_changes_the_match(
+            seps in proptest::collection::vec(any::<u8>(), 23),
+            trailing_comma in any::<bool>(),
+        ) {
+            let file = format!("def f(key, data):\n{}    return 1\n", layout(&seps, trailing_comma));
+            let m = Matcher::new("app.py", "cipher = AES.new(key, AES.MODE_ECB, iv=b\"\\x00\" * 16)", None);
+            prop_assert_eq!(m.method(), Method::PythonTokens);
+            prop_assert!(m.found_in(&file), "{}", file);
+            let other = Matcher::new("app.py", "AES.new(key, AES.MODE_GCM", None);
+            prop_assert!(!other.found_in(&file));
+        }
+    }
+}

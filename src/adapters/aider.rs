@@ -620,6 +620,17 @@ mod tests {
     }
 
     #[test]
+    fn udiff_and_patch_formats() {
+        let h = "# aider chat started at 2025-01-01 00:00:00\n\n> Main model: m with udiff edit format  \n\n#### fix  \n\n```diff\n--- app.py\n+++ app.py\n@@ ... @@\n-x = 1\n+x = 2\n```\n\n> Applied edit to app.py  \n\n#### /model n  \n> Main model: n with patch edit format  \n\n#### more  \n\n*** Begin Patch\n*** Update File: app.py\n@@\n-x = 2\n+x = 3\n*** End Patch\n\n> Applied edit to app.py  \n";
+        let t = parse_chat_history(h, "h.md");
+        let ws: Vec<_> = t.writes().map(|(k, w)| (k, w.op.kind())).collect();
+        assert_eq!(ws, vec![(2, "unified-diff"), (4, "search-replace")]);
+        let mut store = crate::trace::RawStore::new();
+        store.insert("h.md", h.as_bytes().to_vec());
+        assert!(crate::adapters::verify_raw_refs(&t, &mut store).is_empty());
+    }
+
+    #[test]
     fn formats_are_announced() {
         assert_eq!(
             announced_format("> Main model: gemini/x with whole edit format  ").as_deref(),

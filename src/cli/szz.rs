@@ -104,6 +104,10 @@ pub struct VariantOpts {
     /// line number in the blamed commit; see docs/szz.md).
     #[arg(long)]
     pub pyszz_compat: bool,
+    /// The agent's oracle: `lexicon` (offline) or `openai:MODEL` / `anthropic:MODEL` (keys
+    /// from OPENAI_API_KEY / ANTHROPIC_API_KEY, through the judges' client).
+    #[arg(long, default_value = "lexicon")]
+    pub oracle: String,
     /// Timeout of each git call, in seconds.
     #[arg(long, default_value_t = 120)]
     pub git_timeout: u64,
@@ -130,6 +134,15 @@ impl VariantOpts {
             cve,
             ..Options::default()
         }
+    }
+    pub fn oracle(&self) -> Result<Box<dyn szz::oracle::SzzOracle>> {
+        Ok(if self.oracle == "lexicon" {
+            Box::new(szz::oracle::LexiconOracle::default())
+        } else {
+            Box::new(szz::oracle::LlmOracle::new(
+                szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
+            ))
+        })
     }
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.git_timeout.max(1))
@@ -202,11 +215,11 @@ fn run_one(a: RunArgs) -> Result<i32> {
     // fail early, and once, on an unknown fix
     let fix = git.resolve_commit(fix)?;
     let opts = a.opts.options(a.cve.clone());
-    let oracle = szz::oracle::LexiconOracle::default();
+    let oracle = a.opts.oracle()?;
     let mut results = Vec::new();
     let mut failed = false;
     for v in variants {
-        match szz::find_inducing(&git, &fix, v, &opts, Some(&oracle)) {
+        match szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
             Ok(r) => results.push(r),
             Err(e) => {
                 eprintln!("sage szz: {}: {e}", v.label());
@@ -313,7 +326,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
             .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
         None => HashMap::new(),
     };
-    let oracle = szz::oracle::LexiconOracle::default();
+    let oracle = a.opts.oracle()?;
     let progress = |r: &CaseResult| {
         eprintln!(
             "{} {} {} {}: {} predicted, {} hit(s){}",
@@ -334,7 +347,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         options: a.opts.options(None),
         timeout: a.opts.timeout(),
         descriptions,
-        oracle: Some(&oracle),
+        oracle: Some(oracle.as_ref()),
         limit: a.limit,
         progress: if a.progress { Some(&progress) } else { None },
     };

@@ -755,6 +755,47 @@ pub trait JsonCompletion {
     fn complete_json(&self, system: &str, user: &str) -> Result<serde_json::Value, SzzError>;
 }
 
+/// The judges' generic client (`src/judge/llm/client.rs`) as a [`JsonCompletion`]: the
+/// same providers, key handling, retries and timeouts as the LLM judges.
+pub struct JudgeLlmClient {
+    pub settings: crate::judge::llm::LlmSettings,
+}
+
+impl JudgeLlmClient {
+    /// `openai:MODEL` or `anthropic:MODEL`, with keys and base URLs from the conventional
+    /// environment variables.
+    pub fn from_spec(spec: &str) -> Result<Self, SzzError> {
+        use crate::judge::llm::{LlmSettings, Provider};
+        let (p, model) = spec.split_once(':').ok_or_else(|| {
+            SzzError::Other(format!(
+                "oracle {spec:?}: expected lexicon, openai:MODEL or anthropic:MODEL"
+            ))
+        })?;
+        let provider = Provider::parse(p).ok_or_else(|| {
+            SzzError::Other(format!(
+                "oracle {spec:?}: unknown provider {p:?} (openai, anthropic)"
+            ))
+        })?;
+        if model.trim().is_empty() {
+            return Err(SzzError::Other(format!("oracle {spec:?}: no model")));
+        }
+        Ok(JudgeLlmClient {
+            settings: LlmSettings::from_env(provider, model.trim()),
+        })
+    }
+}
+
+impl JsonCompletion for JudgeLlmClient {
+    fn model(&self) -> String {
+        format!("{}:{}", self.settings.provider.name(), self.settings.model)
+    }
+    fn complete_json(&self, system: &str, user: &str) -> Result<serde_json::Value, SzzError> {
+        crate::judge::llm::client::complete_json_blocking(&self.settings, system, user, None)
+            .map(|a| a.value)
+            .map_err(|e| SzzError::Other(format!("{}: {e}", self.model())))
+    }
+}
+
 /// An [`SzzOracle`] that asks an LLM through a [`JsonCompletion`] client, with MAS-SZZ's
 /// role prompts (written here, not copied). The lexicon oracle fills in the anchors'
 /// candidates so the LLM picks among real pre-fix lines and cannot invent one.
@@ -876,6 +917,54 @@ mod tests {
             context: vec![(3, "    char buf[16];".into())],
             text: "@@ -3,2 +3,3 @@\n     char buf[16];\n-    memcpy(buf, src, len);\n+    if (len > sizeof buf) return -1;\n+    memcpy(buf, src, len);\n".into(),
         }
+    }
+
+    /// A scripted client: answers by the first keyword of the prompt.
+    struct Scripted;
+    impl JsonCompletion for Scripted {
+        fn model(&self) -> String {
+            "scripted".into()
+        }
+        fn complete_json(&self, _system: &str, user: &str) -> Result<serde_json::Value, SzzError> {
+            Ok(if user.starts_with("Summarize") {
+                serde_json::json!({"summary": "unchecked len in memcpy", "keywords": ["memcpy", "len"], "guards": [],
+                    "evidence": [{"claim": "copies len bytes", "quote": "memcpy(buf, src, len);", "source": "hunk", "hunk": 0}]})
+            } else if user.starts_with("Root cause") && user.contains("Pick up to") {
+                serde_json::json!({"picks": [0]})
+            } else if user.contains("classify") {
+                serde_json::json!({"category": "fix", "summary": "adds a length check", "relevant": true, "score": 0.9})
+            } else {
+                serde_json::json!({"present": true, "reason": "still copies len bytes"})
+            })
+        }
+    }
+
+    #[test]
+    fn llm_oracle_parses_each_role_and_keeps_the_quote_discipline() {
+        let h = [hunk()];
+        let o = LlmOracle::new(Scripted);
+        assert_eq!(o.id(), "llm:scripted");
+        let input = RootCauseInput {
+            cve: None,
+            message: "m",
+            hunks: &h,
+            feedback: None,
+        };
+        let rc = o.root_cause(&input).unwrap();
+        assert_eq!(rc.evidence[0].source, EvidenceSource::Hunk(0));
+        assert!(o.review(&input, &rc).unwrap().pass);
+        let intent = o.hunk_intent(&rc, &h[0]).unwrap();
+        assert_eq!(intent.category, ChangeCategory::Fix);
+        let anchors = o.anchors(&rc, &[&h[0]], 5).unwrap();
+        assert_eq!(anchors.len(), 1);
+        assert!(h[0]
+            .deleted
+            .iter()
+            .chain(h[0].context.iter())
+            .any(|(_, t)| *t == anchors[0].text));
+        let spec_err = JudgeLlmClient::from_spec("nope:x").err().unwrap();
+        assert!(spec_err.to_string().contains("unknown provider"));
+        assert!(JudgeLlmClient::from_spec("openai").is_err());
     }
 
     #[test]

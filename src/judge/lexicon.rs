@@ -252,7 +252,17 @@ impl LexiconJudge {
             return j;
         }
         let texts = Self::quotable(turn);
-        let all_sentences: Vec<&str> = texts.iter().flat_map(|t| sentences(t)).collect();
+        // A sentence copied from the task (e.g. the input file's docstring, re-emitted in a
+        // full-file write) is not the agent's own reasoning.
+        let task_text = crate::trace::normalize_ws(&req.task.description);
+        let all_sentences: Vec<&str> = texts
+            .iter()
+            .flat_map(|t| sentences(t))
+            .filter(|s| {
+                let n = crate::trace::normalize_ws(s);
+                n.len() < 12 || !task_text.contains(&n)
+            })
+            .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
             for s in &all_sentences {
@@ -338,7 +348,7 @@ mod tests {
     #[test]
     fn embedded_lexicon_parses() {
         let l = Lexicon::embedded();
-        assert_eq!(l.version, "lexicon-1");
+        assert_eq!(l.version, "lexicon-2");
         assert!(!l.cwe_terms(Some("CWE-327")).is_empty());
         assert_eq!(l.cwe_terms(Some("CWE-022")), l.cwe_terms(Some("CWE-22")));
     }
@@ -403,6 +413,24 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn sentences_copied_from_the_task_are_not_scored() {
+        let mut t = CanonicalTrace::new("test", vec!["t".into()]);
+        let mut turn = Turn::new(Actor::new("agent", None), TurnKind::Implementation);
+        turn.message = Some(TextItem {
+            text: "Encrypt the message after creating a cipher,\nDone.".into(),
+            raw: RawRef::lines("t", 1, 2),
+        });
+        t.push_turn(turn);
+        let task = TaskContext {
+            id: "x".into(),
+            description: "def f():\n    Encrypt the   message after creating a cipher,".into(),
+            cwe: Some("CWE-327".into()),
+        };
+        let req = TurnRequest::prefix(&task, &t, 1).unwrap();
+        assert_eq!(LexiconJudge::embedded().judge_turn(&req).di.score, 0);
     }
 
     #[test]

@@ -11,9 +11,8 @@
 //! `invoke_agent` / `invoke_workflow` spans are administrative; spans without `gen_ai.*`
 //! attributes are dropped with that reason.
 //!
-//! Texts inside the JSON-encoded `gen_ai.*.messages` strings point at the attribute's string
-//! value, which contains them JSON-escaped: a one-line quote verifies, a quote across a line
-//! break does not.
+//! Texts inside the JSON-encoded `gen_ai.*.messages` strings point into them (`inner`
+//! pointer of [`crate::trace::Locator::Json`]).
 
 use super::support::*;
 use super::{Adapter, AdapterError, SourceFile};
@@ -151,6 +150,10 @@ impl Adapter for OtelGenAi {
         let mut seen_task = false;
         for sr in &spans {
             let raw = |p: &str| RawRef::json(&file, sr.line, format!("{}{}", sr.ptr, p));
+            // A value inside the JSON text of a string attribute.
+            let inner_raw = |p: &str, inner: &str| {
+                RawRef::json_inner(&file, sr.line, format!("{}{}", sr.ptr, p), inner)
+            };
             let sp = &sr.span;
             let op = attr(sp, "gen_ai.operation.name")
                 .map(|a| a.0)
@@ -171,9 +174,12 @@ impl Adapter for OtelGenAi {
                     if !seen_task {
                         if let Some((inp, ip)) = attr(sp, "gen_ai.input.messages") {
                             if let Ok(Value::Array(ms)) = serde_json::from_str::<Value>(&inp) {
-                                for m in ms.iter().filter(|m| s(m, "role") == Some("user")) {
-                                    for t in parts(m, "text") {
-                                        b.user(&t, raw(&ip));
+                                for (k, m) in ms.iter().enumerate() {
+                                    if s(m, "role") != Some("user") {
+                                        continue;
+                                    }
+                                    for (t, inner) in parts(m, k, "text") {
+                                        b.user(&t, inner_raw(&ip, &inner));
                                     }
                                 }
                             }
@@ -188,14 +194,10 @@ impl Adapter for OtelGenAi {
                     if let Some((o, opp)) = &out {
                         match serde_json::from_str::<Value>(o) {
                             Ok(Value::Array(ms)) => {
-                                for m in &ms {
-                                    texts.extend(parts(m, "text"));
-                                    for pt in m
-                                        .get("parts")
-                                        .and_then(Value::as_array)
-                                        .into_iter()
-                                        .flatten()
-                                    {
+                                for (k, m) in ms.iter().enumerate() {
+                                    texts.extend(parts(m, k, "text"));
+                                    let ps = m.get("parts").and_then(Value::as_array);
+                                    for (j, pt) in ps.into_iter().flatten().enumerate() {
                                         if s(pt, "type") == Some("tool_call") {
                                             calls.push((
                                                 s(pt, "id").map(str::to_string),
@@ -203,6 +205,7 @@ impl Adapter for OtelGenAi {
                                                 pt.get("arguments")
                                                     .map(value_text)
                                                     .unwrap_or_default(),
+                                                format!("/{k}/parts/{j}/arguments"),
                                             ));
                                         }
                                     }
@@ -216,18 +219,26 @@ impl Adapter for OtelGenAi {
                     }
                     let op_ptr = out.as_ref().map(|x| x.1.clone()).unwrap_or_default();
                     let mut texts = texts.into_iter();
-                    if let Some(t) = texts.next() {
+                    if let Some((t, inner)) = texts.next() {
                         turn.message = Some(TextItem {
                             text: t,
-                            raw: raw(&op_ptr),
+                            raw: inner_raw(&op_ptr, &inner),
                         });
                     }
                     let mut at = b.push(turn);
-                    for t in texts {
-                        at = b.message(actor.clone(), TurnKind::Planning, &t, raw(&op_ptr));
+                    for (t, inner) in texts {
+                        at = b.message(
+                            actor.clone(),
+                            TurnKind::Planning,
+                            &t,
+                            inner_raw(&op_ptr, &inner),
+                        );
                     }
-                    for (id, name, args) in calls {
-                        b.call(at, tool_call(id.as_deref(), &name, &args, raw(&op_ptr)));
+                    for (id, name, args, inner) in calls {
+                        b.call(
+                            at,
+                            tool_call(id.as_deref(), &name, &args, inner_raw(&op_ptr, &inner)),
+                        );
                     }
                 }
                 "execute_tool" => {
@@ -310,13 +321,18 @@ fn attr(sp: &Value, key: &str) -> Option<(String, String)> {
     Some((value_text(v), format!("/attributes/{i}/value")))
 }
 
-fn parts(m: &Value, ty: &str) -> Vec<String> {
+/// Parts of type `ty` of message `m` (the `k`-th message): their content and the pointer
+/// into the messages JSON.
+fn parts(m: &Value, k: usize, ty: &str) -> Vec<(String, String)> {
     m.get("parts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|p| s(p, "type") == Some(ty))
-        .filter_map(|p| s(p, "content").map(str::to_string))
+        .enumerate()
+        .filter(|(_, p)| s(p, "type") == Some(ty))
+        .filter_map(|(j, p)| {
+            s(p, "content").map(|c| (c.to_string(), format!("/{k}/parts/{j}/content")))
+        })
         .collect()
 }
 
@@ -327,27 +343,37 @@ fn editor_write(b: &mut TraceBuilder, at: usize, name: &str, args: &str, raw: Ra
     let path = s(&a, "path").or_else(|| s(&a, "file_path"));
     let Some(path) = path else { return };
     let art = PathRoots::default().rel(path);
-    let op = match (name, s(&a, "command")) {
-        (_, Some("create")) => {
-            s(&a, "file_text").map(|t| WriteOp::FullContent { content: t.into() })
-        }
-        (_, Some("str_replace")) => s(&a, "old_str").map(|o| WriteOp::StrReplace {
+    let sr = |old: &str, new: &str, all: bool| -> Option<WriteOp> {
+        let o = s(&a, old)?;
+        Some(WriteOp::StrReplace {
             old: o.into(),
-            new: s(&a, "new_str").unwrap_or("").into(),
-            all: false,
-        }),
-        ("write_file", _) => s(&a, "content").map(|t| WriteOp::FullContent { content: t.into() }),
-        ("edit_file", _) => s(&a, "old_string").map(|o| WriteOp::StrReplace {
-            old: o.into(),
-            new: s(&a, "new_string").unwrap_or("").into(),
-            all: a
-                .get("replace_all")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        }),
-        _ => None,
+            new: s(&a, new).unwrap_or("").into(),
+            all,
+        })
+    };
+    let all = a
+        .get("replace_all")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let (op, field) = match (name, s(&a, "command")) {
+        (_, Some("create")) => (
+            s(&a, "file_text").map(|t| WriteOp::FullContent { content: t.into() }),
+            "file_text",
+        ),
+        (_, Some("str_replace")) => (sr("old_str", "new_str", false), "new_str"),
+        ("write_file", _) => (
+            s(&a, "content").map(|t| WriteOp::FullContent { content: t.into() }),
+            "content",
+        ),
+        ("edit_file", _) => (sr("old_string", "new_string", all), "new_string"),
+        _ => (None, ""),
     };
     if let Some(op) = op {
+        // The new text lives inside the arguments' JSON text.
+        let mut raw = raw;
+        if let crate::trace::Locator::Json { inner, .. } = &mut raw.at {
+            *inner = Some(format!("/{field}"));
+        }
         b.write(at, write(art, op, name, false, raw));
     }
 }

@@ -158,15 +158,10 @@ impl TraceBuilder {
         )
     }
 
-    /// A message from the user (the task, follow-ups, hook feedback): kept for context, never
-    /// scored because no agent authored it.
-    pub fn user(&mut self, text: &str, raw: RawRef) -> usize {
-        self.message(
-            Actor::new("user", Some("user")),
-            TurnKind::Administrative,
-            text,
-            raw,
-        )
+    /// A message from the user (the task, follow-ups): not a canonical turn, since no agent
+    /// authored it; recorded as dropped with the reason every adapter uses (docs/adapters.md).
+    pub fn user(&mut self, _text: &str, raw: RawRef) {
+        self.drop_record(raw, "not agent-authored: task/user message");
     }
 
     pub fn last_mut(&mut self) -> Option<&mut Turn> {

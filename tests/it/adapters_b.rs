@@ -186,6 +186,26 @@ fn every_item_points_to_raw_text_containing_it() {
     }
 }
 
+/// No real OTel GenAI agent trace exists among the samples: a constructed OTLP export
+/// (semantic-convention attribute names and message schema) stands in.
+#[test]
+fn otel_genai_constructed_export() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otel");
+    let f = SourceFile::new("agent_spans.json", Path::new(dir).join("agent_spans.json"));
+    assert_eq!(adapters::detect(&f.path).unwrap().name(), "otel-genai");
+    let t = adapters::normalize(std::slice::from_ref(&f), None).unwrap();
+    let mut store = RawStore::load(&t, Path::new(dir)).unwrap();
+    assert_eq!(
+        adapters::verify_raw_refs(&t, &mut store),
+        Vec::<String>::new()
+    );
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("adapters_b__otel_constructed_agent_spans", summary(&t));
+    });
+    let (_, w) = t.writes().next().unwrap();
+    assert_eq!(w.artefact, "/repo/calc.py");
+}
+
 #[test]
 fn a_demonstration_yaml_is_refused_with_a_location() {
     let e = adapters::normalize(

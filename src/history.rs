@@ -204,7 +204,16 @@ pub fn reconstruct(
         let norm = normalize_path(&w.artefact);
         let name = names.entry(norm.clone()).or_insert(norm).clone();
         let current = state.get(&name).cloned().flatten();
-        match apply(current.as_deref(), &w.op) {
+        // A submitted patch (final-state diff) is relative to the baseline, not to the last
+        // step: apply it there first, and to the current state only when that fails.
+        let result = match (&w.op, w.final_state) {
+            (WriteOp::UnifiedDiff { .. }, true) => {
+                let base = baselines.get(&name).map(String::as_str);
+                apply(base, &w.op).or_else(|e| apply(current.as_deref(), &w.op).map_err(|_| e))
+            }
+            _ => apply(current.as_deref(), &w.op),
+        };
+        match result {
             Ok(applied) => {
                 state.insert(name.clone(), applied.content.clone());
                 snapshots.push(Snapshot {
@@ -1549,6 +1558,44 @@ mod tests {
         let r = provenance(&anchor(Some(ECB)), &h);
         assert_eq!(r.introducing_write.map(|i| i.write), Some(1));
         assert_eq!(r.presence.len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod final_patch_tests {
+    use super::*;
+    use crate::trace::{Actor, RawRef, Turn, TurnKind, Write};
+
+    #[test]
+    fn a_submitted_patch_applies_to_the_baseline_after_step_edits() {
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        let mut turn = Turn::new(Actor::new("a", None), TurnKind::Implementation);
+        turn.writes.push(Write {
+            artefact: "app.py".into(),
+            op: WriteOp::StrReplace {
+                old: "b = 1".into(),
+                new: "b = 2".into(),
+                all: false,
+            },
+            via: "str_replace".into(),
+            final_state: false,
+            raw: RawRef::lines("t", 1, 1),
+        });
+        turn.writes.push(Write {
+            artefact: "app.py".into(),
+            op: WriteOp::UnifiedDiff {
+                diff: unified_diff("a = 0\nb = 1\n", "a = 0\nb = 2\n", "a/app.py", "b/app.py"),
+            },
+            via: "submission".into(),
+            final_state: true,
+            raw: RawRef::lines("t", 1, 1),
+        });
+        t.push_turn(turn);
+        let baselines: BTreeMap<String, String> =
+            [("app.py".to_string(), "a = 0\nb = 1\n".to_string())].into();
+        let h = reconstruct(&baselines, &t);
+        assert!(h.failures.is_empty(), "{:?}", h.failures);
+        assert_eq!(h.final_content("app.py"), Some("a = 0\nb = 2\n"));
     }
 }
 

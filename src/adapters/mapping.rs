@@ -438,6 +438,9 @@ pub fn for_each_document(
             let text = src.read_text()?;
             let mut it = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
             let mut docs = Vec::new();
+            // Newlines are counted from the previous value on, not from the file's start,
+            // so many concatenated values stay linear in the file size.
+            let (mut counted_to, mut line_at) = (0usize, 1usize);
             loop {
                 let before = it.byte_offset();
                 match it.next() {
@@ -448,8 +451,9 @@ pub fn for_each_document(
                             .find(|c: char| !c.is_whitespace())
                             .map(|o| before + o)
                             .unwrap_or(before);
-                        let line = text[..start].matches('\n').count() + 1;
-                        docs.push((v, line));
+                        line_at += text[counted_to..start].matches('\n').count();
+                        counted_to = start;
+                        docs.push((v, line_at));
                     }
                     Some(Err(e)) => {
                         return Err(AdapterError::new(

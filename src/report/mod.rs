@@ -233,9 +233,8 @@ pub fn write_results_dir(
 ) -> std::io::Result<()> {
     let cases = dir.join("cases");
     std::fs::create_dir_all(&cases)?;
-    let json = |v: &dyn erased::Json| v.to_pretty();
-    std::fs::write(dir.join("results.json"), json(set))?;
-    std::fs::write(dir.join("summary.json"), json(&set.summaries))?;
+    std::fs::write(dir.join("results.json"), pretty(set))?;
+    std::fs::write(dir.join("summary.json"), pretty(&set.summaries))?;
     let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for r in &set.results {
         by_case.entry(r.case_id.as_str()).or_default().push(r);
@@ -251,22 +250,14 @@ pub fn write_results_dir(
                 }
             })
             .collect();
-        std::fs::write(cases.join(format!("{name}.json")), json(&rs))?;
+        std::fs::write(cases.join(format!("{name}.json")), pretty(&rs))?;
     }
     Ok(())
 }
 
-mod erased {
-    /// Pretty JSON with a trailing newline for anything serializable.
-    pub trait Json {
-        fn to_pretty(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn to_pretty(&self) -> String {
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-                + "\n"
-        }
-    }
+/// Pretty JSON with a trailing newline.
+fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
 }
 
 /// A turn-by-turn account of one result (what `sage explain` prints).

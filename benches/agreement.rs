@@ -6,7 +6,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sage::reliability::{alpha_coded, alpha_numeric, kalpha_bootstrap, Coded, Label, Level};
+use sage_reliability::{alpha_coded, alpha_numeric, kalpha_bootstrap, Coded, Label, Level};
 use std::hint::black_box;
 use std::io::Write;
 use std::time::Instant;

@@ -8,13 +8,14 @@
 //! Options via environment: SAGE_BENCH_TURNS (default 640), SAGE_BENCH_CONCURRENCY (64),
 //! SAGE_BENCH_LATENCY_MS (1000).
 
-use sage::case::TaskContext;
-use sage::judge::concurrent::{score_traces_concurrently, ScoreItem, ScoreOptions};
-use sage::judge::llm::fake::FakeServer;
-use sage::judge::llm::prompt::{estimate_tokens, Rubric};
-use sage::judge::llm::{ApiKey, LlmJudge, LlmSettings, Provider, SessionParts};
-use sage::judge::{Judge, TurnRequest};
-use sage::trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
+use sage_judge::concurrent::{score_traces_concurrently, ScoreItem, ScoreOptions};
+use sage_judge::llm::prompt::{estimate_tokens, Rubric};
+use sage_judge::llm::{LlmJudge, SessionParts};
+use sage_judge::{Judge, TurnRequest};
+use sage_llm::fake::FakeServer;
+use sage_llm::{ApiKey, LlmSettings, Provider};
+use sage_trace::case::TaskContext;
+use sage_trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,7 +86,7 @@ fn throughput() {
             concurrency: conc,
             runs: 1,
             max_attempts: 3,
-            progress: false,
+            progress: None,
             stats: Some(stats.clone()),
         };
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -136,12 +137,12 @@ fn uncached(prev: Option<&str>, cur: &str) -> u64 {
 
 fn prompt_tokens() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
-    let dirs = sage::case::discover(&corpus).unwrap_or_default();
+    let dirs = sage_trace::case::discover(&corpus).unwrap_or_default();
     let rubric = Rubric::embedded();
     let mut rows = Vec::new();
     let mut prepared = Vec::new();
     for d in &dirs {
-        match sage::localize::prepare(d) {
+        match sage_pipeline::localize::prepare(d) {
             Ok((p, _)) => prepared.push((p.case.id.clone(), p.case.task().clone(), p.trace)),
             Err(s) => eprintln!("skipped {}: {}", s.case, s.message),
         }

@@ -8,7 +8,7 @@
 //! * Bandit invoked once per file (a sample), per file,
 //! * sage `screen()` with Bandit, per file.
 
-use sage::screen::{self, l0, l1, l3, py::PyFile, Artefact, BanditMode, Options, Unit};
+use sage_screen::{l0, l1, l3, py::PyFile, Artefact, BanditMode, Options, Unit};
 use std::time::{Duration, Instant};
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/security/datasets");
@@ -121,7 +121,7 @@ fn main() {
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let t = Instant::now();
-        std::hint::black_box(screen::screen(&units, &opts));
+        std::hint::black_box(sage_screen::screen(&units, &opts));
         best = best.min(t.elapsed());
     }
     println!(
@@ -130,22 +130,22 @@ fn main() {
     );
 
     // 3-5. Bandit.
-    let cmd = match screen::l2::locate(None, None) {
+    let cmd = match sage_screen::l2::locate(None, None) {
         Ok(c) => c,
         Err(e) => {
             println!("bandit: not run ({e})");
             return;
         }
     };
-    let files: Vec<screen::l2::BatchFile> = rows
+    let files: Vec<sage_screen::l2::BatchFile> = rows
         .iter()
-        .map(|r| screen::l2::BatchFile {
+        .map(|r| sage_screen::l2::BatchFile {
             key: r.0.clone(),
             content: &r.3,
         })
         .collect();
     let t = Instant::now();
-    let res = screen::l2::run_batch(&cmd, &files).expect("bandit batch runs");
+    let res = sage_screen::l2::run_batch(&cmd, &files).expect("bandit batch runs");
     let batch = t.elapsed();
     let with = res
         .files
@@ -161,7 +161,7 @@ fn main() {
     let sample = 20.min(n);
     let t = Instant::now();
     for f in files.iter().take(sample) {
-        screen::l2::run_batch(&cmd, std::slice::from_ref(f)).expect("bandit runs");
+        sage_screen::l2::run_batch(&cmd, std::slice::from_ref(f)).expect("bandit runs");
     }
     println!(
         "bandit one process per file ({sample} files):   {}",
@@ -172,7 +172,7 @@ fn main() {
         ..Default::default()
     };
     let t = Instant::now();
-    let r = screen::screen(&units, &opts);
+    let r = sage_screen::screen(&units, &opts);
     let cand = r.cases.iter().filter(|c| c.candidate).count();
     println!(
         "sage screen() batch with bandit (finals + baselines): {}  ({cand} candidates)",

@@ -3,7 +3,7 @@
 
 use clap::{Args as ClapArgs, ValueEnum};
 use comfy_table::Table;
-use sage::adapters::{self, EMBEDDED_MAPPINGS};
+use sage_adapters::{self, EMBEDDED_MAPPINGS};
 
 #[derive(ClapArgs, Debug)]
 pub struct Args {
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> i32 {
             }
         };
     }
-    let rows: Vec<(String, String, String)> = adapters::registry()
+    let rows: Vec<(String, String, String)> = sage_adapters::registry()
         .iter()
         .map(|a| {
             let mapping = match a.mapping() {

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use sage::reliability::{
+use sage_reliability::{
     alpha_coded, alpha_numeric, cohen_kappa, fleiss_kappa, gwet_ac, kalpha_bootstrap,
     percent_agreement, AgreementWeights, BootstrapResult, Coded, FleissMethod, FleissMissing,
     KappaWeights, Label, Level, Scores, StatError, StatResult,

@@ -2,7 +2,7 @@
 
 use super::{EXIT_INPUT_FAILED, EXIT_OK};
 use anyhow::Context;
-use sage::annotate::{self, ExportOptions, Key};
+use sage_pipeline::annotate::{self, ExportOptions, Key};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -52,8 +52,8 @@ pub enum Action {
 }
 
 /// Read a results file or folder.
-pub fn read_results(path: &Path) -> anyhow::Result<sage::localize::ResultSet> {
-    sage::localize::ResultSet::read(path).map_err(anyhow::Error::msg)
+pub fn read_results(path: &Path) -> anyhow::Result<sage_pipeline::results::ResultSet> {
+    sage_pipeline::results::ResultSet::read(path).map_err(anyhow::Error::msg)
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {

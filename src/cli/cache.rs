@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 use comfy_table::Table;
-use sage::judge::llm::ledger::{Ledger, PruneFilter, DEFAULT_LEDGER_DIR};
+use sage_judge::llm::ledger::{Ledger, PruneFilter, DEFAULT_LEDGER_DIR};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let opts = build_options(&a.judges, a.lexicon.as_deref())?;
-    let out = runtime()?.block_on(sage::localize::localize_case(&a.case, &opts));
+    let out = runtime()?.block_on(sage_pipeline::localize::localize_case(&a.case, &opts));
     if let Some(s) = &out.skipped {
         eprintln!("sage: skipped {} ({}): {}", s.case, s.stage, s.message);
     }
@@ -30,11 +30,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out.results)?);
     } else {
-        let prepared = sage::localize::prepare(&a.case).ok().map(|p| p.0);
+        let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
         for r in &out.results {
             print!(
                 "{}",
-                sage::report::explain(r, prepared.as_ref().map(|p| &p.trace))
+                sage_pipeline::report::explain(r, prepared.as_ref().map(|p| &p.trace))
             );
         }
     }

@@ -4,17 +4,17 @@
 
 use super::JudgeFlags;
 use anyhow::Context;
-use sage::judge::concurrent::ScoreItem;
-use sage::judge::spec::{family_warnings, BuiltJudge, JudgeSession};
-use std::io::{IsTerminal, Write};
+use sage_judge::concurrent::ScoreItem;
+use sage_judge::spec::{family_warnings, BuiltJudge, JudgeSession};
+use std::io::Write;
 use std::path::Path;
 
 /// What to do after [`before_run`].
 pub enum Before {
     /// Stop with this exit code (a batch export was written).
     Exit(i32),
-    /// Run, with this progress display.
-    Go(Option<indicatif::ProgressBar>),
+    /// Run.
+    Go,
 }
 
 pub fn before_run(
@@ -24,13 +24,13 @@ pub fn before_run(
     llm: &[BuiltJudge],
 ) -> anyhow::Result<Before> {
     // Cases are read here once more for the forecast; localize reports unreadable ones.
-    let mut dirs = sage::case::discover(root).unwrap_or_default();
+    let mut dirs = sage_trace::case::discover(root).unwrap_or_default();
     if let Some(sh) = &flags.shard {
         dirs.retain(|d| sh.includes_dir(root, d));
     }
     let prepared: Vec<_> = dirs
         .iter()
-        .filter_map(|d| sage::localize::prepare(d).ok().map(|p| p.0))
+        .filter_map(|d| sage_pipeline::localize::prepare(d).ok().map(|p| p.0))
         .collect();
     let items: Vec<ScoreItem> = prepared
         .iter()
@@ -62,7 +62,7 @@ pub fn before_run(
         let mut f = std::io::BufWriter::new(
             std::fs::File::create(file).with_context(|| format!("creating {}", file.display()))?,
         );
-        let rep = sage::judge::llm::batch::export_requests(
+        let rep = sage_judge::llm::batch::export_requests(
             judge,
             &items,
             flags.runs.max(1),
@@ -84,29 +84,10 @@ pub fn before_run(
     for line in session.forecast(llm, &items).to_string().lines() {
         eprintln!("sage: {line}");
     }
-    if flags.no_progress || !std::io::stderr().is_terminal() {
-        return Ok(Before::Go(None));
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} judging [{elapsed_precise}] {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    let (b, stats) = (bar.clone(), session.stats().clone());
-    std::thread::spawn(move || {
-        while !b.is_finished() {
-            b.set_message(stats.progress_line());
-            std::thread::sleep(std::time::Duration::from_millis(250));
-        }
-    });
-    Ok(Before::Go(Some(bar)))
+    Ok(Before::Go)
 }
 
-pub fn after_run(session: &JudgeSession, progress: Option<indicatif::ProgressBar>) {
-    if let Some(b) = progress {
-        b.finish_and_clear();
-    }
+pub fn after_run(session: &JudgeSession) {
     for line in session.stats().to_string().lines() {
         eprintln!("sage: {line}");
     }
@@ -115,5 +96,52 @@ pub fn after_run(session: &JudgeSession, progress: Option<indicatif::ProgressBar
             "sage: judgments are kept in {}; re-running the same command reuses them",
             l.dir().display()
         );
+    }
+}
+
+/// The scoring progress bar: jobs settled of the total, elapsed time and ETA, and the LLM
+/// counters (cache hits, retries, cost) when a judge session has them. Drawn on stderr only
+/// when it is a terminal.
+pub struct Bar {
+    bar: indicatif::ProgressBar,
+    stats: Option<std::sync::Arc<sage_llm::cost::RunStats>>,
+}
+
+impl Bar {
+    /// A bar, or `None` when progress is off or stderr is not a terminal.
+    pub fn new(
+        no_progress: bool,
+        stats: Option<std::sync::Arc<sage_llm::cost::RunStats>>,
+    ) -> Option<Bar> {
+        use std::io::IsTerminal;
+        if no_progress || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} scoring turns {pos}/{len} [{elapsed_precise}, ETA {eta}] {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(Bar { bar, stats })
+    }
+}
+
+impl sage_judge::concurrent::Progress for Bar {
+    fn start(&self, total: u64) {
+        self.bar.set_length(total);
+        self.bar.set_position(0);
+        self.bar
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
+    fn advance(&self, n: u64) {
+        self.bar.inc(n);
+        if let Some(st) = &self.stats {
+            self.bar.set_message(st.progress_line());
+        }
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
     }
 }

@@ -12,7 +12,7 @@ pub struct Args {
     /// from sage.toml. Repeatable.
     #[arg(long = "judge", value_name = "SPEC")]
     pub judges: Vec<String>,
-    /// Use this lexicon file instead of the embedded rubrics/lexicon.toml.
+    /// Use this lexicon file instead of the embedded crates/sage-judge/rubrics/lexicon.toml.
     #[arg(long, value_name = "FILE")]
     pub lexicon: Option<PathBuf>,
     /// What to print on stdout: the Table-5 summary, or the whole result set as JSON.
@@ -27,9 +27,8 @@ pub struct Args {
     /// Do not write the results folder.
     #[arg(long)]
     pub no_write: bool,
-    /// Cases processed at once (each scores its turns in order, so this bounds the LLM
-    /// requests in flight).
-    #[arg(long, default_value_t = 4)]
+    /// Judge requests in flight at once, across every case, turn, judge and run.
+    #[arg(long, default_value_t = 16, value_parser = super::at_least_one)]
     pub concurrency: usize,
     #[command(flatten)]
     pub judge_flags: JudgeFlags,
@@ -45,22 +44,25 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
     opts.concurrency = a.concurrency;
-    let progress = match &built.session {
-        Some(session) => {
-            match super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm)? {
-                super::judges::Before::Exit(code) => return Ok(code),
-                super::judges::Before::Go(p) => p,
-            }
-        }
-        None => None,
-    };
-    let set = runtime()?.block_on(sage::localize::localize_dir(&a.dir, &opts));
     if let Some(session) = &built.session {
-        super::judges::after_run(session, progress);
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm)?
+        {
+            return Ok(code);
+        }
+    }
+    let stats = built.session.as_ref().map(|s| s.stats().clone());
+    if let Some(bar) = super::judges::Bar::new(a.judge_flags.no_progress, stats.clone()) {
+        opts.progress = Some(std::sync::Arc::new(bar));
+    }
+    opts.stats = stats;
+    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&a.dir, &opts));
+    if let Some(session) = &built.session {
+        super::judges::after_run(session);
     }
 
     if !a.no_write {
-        sage::report::write_results_dir(&a.out_dir, &set)
+        sage_pipeline::report::write_results_dir(&a.out_dir, &set)
             .with_context(|| format!("writing results to {}", a.out_dir.display()))?;
     }
     if let Some(path) = &a.output {
@@ -71,7 +73,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&set)?),
         Format::Table => {
             for s in &set.summaries {
-                println!("{}", sage::report::render_summary(s));
+                println!("{}", sage_pipeline::report::render_summary(s));
             }
             for r in &set.results {
                 for c in r.failed_checks() {

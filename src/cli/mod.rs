@@ -104,7 +104,7 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
     /// Judgment ledger directory (every LLM answer, reused on re-runs).
-    #[arg(long, value_name = "DIR", default_value = sage::judge::llm::ledger::DEFAULT_LEDGER_DIR)]
+    #[arg(long, value_name = "DIR", default_value = sage_judge::llm::ledger::DEFAULT_LEDGER_DIR)]
     pub ledger: std::path::PathBuf,
     /// Keep no ledger (nothing written, nothing reused).
     #[arg(long)]
@@ -112,7 +112,7 @@ pub struct JudgeFlags {
     /// Answer only from the ledger (and --batch-import); a missing judgment stops the run.
     #[arg(long)]
     pub offline: bool,
-    /// The SAGE rubric for LLM judges, instead of the embedded rubrics/sage-rubric.toml.
+    /// The SAGE rubric for LLM judges, instead of the embedded crates/sage-judge/rubrics/sage-rubric.toml.
     #[arg(long, value_name = "FILE")]
     pub rubric: Option<std::path::PathBuf>,
     /// Config file with named judges and prices (default: ./sage.toml when present).
@@ -126,8 +126,8 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "FILE")]
     pub batch_import: Option<std::path::PathBuf>,
     /// Process only shard i of n of the cases (merge with `sage merge-shards`).
-    #[arg(long, value_name = "i/n", value_parser = sage::judge::spec::Shard::parse)]
-    pub shard: Option<sage::judge::spec::Shard>,
+    #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
+    pub shard: Option<sage_judge::spec::Shard>,
     /// Attempts per turn (an invalid answer or unverified quote is retried with the reason).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub max_attempts: u32,
@@ -142,16 +142,16 @@ pub struct JudgeFlags {
 /// Judges built for a run: the localize options, and the LLM session when any judge is an
 /// LLM (for forecasts, batch export and the cost summary).
 pub struct BuiltRun {
-    pub opts: sage::localize::Options,
-    pub session: Option<sage::judge::spec::JudgeSession>,
-    pub llm: Vec<sage::judge::spec::BuiltJudge>,
+    pub opts: sage_pipeline::localize::Options,
+    pub session: Option<sage_judge::spec::JudgeSession>,
+    pub llm: Vec<sage_judge::spec::BuiltJudge>,
 }
 
 /// Build the judges and options of a run from the common flags (lexicon unless told).
 pub fn build_options(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
-) -> anyhow::Result<sage::localize::Options> {
+) -> anyhow::Result<sage_pipeline::localize::Options> {
     Ok(build_run(judges, lexicon, &JudgeFlags::default())?.opts)
 }
 
@@ -161,14 +161,14 @@ pub fn build_run(
     lexicon: Option<&std::path::Path>,
     flags: &JudgeFlags,
 ) -> anyhow::Result<BuiltRun> {
-    use sage::judge::lexicon::{Lexicon, LexiconJudge};
-    use sage::judge::spec::{JudgeOptions, JudgeSession};
+    use sage_judge::lexicon::{Lexicon, LexiconJudge};
+    use sage_judge::spec::{JudgeOptions, JudgeSession};
     use std::sync::Arc;
     let lex = match lexicon {
         Some(p) => Lexicon::load(p)?,
         None => Lexicon::embedded(),
     };
-    let mut opts = sage::localize::Options {
+    let mut opts = sage_pipeline::localize::Options {
         lexicon: Arc::new(lex.clone()),
         judges: Vec::new(),
         runs: flags.runs.max(1),
@@ -189,13 +189,13 @@ pub fn build_run(
             continue;
         }
         if session.is_none() {
-            let config = sage::config::Config::discover(flags.config.as_deref())?;
+            let config = sage_judge::config::Config::discover(flags.config.as_deref())?;
             let jo = JudgeOptions {
                 runs: flags.runs.max(1),
                 max_attempts: flags.max_attempts.max(1),
                 budget_usd: flags.budget,
                 ledger_dir: Some(if flags.ledger.as_os_str().is_empty() {
-                    sage::judge::llm::ledger::DEFAULT_LEDGER_DIR.into()
+                    sage_judge::llm::ledger::DEFAULT_LEDGER_DIR.into()
                 } else {
                     flags.ledger.clone()
                 }),
@@ -205,7 +205,6 @@ pub fn build_run(
                 batch_import: flags.batch_import.clone(),
                 timeout: flags.timeout.map(std::time::Duration::from_secs),
                 shard: flags.shard,
-                progress: !flags.no_progress,
                 ..Default::default()
             };
             session = Some(JudgeSession::new(&config, jo)?);
@@ -217,6 +216,15 @@ pub fn build_run(
         }
     }
     Ok(BuiltRun { opts, session, llm })
+}
+
+/// A count that must be at least 1 (`--concurrency 0` makes no sense and is refused).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A tokio runtime for the async pipeline.

@@ -3,8 +3,8 @@
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, ValueEnum};
-use sage::adapters::{self, mapping::Mapping, SourceFile};
-use sage::trace::{CanonicalTrace, RawStore};
+use sage_adapters::{self, mapping::Mapping, SourceFile};
+use sage_trace::{CanonicalTrace, RawStore};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> i32 {
         .iter()
         .map(|p| SourceFile::new(p.display().to_string(), p))
         .collect();
-    let trace = match adapters::normalize_with(&files, args.framework.as_deref(), mapping) {
+    let trace = match sage_adapters::normalize_with(&files, args.framework.as_deref(), mapping) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> i32 {
     // Every item must point at raw text that holds it (quotes are verified that way).
     match RawStore::load(&trace, std::path::Path::new("")) {
         Ok(mut store) => {
-            let bad = adapters::verify_raw_refs(&trace, &mut store);
+            let bad = sage_adapters::verify_raw_refs(&trace, &mut store);
             let items: usize = trace.turns.iter().map(|t| t.text_items().len()).sum();
             if bad.is_empty() {
                 eprintln!("  raw pointers: all {items} items resolve to their raw text");

@@ -3,11 +3,11 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use sage::localize::{ResultSet, RESULTS_VERSION};
-use sage::reliability::annotations::parse_annotations;
-use sage::reliability::from_results::report_input;
-use sage::reliability::report::{build, figure5_svg, figure6_svg, markdown, Annotations};
-use sage::reliability::Level;
+use sage_pipeline::from_results::report_input;
+use sage_pipeline::results::{ResultSet, RESULTS_VERSION};
+use sage_reliability::annotations::parse_annotations;
+use sage_reliability::report::{build, figure5_svg, figure6_svg, markdown, Annotations};
+use sage_reliability::Level;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -160,7 +160,7 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     i32::from(failed)
 }
 
-fn write_outputs(out: &Path, report: &sage::reliability::report::ReliabilityReport) -> Result<()> {
+fn write_outputs(out: &Path, report: &sage_reliability::report::ReliabilityReport) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let write = |name: &str, body: String| -> Result<()> {
         let p = out.join(name);

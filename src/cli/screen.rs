@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use sage::screen::{self, BanditMode, Options, Report};
+use sage_screen::{self, BanditMode, Options, Report};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ pub struct ScreenArgs {
     /// Requirements list (pip format) naming what the environment provides.
     #[arg(long)]
     pub requirements: Option<PathBuf>,
-    /// L3 rule table (JSON) replacing the built-in rubrics/l3_rules.json.
+    /// L3 rule table (JSON) replacing the built-in crates/sage-screen/rules/l3_rules.json.
     #[arg(long)]
     pub rules: Option<PathBuf>,
     /// Do not run Bandit (L2 is reported as not run).
@@ -52,16 +52,16 @@ pub struct ScreenArgs {
 
 pub fn run(a: ScreenArgs) -> Result<i32> {
     let rules = match &a.rules {
-        None => screen::l3::Rules::builtin(),
+        None => sage_screen::l3::Rules::builtin(),
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read rules {}", p.display()))?;
-            screen::l3::Rules::parse(&text, &p.display().to_string())?
+            sage_screen::l3::Rules::parse(&text, &p.display().to_string())?
         }
     };
     let requirements = match &a.requirements {
         None => None,
-        Some(p) => Some(screen::l1::parse_requirements(
+        Some(p) => Some(sage_screen::l1::parse_requirements(
             &std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read requirements {}", p.display()))?,
         )),
@@ -80,9 +80,9 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
         test_timeout: Duration::from_secs(a.test_timeout),
     };
     let (units, errors) = if a.pairs {
-        screen::units_from_pairs(&a.dir, a.cwe.as_deref()).map_err(anyhow::Error::msg)?
+        sage_screen::units_from_pairs(&a.dir, a.cwe.as_deref()).map_err(anyhow::Error::msg)?
     } else {
-        let (u, e) = screen::units_from_cases(&a.dir)?;
+        let (u, e) = sage_pipeline::replay::units_from_cases(&a.dir)?;
         if u.is_empty() && e.is_empty() {
             anyhow::bail!(
                 "{}: no case.json found (use --pairs for plain baseline/final files)",
@@ -94,11 +94,13 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
     for e in &errors {
         eprintln!("error: {e}");
     }
-    let mut report = screen::screen(&units, &opts);
+    let mut report = sage_screen::screen(&units, &opts);
     report.errors = errors;
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Sarif => serde_json::to_string_pretty(&screen::sarif::to_sarif(&report))? + "\n",
+        Format::Sarif => {
+            serde_json::to_string_pretty(&sage_screen::sarif::to_sarif(&report))? + "\n"
+        }
         Format::Table => render_table(&report),
     };
     match &a.output {

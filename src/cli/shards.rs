@@ -2,7 +2,7 @@
 //! --output SHARD.json` runs into one, as if the corpus had been run on one machine.
 
 use anyhow::Context;
-use sage::localize::ResultSet;
+use sage_pipeline::results::ResultSet;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -76,6 +76,6 @@ pub fn merge(sets: Vec<(String, ResultSet)>) -> anyhow::Result<ResultSet> {
     out.results.sort_by(|a, b| a.case_dir.cmp(&b.case_dir));
     out.skipped.sort_by(|a, b| a.case.cmp(&b.case));
     out.problems.sort_by(|a, b| a.case.cmp(&b.case));
-    out.summaries = sage::report::summaries(&out.results);
+    out.summaries = sage_pipeline::report::summaries(&out.results);
     Ok(out)
 }

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use sage::szz::eval::{CaseResult, CaseStatus, EvalConfig};
-use sage::szz::{self, git::short, Options, SzzResult, Variant};
+use sage_szz::eval::{CaseResult, CaseStatus, EvalConfig};
+use sage_szz::{self, git::short, Options, SzzResult, Variant};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -135,12 +135,12 @@ impl VariantOpts {
             ..Options::default()
         }
     }
-    pub fn oracle(&self) -> Result<Box<dyn szz::oracle::SzzOracle>> {
+    pub fn oracle(&self) -> Result<Box<dyn sage_szz::oracle::SzzOracle>> {
         Ok(if self.oracle == "lexicon" {
-            Box::new(szz::oracle::LexiconOracle::default())
+            Box::new(sage_szz::oracle::LexiconOracle::default())
         } else {
-            Box::new(szz::oracle::LlmOracle::new(
-                szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
+            Box::new(sage_szz::oracle::LlmOracle::new(
+                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
             ))
         })
     }
@@ -211,7 +211,7 @@ fn run_one(a: RunArgs) -> Result<i32> {
         anyhow::bail!("--repo and --fix are required (or use `sage szz eval`)");
     };
     let variants = parse_variants(&a.variant)?;
-    let git = szz::open(repo, Some(a.opts.timeout()))?;
+    let git = sage_szz::open(repo, Some(a.opts.timeout()))?;
     // fail early, and once, on an unknown fix
     let fix = git.resolve_commit(fix)?;
     let opts = a.opts.options(a.cve.clone());
@@ -219,7 +219,7 @@ fn run_one(a: RunArgs) -> Result<i32> {
     let mut results = Vec::new();
     let mut failed = false;
     for v in variants {
-        match szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
+        match sage_szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
             Ok(r) => results.push(r),
             Err(e) => {
                 eprintln!("sage szz: {}: {e}", v.label());
@@ -305,14 +305,17 @@ pub fn fmt_date(t: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-fn load_dataset(path: &std::path::Path, map: Option<&PathBuf>) -> Result<szz::dataset::Dataset> {
+fn load_dataset(
+    path: &std::path::Path,
+    map: Option<&PathBuf>,
+) -> Result<sage_szz::dataset::Dataset> {
     let map = match map {
-        Some(p) => Some(szz::dataset::parse_project_map(
+        Some(p) => Some(sage_szz::dataset::parse_project_map(
             &std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
         )),
         None => None,
     };
-    Ok(szz::dataset::load(path, map.as_ref())?)
+    Ok(sage_szz::dataset::load(path, map.as_ref())?)
 }
 
 fn run_eval(a: EvalArgs) -> Result<i32> {
@@ -351,7 +354,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         limit: a.limit,
         progress: if a.progress { Some(&progress) } else { None },
     };
-    let report = szz::eval::evaluate(&ds, &a.repos, &cfg);
+    let report = sage_szz::eval::evaluate(&ds, &a.repos, &cfg);
     for p in &report.problems {
         eprintln!("problem: {p}");
     }
@@ -465,7 +468,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
         };
         let ds = load_dataset(ds, None)?;
         for f in &ds.fixes {
-            if let Some(dir) = szz::dataset::find_repo(repos, &f.repo) {
+            if let Some(dir) = sage_szz::dataset::find_repo(repos, &f.repo) {
                 jobs.push((dir, f.fix.clone()));
             }
         }
@@ -479,7 +482,8 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
     let mut rows = Vec::new();
     let mut failed = false;
     for (repo, fix) in &jobs {
-        let r = szz::open(repo, None).and_then(|g| szz::bench::bench_fix(&g, fix, a.runs));
+        let r =
+            sage_szz::open(repo, None).and_then(|g| sage_szz::bench::bench_fix(&g, fix, a.runs));
         match r {
             Ok(row) => rows.push((repo.display().to_string(), row)),
             Err(e) => {

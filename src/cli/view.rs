@@ -14,7 +14,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let set = super::annotate::read_results(&a.results)?;
-    let report = sage::view::write_site(&set, &a.out)?;
+    let report = sage_pipeline::view::write_site(&set, &a.out)?;
     for w in &report.warnings {
         eprintln!("sage: page without trace text: {w}");
     }

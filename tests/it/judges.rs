@@ -1,13 +1,13 @@
 //! LLM judges against a fake server on 127.0.0.1 speaking both APIs, with injected faults.
 
-use sage::case::TaskContext;
-use sage::config::Config;
-use sage::judge::concurrent::{score_traces_concurrently, ScoreItem, ScoredBatch};
-use sage::judge::llm::fake::{Captured, FakeServer, Fault};
-use sage::judge::llm::http::RetryPolicy;
-use sage::judge::spec::{BuiltJudge, JudgeOptions, JudgeSession};
-use sage::judge::{verify_judgment, JudgeError, TurnOutcome};
-use sage::trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
+use sage_judge::concurrent::{score_traces_concurrently, ScoreItem, ScoredBatch};
+use sage_judge::config::Config;
+use sage_judge::spec::{BuiltJudge, JudgeOptions, JudgeSession};
+use sage_judge::{verify_judgment, JudgeError, TurnOutcome};
+use sage_llm::fake::{Captured, FakeServer, Fault};
+use sage_llm::http::RetryPolicy;
+use sage_trace::case::TaskContext;
+use sage_trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,16 +87,15 @@ fn setup(spec: &str, base: &str, ledger: &Path, tweak: impl FnOnce(&mut JudgeOpt
         concurrency: 8,
         timeout: Some(Duration::from_millis(800)),
         retry: Some(fast_retry()),
-        progress: false,
         ..Default::default()
     };
     tweak(&mut o);
     let session = JudgeSession::new(&config(), o).unwrap();
-    let parsed = sage::judge::spec::JudgeSpec::parse(spec).unwrap();
+    let parsed = sage_judge::spec::JudgeSpec::parse(spec).unwrap();
     let mut s = session.llm_settings(&parsed).unwrap().unwrap();
     s.base_url = base.to_string();
-    s.api_key = sage::judge::llm::ApiKey::new(KEY);
-    let llm = Arc::new(sage::judge::llm::LlmJudge::new(s, session.parts.clone()).unwrap());
+    s.api_key = sage_llm::ApiKey::new(KEY);
+    let llm = Arc::new(sage_judge::llm::LlmJudge::new(s, session.parts.clone()).unwrap());
     Setup {
         judge: BuiltJudge {
             judge: llm.clone(),
@@ -204,7 +203,7 @@ fn no_later_turn_and_no_anchor_text_reaches_a_request_for_either_api() {
         ),
     )
     .unwrap();
-    let case = sage::case::Case::load(&dir.path().join("case")).unwrap();
+    let case = sage_trace::case::Case::load(&dir.path().join("case")).unwrap();
     for spec in ["openai:fake-model", "anthropic:fake-model"] {
         let server = FakeServer::start(Duration::ZERO);
         let base = if spec.starts_with("openai") {
@@ -496,7 +495,7 @@ fn batch_export_then_import_scores_without_any_request() {
             .collect();
         let st = setup(spec, "http://127.0.0.1:9", ledger.path(), |_| {});
         let mut buf = Vec::new();
-        let rep = sage::judge::llm::batch::export_requests(
+        let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
             1,
@@ -513,9 +512,10 @@ fn batch_export_then_import_scores_without_any_request() {
             let id = v["custom_id"].as_str().unwrap();
             assert_eq!(id.len(), 64);
             let body = if anthropic { &v["params"] } else { &v["body"] };
-            let resp: serde_json::Value = serde_json::from_str(
-                &sage::judge::llm::fake::honest_response(&body.to_string(), anthropic),
-            )
+            let resp: serde_json::Value = serde_json::from_str(&sage_llm::fake::honest_response(
+                &body.to_string(),
+                anthropic,
+            ))
             .unwrap();
             let line = if anthropic {
                 serde_json::json!({"custom_id": id, "result": {"type": "succeeded", "message": resp}})
@@ -535,7 +535,7 @@ fn batch_export_then_import_scores_without_any_request() {
         assert_complete_and_verified(&out, &traces, 1);
         // everything is in the ledger now: the next export has nothing left to send
         let mut buf = Vec::new();
-        let rep = sage::judge::llm::batch::export_requests(
+        let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
             1,

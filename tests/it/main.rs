@@ -1,13 +1,23 @@
-//! The single integration-test binary: one module per topic.
+//! The single integration-test binary: one module per topic, each driving the real `sage`
+//! binary (or the library, where the topic is a library contract) on real files.
+//!
+//! - `adapters_chat`: chat-transcript formats (Aider, AG2, Who&When, CAMEL/OWL, Deep Agents)
+//! - `adapters_events`: event-stream formats (OpenHands, SWE-agent, mini-SWE-agent, Claude
+//!   Code, Codex, Inspect AI, OTel GenAI)
+//! - `replay_fidelity`: real traces replayed to the result they recorded
+//! - `architecture`: the invariants of `docs/architecture.md`
+//! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`: one
+//!   subcommand each
 
-mod adapters_a;
-mod adapters_b;
-mod adapters_b_fidelity;
+mod adapters_chat;
+mod adapters_events;
 mod agree;
+mod architecture;
 mod corpus;
 mod judges;
 mod localize;
 mod reliability;
+mod replay_fidelity;
 mod screen;
 mod szz;
 mod view;

@@ -509,7 +509,7 @@ fn table_output_and_usage_errors() {
     let bad = d.path().join("rules.json");
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/rubrics/l3_rules.json"
+        "/crates/sage-screen/rules/l3_rules.json"
     ))
     .unwrap()
     .replace("\"call_check\": \"static_iv\"", "\"call_check\": \"nope\"");

@@ -2,7 +2,7 @@
 //! is one where variants differ, and the exact inducing commit is asserted per variant.
 
 use assert_cmd::Command;
-use sage::szz::{self, oracle::LexiconOracle, Options, Variant};
+use sage_szz::{oracle::LexiconOracle, Options, Variant};
 use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
 use std::time::Duration;
@@ -66,8 +66,8 @@ impl Repo {
 }
 
 fn run(repo: &Path, fix: &str, v: Variant) -> Vec<String> {
-    let git = szz::open(repo, Some(Duration::from_secs(60))).unwrap();
-    let r = szz::find_inducing(
+    let git = sage_szz::open(repo, Some(Duration::from_secs(60))).unwrap();
+    let r = sage_szz::find_inducing(
         &git,
         fix,
         v,
@@ -79,8 +79,8 @@ fn run(repo: &Path, fix: &str, v: Variant) -> Vec<String> {
 }
 
 fn selected(repo: &Path, fix: &str, v: Variant) -> Option<String> {
-    let git = szz::open(repo, None).unwrap();
-    szz::find_inducing(
+    let git = sage_szz::open(repo, None).unwrap();
+    sage_szz::find_inducing(
         &git,
         fix,
         v,
@@ -324,8 +324,8 @@ fn added_files_and_pure_additions_give_no_candidates() {
     r.write("new.c", "int added;\n");
     let fix = r.commit("pure addition");
     assert!(run(r.path(), &fix, Variant::B).is_empty());
-    let git = szz::open(r.path(), None).unwrap();
-    let res = szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
+    let git = sage_szz::open(r.path(), None).unwrap();
+    let res = sage_szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
     assert!(
         res.notes.iter().any(|n| n.contains("deletes no lines")),
         "{:?}",
@@ -345,8 +345,8 @@ fn binary_files_are_skipped_with_a_note() {
         &BODY.replace("copy(buf, src, n);", "copy(buf, src, 16);"),
     );
     let fix = r.commit("fix");
-    let git = szz::open(r.path(), None).unwrap();
-    let res = szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
+    let git = sage_szz::open(r.path(), None).unwrap();
+    let res = sage_szz::find_inducing(&git, &fix, Variant::B, &Options::default(), None).unwrap();
     assert_eq!(res.commits(), vec![a.as_str()]);
     assert!(
         res.notes
@@ -466,7 +466,7 @@ pub fn datasets() -> PathBuf {
 
 #[test]
 fn loaders_read_the_four_real_dataset_formats() {
-    use sage::szz::dataset::{load, DatasetFormat};
+    use sage_szz::dataset::{load, DatasetFormat};
     let d = datasets();
     let v = load(&d.join("vszz/verified_cve_with_versions_C.json"), None).unwrap();
     assert_eq!(v.format, DatasetFormat::Vszz);
@@ -655,12 +655,12 @@ fn agent_traces_back_to_the_commit_that_introduced_the_statement() {
         ),
     );
     let fix = r.commit("check n before copy");
-    let git = szz::open(r.path(), None).unwrap();
+    let git = sage_szz::open(r.path(), None).unwrap();
     let opts = Options {
         cve: Some("Buffer overflow: copy into buf with an unchecked length n".into()),
         ..Options::default()
     };
-    let res = szz::find_inducing(
+    let res = sage_szz::find_inducing(
         &git,
         &fix,
         Variant::Agent,
@@ -703,11 +703,11 @@ fn pyszz_compat_reproduces_the_blame_dedup_of_pyszz() {
     let mut both = vec![b, c.clone()];
     both.sort();
     assert_eq!(plain, both);
-    let git = szz::open(r.path(), None).unwrap();
+    let git = sage_szz::open(r.path(), None).unwrap();
     let opts = Options {
         pyszz_compat: true,
         ..Options::default()
     };
-    let res = szz::find_inducing(&git, &fix, Variant::B, &opts, None).unwrap();
+    let res = sage_szz::find_inducing(&git, &fix, Variant::B, &opts, None).unwrap();
     assert_eq!(res.commits(), vec![c.as_str()]);
 }

@@ -1,0 +1,370 @@
+//! Adapters: each framework's native trace → [`CanonicalTrace`].
+//!
+//! Every adapter detects its format from content (never from the file name), maps records to
+//! canonical turns keeping a [`sage_trace::RawRef`] per item, and accounts for every record
+//! it could not map in [`CanonicalTrace::dropped`]. Mappings that are only field paths live as
+//! data in `adapters/*.toml` (embedded, overridable with `--adapter FILE`); formats that need
+//! real parsing are code.
+
+pub mod ag2;
+pub mod aider;
+pub mod camel;
+pub mod deepagents;
+pub mod edits;
+pub mod mapping;
+
+// Event-stream formats (adapters-b).
+pub mod claude_code;
+pub mod codex;
+pub mod inspect;
+pub mod mini_swe_agent;
+pub mod openhands;
+pub mod openhands_sdk;
+pub mod otel;
+pub mod support;
+pub mod swe_agent;
+
+use mapping::Mapping;
+use sage_trace::{CanonicalTrace, RawStore};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One raw input file of a trace.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The name recorded in [`CanonicalTrace::sources`] and in every raw pointer
+    /// (relative to the case folder, or the path as the user gave it).
+    pub name: String,
+    /// Where to read it.
+    pub path: PathBuf,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        SourceFile {
+            name: name.into(),
+            path: path.into(),
+        }
+    }
+
+    /// Read the whole file as UTF-8, naming the file and the first bad byte on failure.
+    pub fn read_text(&self) -> Result<String, AdapterError> {
+        let bytes = std::fs::read(&self.path)
+            .map_err(|e| AdapterError::new(&self.name, None, format!("cannot read: {e}")))?;
+        String::from_utf8(bytes).map_err(|e| {
+            AdapterError::new(
+                &self.name,
+                Some(format!("byte {}", e.utf8_error().valid_up_to())),
+                "not UTF-8 text",
+            )
+        })
+    }
+}
+
+/// An adapter could not read a trace: which file, which record, why.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[error("{file}{}: {message}", record.as_ref().map(|r| format!(" ({r})")).unwrap_or_default())]
+pub struct AdapterError {
+    pub file: String,
+    /// The record: `line 12`, `/messages/3`, `byte 77`, ...
+    pub record: Option<String>,
+    pub message: String,
+}
+
+impl AdapterError {
+    pub fn new(file: &str, record: Option<String>, message: impl Into<String>) -> Self {
+        AdapterError {
+            file: file.to_string(),
+            record,
+            message: message.into(),
+        }
+    }
+}
+
+/// A trace format.
+pub trait Adapter: Send + Sync {
+    /// The name used by `--framework` and in case manifests (`aider`, `ag2`, ...).
+    fn name(&self) -> &'static str;
+    /// The framework versions and format eras this adapter covers, for `sage adapters`.
+    fn versions(&self) -> &'static str;
+    /// How sure the adapter is that `head` (the first bytes of the main file) is its format:
+    /// 0 = not mine, 100 = certain.
+    fn detect(&self, head: &[u8]) -> u8;
+    /// Normalize the trace whose files are `files` (the first is the main trace).
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
+    /// The embedded mapping file this adapter reads its field paths from, if any
+    /// (`adapters/NAME.toml`), for `sage adapters` and `--adapter FILE`.
+    fn mapping(&self) -> Option<&Mapping> {
+        None
+    }
+    /// This adapter with its field paths taken from `mapping` instead of the embedded file
+    /// (`--adapter FILE`); `None` when the format is parsed by code only.
+    fn with_mapping(&self, _mapping: Mapping) -> Option<Box<dyn Adapter>> {
+        None
+    }
+}
+
+/// The embedded mapping files, by adapter name.
+pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
+    ("ag2", include_str!("../mappings/ag2.toml")),
+    (
+        "who-and-when",
+        include_str!("../mappings/who-and-when.toml"),
+    ),
+    ("camel", include_str!("../mappings/camel.toml")),
+    ("deepagents", include_str!("../mappings/deepagents.toml")),
+];
+
+/// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
+/// failure here is a build defect, reported as an adapter error rather than a panic.
+pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
+    let text = EMBEDDED_MAPPINGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| AdapterError::new("-", None, format!("no embedded mapping {name:?}")))?;
+    Mapping::parse(text, &format!("adapters/{name}.toml (embedded)"))
+        .map_err(|e| AdapterError::new("-", None, e.to_string()))
+}
+
+/// An adapter that is only a mapping file (a user's `--adapter FILE` for a format sage does
+/// not know, or an embedded mapping with no code around it).
+pub struct MappingAdapter {
+    pub mapping: Arc<Mapping>,
+    name: &'static str,
+    versions: &'static str,
+}
+
+impl MappingAdapter {
+    pub fn new(mapping: Mapping) -> Self {
+        // Names live as long as the process; a handful of mappings are ever loaded.
+        let name: &'static str = Box::leak(mapping.name().to_string().into_boxed_str());
+        let versions: &'static str =
+            Box::leak(mapping.file.adapter.covers.clone().into_boxed_str());
+        MappingAdapter {
+            mapping: Arc::new(mapping),
+            name,
+            versions,
+        }
+    }
+}
+
+impl Adapter for MappingAdapter {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn versions(&self) -> &'static str {
+        self.versions
+    }
+    fn detect(&self, head: &[u8]) -> u8 {
+        self.mapping.detect(head)
+    }
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+        self.mapping.normalize(files)
+    }
+    fn mapping(&self) -> Option<&Mapping> {
+        Some(&self.mapping)
+    }
+    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
+        Some(Box::new(MappingAdapter::new(mapping)))
+    }
+}
+
+/// Every built-in adapter.
+pub fn registry() -> Vec<Box<dyn Adapter>> {
+    let mut v: Vec<Box<dyn Adapter>> = vec![Box::new(aider::Aider)];
+    for (name, _) in EMBEDDED_MAPPINGS {
+        match *name {
+            "ag2" => v.push(Box::new(ag2::Ag2::embedded())),
+            "camel" => v.push(Box::new(camel::Camel::embedded())),
+            "deepagents" => v.push(Box::new(deepagents::DeepAgents::embedded())),
+            _ => {
+                if let Ok(m) = embedded_mapping(name) {
+                    v.push(Box::new(MappingAdapter::new(m)));
+                }
+            }
+        }
+    }
+    v.push(Box::new(openhands::OpenHands));
+    v.push(Box::new(openhands_sdk::OpenHandsSdk));
+    v.push(Box::new(swe_agent::SweAgent));
+    v.push(Box::new(mini_swe_agent::MiniSweAgent));
+    v.push(Box::new(claude_code::ClaudeCode));
+    v.push(Box::new(codex::Codex));
+    v.push(Box::new(inspect::Inspect));
+    v.push(Box::new(otel::OtelGenAi));
+    v
+}
+
+/// The adapter named `name`.
+pub fn by_name(name: &str) -> Option<Box<dyn Adapter>> {
+    registry().into_iter().find(|a| a.name() == name)
+}
+
+/// How many bytes of the main file detection looks at.
+pub const DETECT_BYTES: usize = 64 * 1024;
+
+/// Detect the format of `path` from its content.
+pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| AdapterError::new(&name, None, format!("cannot read: {e}")))?;
+    let mut head = Vec::with_capacity(DETECT_BYTES);
+    f.by_ref()
+        .take(DETECT_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| AdapterError::new(&name, None, format!("cannot read: {e}")))?;
+    detect_among(registry(), &head, &name)
+}
+
+/// The adapter among `candidates` that scores `head` highest.
+pub fn detect_among(
+    candidates: Vec<Box<dyn Adapter>>,
+    head: &[u8],
+    name: &str,
+) -> Result<Box<dyn Adapter>, AdapterError> {
+    candidates
+        .into_iter()
+        .map(|a| (a.detect(head), a))
+        .filter(|(c, _)| *c > 0)
+        .max_by_key(|(c, _)| *c)
+        .map(|(_, a)| a)
+        .ok_or_else(|| {
+            AdapterError::new(
+                name,
+                None,
+                "format not recognized; pass --framework NAME (see `sage adapters`)",
+            )
+        })
+}
+
+/// Normalize a trace, with the named adapter or the detected one.
+pub fn normalize(
+    files: &[SourceFile],
+    framework: Option<&str>,
+) -> Result<CanonicalTrace, AdapterError> {
+    normalize_with(files, framework, None)
+}
+
+/// Read the first [`DETECT_BYTES`] of a file.
+pub fn read_head(path: &Path, name: &str) -> Result<Vec<u8>, AdapterError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(DETECT_BYTES);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(DETECT_BYTES as u64).read_to_end(&mut head))
+        .map_err(|e| AdapterError::new(name, None, format!("cannot read: {e}")))?;
+    Ok(head)
+}
+
+/// Normalize a trace, with the named adapter or the detected one, its field paths taken from
+/// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
+/// adapter it names, or defines a new format.
+pub fn normalize_with(
+    files: &[SourceFile],
+    framework: Option<&str>,
+    mapping: Option<Mapping>,
+) -> Result<CanonicalTrace, AdapterError> {
+    let main = files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    if let Some(m) = mapping {
+        let target = framework.unwrap_or(m.name()).to_string();
+        let adapter: Box<dyn Adapter> = match by_name(&target) {
+            Some(a) => match a.with_mapping(m) {
+                Some(b) => b,
+                None => {
+                    return Err(AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("the {target} format is parsed by code; it takes no mapping file"),
+                    ))
+                }
+            },
+            None => Box::new(MappingAdapter::new(m)),
+        };
+        return adapter.normalize(files);
+    }
+    let main = files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let adapter = match framework {
+        Some(n) => by_name(n).ok_or_else(|| {
+            AdapterError::new(
+                &main.name,
+                None,
+                format!("unknown framework {n:?}; see `sage adapters`"),
+            )
+        })?,
+        None => detect(&main.path).map_err(|mut e| {
+            e.file = main.name.clone();
+            e
+        })?,
+    };
+    adapter.normalize(files)
+}
+
+/// Check that every item of `trace` points to raw text that holds it: each text item of each
+/// turn (message, tool-call arguments, tool results, write contents) must resolve through
+/// [`RawStore::resolve`] to text that contains the item's text, and every dropped record's
+/// pointer must resolve. Returns one line per failure (empty = all verified). Judges' quotes
+/// are verified through the same pointers, so an item that fails here can never be quoted.
+///
+/// Writes derived from a form that does not keep the new text verbatim (`*** Begin Patch`
+/// hunks, whose lines carry `+`/` ` prefixes; LangGraph v1 file states, stored as a list of
+/// lines) are checked line by line.
+pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<String> {
+    let mut bad = Vec::new();
+    for t in &trace.turns {
+        for (text, raw) in t.text_items() {
+            match store.resolve(raw) {
+                Ok(r) if r.contains(text) => {}
+                Ok(r) if text.lines().all(|l| r.contains(l)) && is_derived_write(t, raw) => {}
+                Ok(_) => bad.push(format!(
+                    "turn {}: {} does not contain the item's text ({:?}...)",
+                    t.index,
+                    raw.display(),
+                    text.chars().take(60).collect::<String>()
+                )),
+                Err(sage_trace::RawError::Synthetic { .. }) => {}
+                Err(e) => bad.push(format!("turn {}: {e}", t.index)),
+            }
+        }
+    }
+    for d in &trace.dropped {
+        if let Err(e) = store.resolve(&d.raw) {
+            bad.push(format!("dropped record: {e}"));
+        }
+    }
+    bad
+}
+
+fn is_derived_write(t: &sage_trace::Turn, raw: &sage_trace::RawRef) -> bool {
+    t.writes.iter().any(|w| &w.raw == raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_mappings_parse_and_names_are_unique() {
+        for (name, _) in EMBEDDED_MAPPINGS {
+            let m = embedded_mapping(name).unwrap();
+            assert_eq!(m.name(), *name);
+        }
+        let names: Vec<_> = registry().iter().map(|a| a.name()).collect();
+        let mut dedup = names.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(names.len(), dedup.len(), "{names:?}");
+    }
+
+    #[test]
+    fn unknown_content_is_not_detected() {
+        let e = detect_among(registry(), b"hello world", "x.txt")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("not recognized"));
+    }
+}

@@ -1,0 +1,640 @@
+//! Fragment tracking: find an anchor's code fragment in an artefact's content, robust to
+//! whitespace and formatting.
+//!
+//! Python artefacts are compared as tree-sitter-python token streams: leaf tokens only,
+//! comments and layout dropped, string literals as one token each (quote style normalized),
+//! and a trailing comma before a closing bracket dropped (black's "magic trailing comma").
+//! The fragment is usually a partial statement or a few lines that do not parse as a module;
+//! tree-sitter still yields leaf tokens under its ERROR nodes, and those are what we compare.
+//! Other languages fall back to whitespace-normalized text, compared as a stream of words and
+//! punctuation characters so that `f(a,b)` and `f( a, b )` match but `key` does not match
+//! inside `monkey`.
+
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use tree_sitter::{Node, Parser};
+
+/// How a fragment is compared with an artefact's content.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// tree-sitter-python leaf tokens.
+    PythonTokens,
+    /// Words and punctuation with all whitespace removed.
+    NormalizedText,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::PythonTokens => "python-tokens",
+            Method::NormalizedText => "normalized-text",
+        }
+    }
+}
+
+/// True when `artefact` is Python: by extension, or (with no extension) when `sample`
+/// parses as Python without syntax errors.
+pub fn is_python(artefact: &str, sample: Option<&str>) -> bool {
+    let name = artefact.rsplit('/').next().unwrap_or(artefact);
+    match name.rsplit_once('.') {
+        Some((_, ext)) => matches!(ext.to_ascii_lowercase().as_str(), "py" | "pyw" | "pyi"),
+        None => sample.is_some_and(|s| !s.trim().is_empty() && parses_cleanly(s)),
+    }
+}
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+fn with_tree<R>(src: &str, f: impl FnOnce(Option<Node<'_>>) -> R) -> R {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut p = Parser::new();
+            // The grammar is compiled in; failing here means an ABI mismatch, which the
+            // tests catch. Without a parser every input tokenizes to nothing.
+            if p.set_language(&tree_sitter_python::LANGUAGE.into()).is_ok() {
+                *slot = Some(p);
+            }
+        }
+        let tree = slot.as_mut().and_then(|p| p.parse(src, None));
+        f(tree.as_ref().map(|t| t.root_node()))
+    })
+}
+
+fn parses_cleanly(src: &str) -> bool {
+    with_tree(src, |root| root.is_some_and(|r| !r.has_error()))
+}
+
+/// The Python token stream of `src`: leaf tokens, comments and layout dropped, strings whole.
+/// Works on fragments that do not parse (tokens under ERROR nodes are kept).
+pub fn python_tokens(src: &str) -> Vec<String> {
+    analyse(&dedent(src)).tokens
+}
+
+/// One tree-sitter pass over a Python text: what every matching mode needs.
+#[derive(Debug, Default)]
+struct PyText {
+    /// Leaf tokens (see [`python_tokens`]).
+    tokens: Vec<String>,
+    /// The text tokens of each string literal's body, for fragments inside a string.
+    strings: Vec<Vec<String>>,
+    /// Some non-space byte belongs to no token and no comment: the parse lost content (e.g.
+    /// an unterminated string swallowed the rest of a fragment).
+    lossy: bool,
+    /// The text does not parse cleanly (ERROR or MISSING nodes).
+    has_error: bool,
+    /// A string literal without its closing delimiter.
+    broken_string: bool,
+}
+
+fn analyse(src: &str) -> PyText {
+    let mut out = PyText::default();
+    let mut covered = vec![false; src.len()];
+    with_tree(src, |root| {
+        if let Some(root) = root {
+            out.has_error = root.has_error();
+            let mut w = Walk {
+                src: src.as_bytes(),
+                out: &mut out,
+                covered: &mut covered,
+            };
+            w.leaves(root);
+        }
+    });
+    out.tokens = drop_trailing_commas(std::mem::take(&mut out.tokens));
+    out.lossy = out.broken_string
+        || src
+            .bytes()
+            .zip(&covered)
+            .any(|(b, c)| !c && !b.is_ascii_whitespace());
+    out
+}
+
+struct Walk<'a> {
+    src: &'a [u8],
+    out: &'a mut PyText,
+    covered: &'a mut [bool],
+}
+
+impl Walk<'_> {
+    fn cover(&mut self, node: Node<'_>) {
+        let (a, b) = (node.start_byte(), node.end_byte().min(self.covered.len()));
+        if a < b {
+            self.covered[a..b].fill(true);
+        }
+    }
+
+    fn leaves(&mut self, node: Node<'_>) {
+        let kind = node.kind();
+        if node.is_missing() {
+            return;
+        }
+        if kind == "comment" || kind == "line_continuation" {
+            self.cover(node);
+            return;
+        }
+        if kind == "string" && node.child_count() > 0 {
+            let end = node.child(node.child_count() - 1);
+            if !end.is_some_and(|e| e.kind() == "string_end" && e.end_byte() > e.start_byte()) {
+                // Unterminated: the literal swallowed whatever followed its opening quote.
+                self.out.broken_string = true;
+            }
+            self.cover(node);
+            self.out.tokens.push(canonical_string(node, self.src));
+            let body = string_body(node, self.src);
+            self.out.strings.push(text_tokens(body));
+            return;
+        }
+        if matches!(kind, "string_start" | "string_content" | "string_end") {
+            // Part of a literal outside a `string` node: the fragment cuts into a string.
+            self.out.broken_string = true;
+        }
+        if node.child_count() == 0 {
+            let text = node.utf8_text(self.src).unwrap_or("").trim();
+            if !text.is_empty() {
+                self.cover(node);
+                // An ERROR leaf can span several words; split it so layout stays irrelevant.
+                if kind == "ERROR" {
+                    self.out.tokens.extend(text_tokens(text));
+                } else {
+                    self.out.tokens.push(text.to_string());
+                }
+            }
+            return;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.leaves(child);
+        }
+    }
+}
+
+/// The body of a string literal (between its delimiters; the whole text if they are odd).
+fn string_body<'s>(node: Node<'_>, src: &'s [u8]) -> &'s str {
+    let text = node.utf8_text(src).unwrap_or("");
+    let n = node.child_count();
+    match (node.child(0), node.child(n.saturating_sub(1))) {
+        (Some(a), Some(b)) if a.kind() == "string_start" && b.kind() == "string_end" => {
+            let s = a.end_byte() - node.start_byte();
+            let e = b.start_byte().saturating_sub(node.start_byte());
+            text.get(s..e).unwrap_or(text)
+        }
+        _ => text,
+    }
+}
+
+/// A string literal with its quote style normalized the way black does (`'x'` → `"x"`).
+fn canonical_string(node: Node<'_>, src: &[u8]) -> String {
+    let text = node.utf8_text(src).unwrap_or("");
+    let first = node.child(0);
+    let last = node.child(node.child_count().saturating_sub(1));
+    let (Some(first), Some(last)) = (first, last) else {
+        return text.to_string();
+    };
+    if first.kind() != "string_start" || last.kind() != "string_end" || first.id() == last.id() {
+        return text.to_string();
+    }
+    let start = first.utf8_text(src).unwrap_or("");
+    let end = last.utf8_text(src).unwrap_or("");
+    let body_start = first.end_byte() - node.start_byte();
+    let body_end = last.start_byte() - node.start_byte();
+    let Some(body) = text.get(body_start..body_end) else {
+        return text.to_string();
+    };
+    let quote_at = start.find(['\'', '"']).unwrap_or(start.len());
+    let (prefix, quote) = start.split_at(quote_at);
+    if quote != end {
+        return text.to_string();
+    }
+    let canon = match quote {
+        "'" if !body.contains('"') => "\"",
+        "'''" if !body.contains("\"\"\"") => "\"\"\"",
+        q => q,
+    };
+    // A triple-quoted body is re-indented with its code (docstrings): compare it with
+    // whitespace normalized.
+    let body = if quote.len() == 3 {
+        sage_trace::normalize_ws(body)
+    } else {
+        body.to_string()
+    };
+    format!("{}{canon}{body}{canon}", prefix.to_ascii_lowercase())
+}
+
+fn drop_trailing_commas(tokens: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if matches!(t.as_str(), ")" | "]" | "}") && out.last().is_some_and(|p| p == ",") {
+            out.pop();
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// Remove the common leading whitespace of the non-blank lines (a fragment copied from inside
+/// a function keeps its indentation; a module-level parse wants none).
+fn dedent(src: &str) -> String {
+    let indent = src
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    src.lines()
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Drop everything from `#` to the end of each line. Naive (a `#` inside a string counts
+/// too), but applied identically to fragment and file, so it stays consistent; used only when
+/// the fragment's own parse cannot tell its comments from a string it cuts into.
+fn strip_hash_comments(src: &str) -> String {
+    src.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whitespace-normalized text as tokens: maximal runs of word characters, and every other
+/// non-space character on its own.
+pub fn text_tokens(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in src.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        if !c.is_whitespace() {
+            out.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// A fragment prepared for matching against one artefact's contents.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    method: Method,
+    /// Python tokens (`PythonTokens`) or text tokens (`NormalizedText`).
+    tokens: Vec<String>,
+    /// The fragment's text tokens, searched inside string literals when the fragment does
+    /// not parse as code (prose from a docstring, part of a multi-line SQL string).
+    inside_strings: Option<Vec<String>>,
+    /// Normalized text on a Python artefact: search the file with `#` comments stripped.
+    strip_comments: bool,
+}
+
+impl Matcher {
+    /// Prepare `fragment` for `artefact`; `sample` (e.g. the baseline) decides the language
+    /// of an artefact without an extension.
+    ///
+    /// A Python fragment uses Python tokens unless its tokenization is lossy (it cuts into a
+    /// string literal, so the parse swallowed code) or has no code token (only a comment):
+    /// then normalized text, with `#` comments stripped on both sides in the lossy case so that old
+    /// code left in a comment is not found.
+    pub fn new(artefact: &str, fragment: &str, sample: Option<&str>) -> Matcher {
+        if is_python(artefact, sample) {
+            let frag = dedent(fragment);
+            let a = analyse(&frag);
+            if !a.tokens.is_empty() && !a.lossy {
+                return Matcher {
+                    method: Method::PythonTokens,
+                    tokens: a.tokens,
+                    inside_strings: a.has_error.then(|| text_tokens(&frag)),
+                    strip_comments: false,
+                };
+            }
+            // Lossy: compare comment-free text on both sides. Only a comment: its text.
+            let tokens = if a.lossy {
+                text_tokens(&strip_hash_comments(fragment))
+            } else {
+                text_tokens(fragment)
+            };
+            return Matcher {
+                method: Method::NormalizedText,
+                tokens,
+                inside_strings: None,
+                strip_comments: a.lossy,
+            };
+        }
+        Matcher {
+            method: Method::NormalizedText,
+            tokens: text_tokens(fragment),
+            inside_strings: None,
+            strip_comments: false,
+        }
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The fragment's token stream.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// True when the fragment has nothing to look for (blank).
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Is the fragment in `content`? A blank fragment is found nowhere.
+    pub fn found_in(&self, content: &str) -> bool {
+        if self.tokens.is_empty() {
+            return false;
+        }
+        match self.method {
+            Method::PythonTokens => {
+                let a = analyse(content);
+                contains_seq(&a.tokens, &self.tokens)
+                    || self
+                        .inside_strings
+                        .as_ref()
+                        .is_some_and(|t| a.strings.iter().any(|s| contains_seq(s, t)))
+            }
+            Method::NormalizedText if self.strip_comments => {
+                contains_seq(&text_tokens(&strip_hash_comments(content)), &self.tokens)
+            }
+            Method::NormalizedText => contains_seq(&text_tokens(content), &self.tokens),
+        }
+    }
+}
+
+/// Is `needle` a contiguous subsequence of `hay`?
+pub fn contains_seq(hay: &[String], needle: &[String]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// One-call form: is `fragment` in `content` of `artefact`, and by which method.
+pub fn find(artefact: &str, fragment: &str, content: &str) -> (bool, Method) {
+    let m = Matcher::new(artefact, fragment, Some(content));
+    (m.found_in(content), m.method())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+import os
+from Crypto.Cipher import AES
+
+
+class Handler(BaseHandler):
+    def get(self):
+        origin = self.request.headers.get('Origin')  # who is calling
+        if origin:
+            self.set_header("Access-Control-Allow-Origin", origin)
+        key = os.urandom(16)
+        cipher = AES.new(key, AES.MODE_ECB)
+        return cipher.encrypt(pad(self.request.body, 16))
+"#;
+
+    fn py(fragment: &str, content: &str) -> bool {
+        let m = Matcher::new("app.py", fragment, None);
+        assert_eq!(m.method(), Method::PythonTokens, "fragment {fragment:?}");
+        m.found_in(content)
+    }
+
+    #[test]
+    fn partial_statements_tokenize_and_match() {
+        assert!(py(r#"origin = self.request.headers.get("Origin")"#, FILE));
+        assert!(py("cipher = AES.new(key, AES.MODE_ECB)", FILE));
+        assert!(py("AES.MODE_ECB", FILE));
+        assert!(py("if origin:", FILE));
+        assert!(!py("cipher = AES.new(key, AES.MODE_GCM)", FILE));
+        assert!(!py("origin = self.request.headers.get('Host')", FILE));
+    }
+
+    #[test]
+    fn fragment_tokens_under_error_nodes() {
+        // Unbalanced and partial: still leaf tokens, not nothing.
+        let t = python_tokens("cipher = AES.new(key,");
+        assert_eq!(t, ["cipher", "=", "AES", ".", "new", "(", "key", ","]);
+        let t = python_tokens("    else:\n        return x");
+        assert_eq!(t, ["else", ":", "return", "x"]);
+    }
+
+    #[test]
+    fn multi_line_fragment_with_other_indentation_and_breaks() {
+        let frag = "origin = self.request.headers.get(\n    'Origin'\n)\nif origin:\n  self.set_header(\n      'Access-Control-Allow-Origin',\n      origin,\n  )";
+        assert!(py(frag, FILE));
+    }
+
+    #[test]
+    fn black_style_reformatting_matches() {
+        let black = r#"
+class Handler(BaseHandler):
+    def get(self):
+        origin = self.request.headers.get("Origin")
+        if origin:
+            self.set_header(
+                "Access-Control-Allow-Origin",
+                origin,
+            )
+        key = os.urandom(16)
+        cipher = AES.new(
+            key,
+            AES.MODE_ECB,
+        )
+"#;
+        assert!(py("cipher = AES.new(key, AES.MODE_ECB)", black));
+        assert!(py(
+            "self.set_header('Access-Control-Allow-Origin', origin)",
+            black
+        ));
+    }
+
+    #[test]
+    fn extra_spaces_and_inserted_comments_are_ignored() {
+        let spaced = "cipher   =   AES.new( key ,AES.MODE_ECB )\n";
+        assert!(py("cipher = AES.new(key, AES.MODE_ECB)", spaced));
+        let commented =
+            "cipher = AES.new(key,  # the key\n                 AES.MODE_ECB)  # ECB!\n";
+        assert!(py("cipher = AES.new(key, AES.MODE_ECB)", commented));
+        let continued = "cipher = AES.new(key, \\\n    AES.MODE_ECB)\n";
+        assert!(py("cipher = AES.new(key, AES.MODE_ECB)", continued));
+    }
+
+    #[test]
+    fn strings_are_whole_tokens() {
+        // A fragment word inside a string literal is not a code token of the file.
+        assert!(!py("MODE_ECB", "msg = 'never use MODE_ECB'\n"));
+        assert!(py("'never use MODE_ECB'", "msg = \"never use MODE_ECB\"\n"));
+        assert!(!py("\"a\"", "x = b\"a\"\n"));
+        assert!(py("f'{x}'", "y = f\"{x}\"\n"));
+    }
+
+    const DOC: &str = r#"
+def find(name):
+    '''
+    Look the user up by 'name' and return the row.
+    '''
+    # was: cipher = AES.new(key, AES.MODE_ECB)
+    query = """
+        SELECT * FROM users
+        WHERE name = '%s'
+    """ % name
+    return db.execute(query)
+"#;
+
+    #[test]
+    fn fragments_inside_string_literals() {
+        // Prose from a docstring and part of a multi-line SQL string: not code, so searched
+        // inside string literals.
+        assert!(py("Look the user up by 'name'", DOC));
+        assert!(py("WHERE name = '%s'", DOC));
+        assert!(py("SELECT * FROM users WHERE name = '%s'", DOC));
+        // Clean code never matches inside a string or a comment.
+        let m = Matcher::new("app.py", "cipher = AES.new(key, AES.MODE_ECB)", None);
+        assert!(!m.found_in(DOC));
+        assert!(!m.found_in("'''cipher = AES.new(key, AES.MODE_ECB)'''\n"));
+    }
+
+    #[test]
+    fn fragment_cutting_into_a_string_falls_back_to_text_without_comments() {
+        // The fragment starts at a docstring's closing quotes: its parse swallows the code.
+        let frag = "    '''\n    # was: x\n    query = \"\"\"\n        SELECT * FROM users";
+        let m = Matcher::new("app.py", frag, None);
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(m.found_in(DOC));
+        // Old code left in a comment is not found by the fallback either.
+        let m = Matcher::new("app.py", "'''\ncipher = AES.new(key, AES.MODE_ECB)", None);
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(!m.found_in("x = '''\n'''\n# cipher = AES.new(key, AES.MODE_ECB)\n"));
+        assert!(m.found_in("x = '''\n'''\ncipher = AES.new(key,AES.MODE_ECB)\n"));
+    }
+
+    #[test]
+    fn every_window_of_lines_is_found_in_its_file() {
+        for file in [FILE, DOC] {
+            let lines: Vec<&str> = file.lines().collect();
+            for w in 1..=3 {
+                for i in 0..=lines.len() - w {
+                    let frag = lines[i..i + w].join("\n");
+                    let m = Matcher::new("app.py", &frag, None);
+                    assert!(m.is_empty() || m.found_in(file), "{frag:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn comment_only_fragment_falls_back_to_text() {
+        let m = Matcher::new("app.py", "# TODO: validate", None);
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(m.found_in("x = 1  #   TODO:   validate\n"));
+    }
+
+    #[test]
+    fn language_detection() {
+        assert!(is_python("src/app.py", None));
+        assert!(is_python("APP.PY", None));
+        assert!(!is_python("app.js", Some("x = 1\n")));
+        assert!(is_python("script", Some("def f(x):\n    return x\n")));
+        assert!(!is_python(
+            "script",
+            Some("#!/bin/sh\nif [ -f x ]; then echo; fi\n")
+        ));
+        assert!(!is_python("script", None));
+    }
+
+    #[test]
+    fn other_languages_use_normalized_text() {
+        let js = "app.get('/', function (req, res) {\n  res.set('Access-Control-Allow-Origin', req.headers.origin);\n});\n";
+        let m = Matcher::new(
+            "server.js",
+            "res.set( 'Access-Control-Allow-Origin',\n req.headers.origin )",
+            None,
+        );
+        assert_eq!(m.method(), Method::NormalizedText);
+        assert!(m.found_in(js));
+        assert!(!Matcher::new("a.js", "origin", None).found_in("const originals = 1;"));
+        assert!(Matcher::new("a.js", "a+b", None).found_in("x = a + b;"));
+    }
+
+    #[test]
+    fn blank_fragment_is_found_nowhere() {
+        assert!(!Matcher::new("a.py", "  \n", None).found_in("x = 1"));
+        assert!(!Matcher::new("a.c", "", None).found_in("x = 1"));
+        let (found, method) = find("a.py", "x = 1", "x=1\n");
+        assert!(found);
+        assert_eq!(method.as_str(), "python-tokens");
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The statement as tokens, with the bracket depth after each token.
+    const TOKENS: [&str; 21] = [
+        "cipher", "=", "AES", ".", "new", "(", "key", ",", "AES", ".", "MODE_ECB", ",", "iv", "=",
+        "b'\\x00'", "*", "16", ")", ".", "encrypt", "(",
+    ];
+
+    fn layout(seps: &[u8], trailing_comma: bool) -> String {
+        let mut out = String::from("    ");
+        let mut depth = 0i32;
+        let toks: Vec<&str> = TOKENS.iter().copied().chain(["data", ")"]).collect();
+        for (i, t) in toks.iter().enumerate() {
+            if *t == ")" {
+                if trailing_comma && depth == 1 && toks[i - 1] != "(" {
+                    out.push(',');
+                }
+                depth -= 1;
+            }
+            out.push_str(t);
+            if *t == "(" {
+                depth += 1;
+            }
+            let sep = seps.get(i).copied().unwrap_or(0);
+            if i + 1 < toks.len() {
+                out.push_str(match (sep % 5, depth > 0) {
+                    (0, _) => "",
+                    (1, _) => " ",
+                    (2, _) => "   ",
+                    (3, true) => "\n            ",
+                    (4, true) => "  # why\n        ",
+                    _ => " ",
+                });
+            }
+        }
+        out.push('\n');
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn reformatting_never_changes_the_match(
+            seps in proptest::collection::vec(any::<u8>(), 23),
+            trailing_comma in any::<bool>(),
+        ) {
+            let file = format!("def f(key, data):\n{}    return 1\n", layout(&seps, trailing_comma));
+            let m = Matcher::new("app.py", "cipher = AES.new(key, AES.MODE_ECB, iv=b\"\\x00\" * 16)", None);
+            prop_assert_eq!(m.method(), Method::PythonTokens);
+            prop_assert!(m.found_in(&file), "{}", file);
+            let other = Matcher::new("app.py", "AES.new(key, AES.MODE_GCM", None);
+            prop_assert!(!other.found_in(&file));
+        }
+    }
+}

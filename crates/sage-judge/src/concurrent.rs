@@ -1,0 +1,350 @@
+//! Score many traces at once: every (trace, judge, run, turn) is one job, run with bounded
+//! concurrency through the same retry-and-verify logic as [`score_turn`]
+//! ([`score_turn_with`]). Turns of one trace are independent (each request holds only its own
+//! prefix), so they need no ordering; jobs are issued turn-major (turn 1 of every trace,
+//! then turn 2, ...) so that the request for turn k+1 usually goes out after turn k's shared
+//! prefix is in the provider's cache.
+//!
+//! [`score_turn`]: crate::score_turn
+
+use super::{score_turn_with, verify_judgment, Judge, JudgeError, TraceScores, TurnOutcome};
+use futures::StreamExt;
+use sage_llm::cost::RunStats;
+use sage_trace::case::TaskContext;
+use sage_trace::{CanonicalTrace, RawStore};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Where scoring progress is reported. The scorer never draws anything itself: the CLI
+/// implements this with a progress bar, and nothing is reported when it is absent.
+pub trait Progress: Send + Sync {
+    /// Scoring starts with `total` jobs (one per turn, judge and run).
+    fn start(&self, total: u64);
+    /// `n` more jobs are settled.
+    fn advance(&self, n: u64);
+    /// Scoring is over (also after an early stop).
+    fn finish(&self);
+}
+
+impl std::fmt::Debug for dyn Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+/// One trace to score.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoreItem<'a> {
+    /// The case id (for messages).
+    pub id: &'a str,
+    pub task: &'a TaskContext,
+    pub trace: &'a CanonicalTrace,
+    /// The raw trace, against which quotes are verified.
+    pub store: &'a RawStore,
+}
+
+/// How to score.
+#[derive(Debug, Clone)]
+pub struct ScoreOptions {
+    /// Requests in flight at once (`--concurrency`).
+    pub concurrency: usize,
+    /// Runs per judge (`--runs`), numbered from 0.
+    pub runs: u32,
+    /// Attempts per turn (first try + retries with feedback).
+    pub max_attempts: u32,
+    /// Told the number of jobs, then of every settled job (the CLI draws a progress bar).
+    pub progress: Option<Arc<dyn Progress>>,
+    /// Counters shared with the judges (cache hits, retries, cost) for the progress bar.
+    pub stats: Option<Arc<RunStats>>,
+}
+
+impl Default for ScoreOptions {
+    fn default() -> Self {
+        ScoreOptions {
+            concurrency: 8,
+            runs: 1,
+            max_attempts: 3,
+            progress: None,
+            stats: None,
+        }
+    }
+}
+
+/// The scores of one trace under one judge and run; `None` when the run stopped before every
+/// turn of it was settled.
+pub type Slot = Option<TraceScores>;
+
+/// What [`score_traces_concurrently`] produced.
+#[derive(Debug)]
+pub struct ScoredBatch {
+    /// `scores[item][judge * runs + run]`.
+    pub scores: Vec<Vec<Slot>>,
+    /// Why the run stopped early (a fatal error or the budget); everything finished before
+    /// is in the ledger, so a re-run resumes.
+    pub stopped: Option<JudgeError>,
+}
+
+impl ScoredBatch {
+    /// The slot of `item`, `judge`, `run`.
+    pub fn get(&self, item: usize, judge: usize, run: u32, runs: u32) -> Option<&TraceScores> {
+        self.scores
+            .get(item)?
+            .get(judge * runs as usize + run as usize)?
+            .as_ref()
+    }
+}
+
+struct Job {
+    item: usize,
+    judge: usize,
+    run: u32,
+    k: usize,
+}
+
+/// Score every turn of every item with every judge, `opts.runs` times.
+pub async fn score_traces_concurrently(
+    judges: &[Arc<dyn Judge>],
+    items: &[ScoreItem<'_>],
+    opts: &ScoreOptions,
+) -> ScoredBatch {
+    let runs = opts.runs.max(1);
+    let stores: Vec<Mutex<RawStore>> = items.iter().map(|i| Mutex::new(i.store.clone())).collect();
+    let max_turns = items.iter().map(|i| i.trace.turns.len()).max().unwrap_or(0);
+    let mut jobs = Vec::new();
+    for k in 1..=max_turns {
+        for (ii, item) in items.iter().enumerate() {
+            if k > item.trace.turns.len() {
+                continue;
+            }
+            for ji in 0..judges.len() {
+                for run in 0..runs {
+                    jobs.push(Job {
+                        item: ii,
+                        judge: ji,
+                        run,
+                        k,
+                    });
+                }
+            }
+        }
+    }
+    let bar = opts.progress.as_deref();
+    if let Some(b) = bar {
+        b.start(jobs.len() as u64);
+    }
+    let stop = AtomicBool::new(false);
+    let stopped: Mutex<Option<JudgeError>> = Mutex::new(None);
+    let results: Vec<(Job, Option<TurnOutcome>)> = futures::stream::iter(jobs)
+        .map(|job| {
+            let judge = judges[job.judge].as_ref();
+            let item = items[job.item];
+            let store = &stores[job.item];
+            let (stop, stopped, stats) = (&stop, &stopped, &opts.stats);
+            async move {
+                if stop.load(Ordering::Relaxed) {
+                    return (job, None);
+                }
+                let out = score_turn_with(
+                    judge,
+                    item.task,
+                    item.trace,
+                    job.k,
+                    job.run,
+                    opts.max_attempts,
+                    |turn, j| {
+                        let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
+                        verify_judgment(&mut s, turn, j)
+                    },
+                )
+                .await;
+                if let Some(b) = bar {
+                    b.advance(1);
+                }
+                match out {
+                    Ok(o) => {
+                        if let Some(st) = stats {
+                            let c = match &o {
+                                TurnOutcome::Scored(s) => {
+                                    st.judgment_retries.fetch_add(
+                                        u64::from(s.attempts.saturating_sub(1)),
+                                        Ordering::Relaxed,
+                                    );
+                                    Some(&st.turns_scored)
+                                }
+                                TurnOutcome::Failed { attempts, .. } => {
+                                    st.judgment_retries.fetch_add(
+                                        u64::from(attempts.saturating_sub(1)),
+                                        Ordering::Relaxed,
+                                    );
+                                    Some(&st.turns_failed)
+                                }
+                                TurnOutcome::Administrative { .. } => None,
+                            };
+                            if let Some(c) = c {
+                                c.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        (job, Some(o))
+                    }
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        let mut s = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                        if s.is_none() {
+                            *s = Some(e);
+                        }
+                        (job, None)
+                    }
+                }
+            }
+        })
+        .buffer_unordered(opts.concurrency.max(1))
+        .collect()
+        .await;
+    if let Some(b) = bar {
+        b.finish();
+    }
+    // Reassemble in order: item → (judge, run) → turn.
+    let slots = judges.len() * runs as usize;
+    let mut grid: Vec<Vec<Vec<Option<TurnOutcome>>>> = items
+        .iter()
+        .map(|i| vec![vec![None; i.trace.turns.len()]; slots])
+        .collect();
+    for (job, out) in results {
+        grid[job.item][job.judge * runs as usize + job.run as usize][job.k - 1] = out;
+    }
+    let scores = grid
+        .into_iter()
+        .map(|per_slot| {
+            per_slot
+                .into_iter()
+                .enumerate()
+                .map(|(slot, turns)| {
+                    let turns: Option<Vec<TurnOutcome>> = turns.into_iter().collect();
+                    turns.map(|turns| TraceScores {
+                        judge: judges[slot / runs as usize].id(),
+                        run: (slot % runs as usize) as u32,
+                        turns,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    ScoredBatch {
+        scores,
+        stopped: stopped.into_inner().unwrap_or_else(|p| p.into_inner()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DimensionScore, JudgeId, Judgment, TurnRequest};
+    use futures::future::BoxFuture;
+    use sage_trace::{Actor, RawRef, TextItem, Turn, TurnKind};
+
+    struct Echo;
+    impl Judge for Echo {
+        fn id(&self) -> JudgeId {
+            JudgeId {
+                name: "echo".into(),
+                model: "-".into(),
+                rubric_version: "0".into(),
+            }
+        }
+        fn judge<'a>(
+            &'a self,
+            req: &'a TurnRequest<'a>,
+        ) -> BoxFuture<'a, Result<Judgment, JudgeError>> {
+            let text = req.target().message.as_ref().unwrap().text.clone();
+            Box::pin(async move {
+                if text.contains("fatal") {
+                    return Err(JudgeError::Fatal("boom".into()));
+                }
+                Ok(Judgment {
+                    applicable: true,
+                    tr: DimensionScore {
+                        score: 1,
+                        quote: Some(text),
+                        rationale: None,
+                    },
+                    ..Default::default()
+                })
+            })
+        }
+    }
+
+    fn trace(texts: &[&str]) -> (CanonicalTrace, RawStore) {
+        let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
+        let mut raw = String::new();
+        for (i, x) in texts.iter().enumerate() {
+            raw.push_str(x);
+            raw.push('\n');
+            let mut turn = Turn::new(Actor::new("a", None), TurnKind::Planning);
+            turn.message = Some(TextItem {
+                text: x.to_string(),
+                raw: RawRef::lines("t.md", i + 1, i + 1),
+            });
+            t.push_turn(turn);
+        }
+        let mut s = RawStore::new();
+        s.insert("t.md", raw.into_bytes());
+        (t, s)
+    }
+
+    #[test]
+    fn every_turn_of_every_run_is_scored_once_in_order() {
+        let (t1, s1) = trace(&["one", "two", "three"]);
+        let (t2, s2) = trace(&["alpha"]);
+        let task = TaskContext::default();
+        let items = [
+            ScoreItem {
+                id: "a",
+                task: &task,
+                trace: &t1,
+                store: &s1,
+            },
+            ScoreItem {
+                id: "b",
+                task: &task,
+                trace: &t2,
+                store: &s2,
+            },
+        ];
+        let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
+        let opts = ScoreOptions {
+            runs: 2,
+            concurrency: 3,
+            ..Default::default()
+        };
+        let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));
+        assert!(out.stopped.is_none());
+        let s = out.get(0, 0, 1, 2).unwrap();
+        assert_eq!(s.run, 1);
+        assert_eq!(s.turns.len(), 3);
+        assert_eq!(
+            s.score(3).unwrap().judgment.tr.quote.as_deref(),
+            Some("three")
+        );
+        assert_eq!(out.get(1, 0, 0, 2).unwrap().turns.len(), 1);
+    }
+
+    #[test]
+    fn a_fatal_error_stops_cleanly() {
+        let (t1, s1) = trace(&["ok", "fatal", "later"]);
+        let task = TaskContext::default();
+        let items = [ScoreItem {
+            id: "a",
+            task: &task,
+            trace: &t1,
+            store: &s1,
+        }];
+        let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
+        let opts = ScoreOptions {
+            concurrency: 1,
+            ..Default::default()
+        };
+        let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));
+        assert_eq!(out.stopped, Some(JudgeError::Fatal("boom".into())));
+        assert!(out.scores[0][0].is_none());
+    }
+}

@@ -1,0 +1,417 @@
+//! Turn scores: a judge scores one canonical turn at a time on the four SAGE dimensions.
+//!
+//! The discipline of the method is enforced here, for every judge:
+//! - **prefix-only**: a [`TurnRequest`] can only be built by [`TurnRequest::prefix`], which
+//!   holds the task context and turns `1..=k`; the failure anchor has no way in (the
+//!   [`TaskContext`] type does not carry it).
+//! - **quote-anchored**: every non-zero score must carry a quote that [`verify_quote`] finds in
+//!   turn k's raw record (after whitespace normalization only); otherwise the judgment is
+//!   retried with the reason and, still failing, the turn is a scoring failure.
+//! - every score records the judge (name, model, rubric version), the run, and the hash of
+//!   exactly what was sent.
+
+pub mod concurrent;
+pub mod config;
+pub mod lexicon;
+pub mod llm;
+pub mod spec;
+
+use futures::future::BoxFuture;
+use sage_llm::LlmError;
+use sage_trace::case::TaskContext;
+use sage_trace::{normalize_ws, CanonicalTrace, RawRef, RawStore, Turn};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// The score records a judge produces (defined in `sage-trace`, where every later stage
+/// reads them).
+pub use sage_trace::score::{
+    Dimension, DimensionScore, JudgeId, Judgment, TraceScores, TurnOutcome, TurnScore,
+    VerifiedQuote,
+};
+
+/// What a judge may see when scoring turn k: the task context and turns 1..=k, nothing else.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnRequest<'a> {
+    pub task: &'a TaskContext,
+    /// Turns 1..=k; the last one is the turn to score.
+    pub turns: &'a [Turn],
+    /// On a retry: why the previous answer was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+}
+
+impl<'a> TurnRequest<'a> {
+    /// The only constructor: the prefix of `trace` ending at turn `k` (1-based).
+    /// Returns `None` when `k` is out of range.
+    pub fn prefix(task: &'a TaskContext, trace: &'a CanonicalTrace, k: usize) -> Option<Self> {
+        if k == 0 || k > trace.turns.len() {
+            return None;
+        }
+        Some(TurnRequest {
+            task,
+            turns: &trace.turns[..k],
+            feedback: None,
+        })
+    }
+
+    /// The turn being scored.
+    pub fn target(&self) -> &'a Turn {
+        self.turns.last().expect("a prefix is never empty")
+    }
+
+    pub fn k(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// sha256 (hex) of the request's content: task context, turns 1..=k, feedback.
+    pub fn hash(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(Sha256::digest(&bytes))
+    }
+}
+
+/// Why a judge produced no judgment.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum JudgeError {
+    /// The answer was malformed (not JSON, wrong schema, score out of range): retryable.
+    #[error("invalid judgment: {0}")]
+    Invalid(String),
+    /// A transport or provider error that may succeed later.
+    #[error("transient: {0}")]
+    Transient(String),
+    /// An error that cannot succeed on retry (bad key, unknown model): stop.
+    #[error("fatal: {0}")]
+    Fatal(String),
+    /// A spending limit was reached.
+    #[error("budget reached: {0}")]
+    Budget(String),
+}
+
+impl From<LlmError> for JudgeError {
+    fn from(e: LlmError) -> JudgeError {
+        match e {
+            LlmError::Invalid(m) => JudgeError::Invalid(m),
+            LlmError::Transient(m) => JudgeError::Transient(m),
+            LlmError::Fatal(m) => JudgeError::Fatal(m),
+            LlmError::Budget(m) => JudgeError::Budget(m),
+        }
+    }
+}
+
+/// Which call of a turn this is: lets a backend key its ledger by run and attempt, so a
+/// repeated run is a fresh sample and a retry is never answered from the previous attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CallInfo {
+    /// Run index (0-based), as recorded in [`TurnScore::run`].
+    pub run: u32,
+    /// Attempt within the turn (1 = first).
+    pub attempt: u32,
+}
+
+/// A judgment with what the backend knows about the call that produced it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JudgeAnswer {
+    pub judgment: Judgment,
+    /// sha256 (hex) of the exact request body the backend sent (or replayed from its
+    /// ledger); `None` for a judge that sends nothing, whose hash is [`TurnRequest::hash`].
+    pub prompt_hash: Option<String>,
+}
+
+/// A judge scores one turn from a prefix request.
+pub trait Judge: Send + Sync {
+    fn id(&self) -> JudgeId;
+    /// Score the last turn of `req`. Quotes are verified by the caller, not the judge.
+    fn judge<'a>(&'a self, req: &'a TurnRequest<'a>)
+        -> BoxFuture<'a, Result<Judgment, JudgeError>>;
+    /// Score with the call's run and attempt known. Backends that send requests override
+    /// this to report the hash of exactly what they sent; the default calls [`Judge::judge`].
+    fn judge_call<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+        call: CallInfo,
+    ) -> BoxFuture<'a, Result<JudgeAnswer, JudgeError>> {
+        let _ = call;
+        Box::pin(async move {
+            self.judge(req).await.map(|judgment| JudgeAnswer {
+                judgment,
+                prompt_hash: None,
+            })
+        })
+    }
+    /// A deterministic judge gives the same answer every time, so a rejected answer is not
+    /// retried.
+    fn deterministic(&self) -> bool {
+        false
+    }
+}
+
+/// Check a judgment's shape: scores 0-3, and a quote for every non-zero score.
+pub fn validate(j: &Judgment) -> Result<(), String> {
+    for d in Dimension::ALL {
+        let s = j.dim(d);
+        if s.score > 3 {
+            return Err(format!("{d} score {} is outside 0-3", s.score));
+        }
+        if s.score > 0 && s.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
+            return Err(format!("{d} score {} has no quote", s.score));
+        }
+    }
+    Ok(())
+}
+
+/// Find `quote` in the raw record of one of `turn`'s items, after whitespace normalization.
+/// The text compared is re-read from the raw trace through `store`, not the adapter's copy.
+pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
+    let q = normalize_ws(quote);
+    if q.is_empty() {
+        return Err("the quote is empty".into());
+    }
+    let mut errors = Vec::new();
+    for (_, raw) in turn.text_items() {
+        match store.resolve(raw) {
+            Ok(text) => {
+                if normalize_ws(&text).contains(&q) {
+                    return Ok(raw.clone());
+                }
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    let mut msg = format!(
+        "the quote {:?} does not occur verbatim in turn {}",
+        truncate(quote, 80),
+        turn.index
+    );
+    if !errors.is_empty() {
+        msg.push_str(&format!(" (unreadable records: {})", errors.join("; ")));
+    }
+    Err(msg)
+}
+
+/// Verify every quote of a judgment against turn k; `Err` names the first failure.
+pub fn verify_judgment(
+    store: &mut RawStore,
+    turn: &Turn,
+    j: &Judgment,
+) -> Result<Vec<VerifiedQuote>, String> {
+    validate(j)?;
+    let mut out = Vec::new();
+    for d in Dimension::ALL {
+        let s = j.dim(d);
+        if s.score == 0 {
+            continue;
+        }
+        let quote = s.quote.as_deref().unwrap_or_default();
+        let raw = verify_quote(store, turn, quote).map_err(|e| format!("{d}: {e}"))?;
+        out.push(VerifiedQuote {
+            dimension: d,
+            quote: quote.to_string(),
+            raw,
+        });
+    }
+    Ok(out)
+}
+
+/// The message sent back to the judge when its answer for turn `k` was rejected.
+pub fn retry_feedback(k: usize, reason: &str) -> String {
+    format!("Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim.")
+}
+
+/// Score one turn with retries: a malformed answer or a quote that does not verify is sent
+/// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
+/// A fatal or budget error is returned as `Err` so the caller can stop cleanly.
+pub async fn score_turn(
+    judge: &dyn Judge,
+    task: &TaskContext,
+    trace: &CanonicalTrace,
+    store: &mut RawStore,
+    k: usize,
+    run: u32,
+    max_attempts: u32,
+) -> Result<TurnOutcome, JudgeError> {
+    score_turn_with(judge, task, trace, k, run, max_attempts, |turn, j| {
+        verify_judgment(store, turn, j)
+    })
+    .await
+}
+
+/// [`score_turn`] with the quote check supplied by the caller (e.g. a raw store behind a
+/// lock, shared by the concurrent scorer). `verify` must behave like [`verify_judgment`].
+pub async fn score_turn_with<V>(
+    judge: &dyn Judge,
+    task: &TaskContext,
+    trace: &CanonicalTrace,
+    k: usize,
+    run: u32,
+    max_attempts: u32,
+    mut verify: V,
+) -> Result<TurnOutcome, JudgeError>
+where
+    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, String>,
+{
+    let Some(mut req) = TurnRequest::prefix(task, trace, k) else {
+        return Ok(TurnOutcome::Failed {
+            turn: k,
+            attempts: 0,
+            reason: format!("turn {k} is not in the trace"),
+        });
+    };
+    let turn = req.target();
+    if !turn.is_applicable() {
+        return Ok(TurnOutcome::Administrative { turn: k });
+    }
+    let max_attempts = if judge.deterministic() {
+        1
+    } else {
+        max_attempts.max(1)
+    };
+    let mut reason = String::new();
+    for attempt in 1..=max_attempts {
+        let answer = judge.judge_call(&req, CallInfo { run, attempt }).await;
+        let rejection = match answer {
+            Ok(a) => match verify(turn, &a.judgment) {
+                Ok(quotes) => {
+                    let prompt_hash = a.prompt_hash.unwrap_or_else(|| req.hash());
+                    return Ok(TurnOutcome::Scored(TurnScore {
+                        turn: k,
+                        judge: judge.id(),
+                        run,
+                        judgment: a.judgment,
+                        quotes,
+                        prompt_hash,
+                        attempts: attempt,
+                    }));
+                }
+                Err(e) => e,
+            },
+            Err(JudgeError::Invalid(e)) | Err(JudgeError::Transient(e)) => e,
+            Err(e) => return Err(e),
+        };
+        reason = rejection;
+        req.feedback = Some(retry_feedback(k, &reason));
+    }
+    Ok(TurnOutcome::Failed {
+        turn: k,
+        attempts: max_attempts,
+        reason,
+    })
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_trace::{Actor, RawRef, TextItem, TurnKind};
+
+    fn trace_with(texts: &[&str]) -> (CanonicalTrace, RawStore) {
+        let mut raw = String::new();
+        let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
+        for (i, text) in texts.iter().enumerate() {
+            raw.push_str(text);
+            raw.push('\n');
+            let mut turn = Turn::new(Actor::new("a", None), TurnKind::Planning);
+            turn.message = Some(TextItem {
+                text: text.to_string(),
+                raw: RawRef::lines("t.md", i + 1, i + 1),
+            });
+            t.push_turn(turn);
+        }
+        let mut s = RawStore::new();
+        s.insert("t.md", raw.into_bytes());
+        (t, s)
+    }
+
+    struct Fixed(Judgment);
+    impl Judge for Fixed {
+        fn id(&self) -> JudgeId {
+            JudgeId {
+                name: "fixed".into(),
+                model: "-".into(),
+                rubric_version: "0".into(),
+            }
+        }
+        fn judge<'a>(
+            &'a self,
+            req: &'a TurnRequest<'a>,
+        ) -> BoxFuture<'a, Result<Judgment, JudgeError>> {
+            // The prefix discipline: the judge never sees a turn after k.
+            assert!(req.turns.iter().all(|t| t.index <= req.k()));
+            Box::pin(async move { Ok(self.0.clone()) })
+        }
+    }
+
+    fn judgment(di: u8, quote: &str) -> Judgment {
+        Judgment {
+            applicable: true,
+            security_opportunity: true,
+            di: DimensionScore {
+                score: di,
+                quote: Some(quote.into()),
+                rationale: None,
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn prefix_holds_only_turns_up_to_k() {
+        let (t, _) = trace_with(&["a", "b", "c"]);
+        let task = TaskContext::default();
+        let r = TurnRequest::prefix(&task, &t, 2).unwrap();
+        assert_eq!(r.turns.len(), 2);
+        assert_eq!(r.target().index, 2);
+        assert!(TurnRequest::prefix(&task, &t, 0).is_none());
+        assert!(TurnRequest::prefix(&task, &t, 4).is_none());
+        assert_ne!(r.hash(), TurnRequest::prefix(&task, &t, 3).unwrap().hash());
+    }
+
+    #[test]
+    fn quotes_verify_with_whitespace_normalization_only() {
+        let (t, mut s) = trace_with(&["Use   parameterized\tqueries here."]);
+        let turn = t.turn(1).unwrap();
+        assert!(verify_quote(&mut s, turn, "parameterized queries").is_ok());
+        assert!(verify_quote(&mut s, turn, "Parameterized queries").is_err());
+        assert!(verify_quote(&mut s, turn, "  ").is_err());
+    }
+
+    #[test]
+    fn a_fabricated_quote_fails_the_turn() {
+        let (t, mut s) = trace_with(&["we will sanitize input"]);
+        let task = TaskContext::default();
+        let j = Fixed(judgment(2, "we validate the origin header"));
+        let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, 3)).unwrap();
+        match out {
+            TurnOutcome::Failed {
+                attempts, reason, ..
+            } => {
+                assert_eq!(attempts, 3);
+                assert!(reason.contains("does not occur"), "{reason}");
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        let ok = Fixed(judgment(2, "sanitize input"));
+        let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, 3)).unwrap();
+        assert_eq!(out.scored().unwrap().score(Dimension::DI), 2);
+    }
+
+    #[test]
+    fn missing_quote_or_out_of_range_is_invalid() {
+        let mut j = judgment(1, "x");
+        j.di.quote = None;
+        assert!(validate(&j).is_err());
+        let mut j = judgment(4, "x");
+        assert!(validate(&j).is_err());
+        j.di.score = 0;
+        assert!(validate(&j).is_ok());
+    }
+}

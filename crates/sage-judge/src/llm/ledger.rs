@@ -1,0 +1,437 @@
+//! The judgment ledger: every answer an LLM judge received, kept on disk.
+//!
+//! One JSON file per call, at
+//! `DIR/<backend>/<model>/<rubric-version>/<id[0..2]>/<id>.json`, where `id` is the sha256 of
+//! (backend, model, rubric version, prompt hash, run, attempt). A re-run finds the entry and
+//! replays the stored raw response instead of calling the API, so an offline replay produces
+//! the same judgments byte for byte. Entries are written to a temporary file and renamed, so a
+//! killed run leaves either a whole entry or none. The ledger holds no request headers and
+//! therefore no API key.
+
+use sage_llm::cost::Usage;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Schema tag of a ledger entry.
+pub const LEDGER_SCHEMA: &str = "sage.ledger/1";
+/// Where the ledger lives unless `--ledger DIR` says otherwise.
+pub const DEFAULT_LEDGER_DIR: &str = ".sage/ledger";
+
+/// What identifies one judge call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LedgerKey {
+    pub backend: String,
+    pub model: String,
+    pub rubric_version: String,
+    /// sha256 of the exact request body.
+    pub prompt_hash: String,
+    pub run: u32,
+    pub attempt: u32,
+}
+
+impl LedgerKey {
+    /// 64 hex characters: also the batch `custom_id` of this call.
+    pub fn id(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            LEDGER_SCHEMA,
+            &self.backend,
+            &self.model,
+            &self.rubric_version,
+            &self.prompt_hash,
+            &self.run.to_string(),
+            &self.attempt.to_string(),
+        ] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        hex::encode(h.finalize())
+    }
+}
+
+/// One stored call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    pub schema: String,
+    pub id: String,
+    #[serde(flatten)]
+    pub key: LedgerKey,
+    /// `api` (answered live) or `batch` (imported from a batch result file).
+    pub source: String,
+    /// The provider's raw response body.
+    pub response: String,
+    pub usage: Usage,
+    /// Cost of the call in USD when the model's price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub latency_ms: u64,
+    /// Transport retries before the answer (429, 5xx, timeouts).
+    pub http_retries: u32,
+    /// Seconds since the Unix epoch.
+    pub recorded_at: u64,
+}
+
+/// A ledger problem (disk full, unreadable entry, ...).
+#[derive(Debug, thiserror::Error)]
+#[error("ledger {path}: {msg}")]
+pub struct LedgerError {
+    pub path: String,
+    pub msg: String,
+}
+
+/// The on-disk ledger.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+/// Path-safe form of a key component.
+fn component(s: &str) -> String {
+    let c: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if c.is_empty() || c.chars().all(|c| c == '.') {
+        "_".into()
+    } else {
+        c
+    }
+}
+
+impl Ledger {
+    pub fn new(dir: impl Into<PathBuf>) -> Ledger {
+        Ledger { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path_of(&self, key: &LedgerKey, id: &str) -> PathBuf {
+        self.dir
+            .join(component(&key.backend))
+            .join(component(&key.model))
+            .join(component(&key.rubric_version))
+            .join(&id[..2])
+            .join(format!("{id}.json"))
+    }
+
+    /// The stored entry for `key`, if any. An unreadable entry counts as absent (it is
+    /// re-requested and overwritten), never as an answer.
+    pub fn get(&self, key: &LedgerKey) -> Option<LedgerEntry> {
+        let id = key.id();
+        let text = std::fs::read(self.path_of(key, &id)).ok()?;
+        let e: LedgerEntry = serde_json::from_slice(&text).ok()?;
+        (e.id == id && &e.key == key).then_some(e)
+    }
+
+    pub fn contains(&self, key: &LedgerKey) -> bool {
+        self.path_of(key, &key.id()).is_file()
+    }
+
+    /// Store an entry atomically (temporary file in the same folder, then rename).
+    pub fn put(&self, entry: &LedgerEntry) -> Result<PathBuf, LedgerError> {
+        let path = self.path_of(&entry.key, &entry.id);
+        let dir = path.parent().expect("entry path has a parent");
+        let err = |msg: String| LedgerError {
+            path: path.display().to_string(),
+            msg,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+        let tmp = dir.join(format!(
+            ".{}.tmp.{}.{}",
+            entry.id,
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let bytes = serde_json::to_vec_pretty(entry).map_err(|e| err(e.to_string()))?;
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            err(e.to_string())
+        })?;
+        Ok(path)
+    }
+
+    /// Every entry file (and leftover temporary file) under the ledger.
+    fn files(&self) -> impl Iterator<Item = walkdir::DirEntry> {
+        walkdir::WalkDir::new(&self.dir)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_file())
+    }
+
+    /// Counts per backend / model / rubric version.
+    pub fn stats(&self) -> Result<LedgerStats, LedgerError> {
+        let mut st = LedgerStats::default();
+        if !self.dir.exists() {
+            return Ok(st);
+        }
+        for f in self.files() {
+            let name = f.file_name().to_string_lossy();
+            if name.contains(".tmp.") {
+                st.temp_files += 1;
+                continue;
+            }
+            if !name.ends_with(".json") {
+                continue;
+            }
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let Some(e) = std::fs::read(f.path())
+                .ok()
+                .and_then(|b| serde_json::from_slice::<LedgerEntry>(&b).ok())
+            else {
+                st.unreadable += 1;
+                continue;
+            };
+            let g = st
+                .groups
+                .entry((e.key.backend, e.key.model, e.key.rubric_version))
+                .or_default();
+            g.entries += 1;
+            g.bytes += size;
+            g.input_tokens += e.usage.input_tokens;
+            g.cached_input_tokens += e.usage.cached_input_tokens;
+            g.output_tokens += e.usage.output_tokens;
+            g.cost_usd += e.cost_usd.unwrap_or(0.0);
+            g.latency_ms += e.latency_ms;
+            if e.source == "batch" {
+                g.from_batch += 1;
+            }
+        }
+        Ok(st)
+    }
+
+    /// Remove entries matching `filter` (and always leftover temporary files).
+    pub fn prune(&self, filter: &PruneFilter) -> Result<PruneReport, LedgerError> {
+        let mut rep = PruneReport::default();
+        if !self.dir.exists() {
+            return Ok(rep);
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs();
+        for f in self.files() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let remove = if name.contains(".tmp.") {
+                true
+            } else if !name.ends_with(".json") {
+                false
+            } else {
+                match std::fs::read(f.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<LedgerEntry>(&b).ok())
+                {
+                    None => filter.unreadable,
+                    Some(e) => filter.matches(&e, now),
+                }
+            };
+            if remove {
+                rep.files += 1;
+                rep.bytes += size;
+                if !filter.dry_run {
+                    std::fs::remove_file(f.path()).map_err(|e| LedgerError {
+                        path: f.path().display().to_string(),
+                        msg: e.to_string(),
+                    })?;
+                }
+            } else {
+                rep.kept += 1;
+            }
+        }
+        if !filter.dry_run {
+            remove_empty_dirs(&self.dir);
+        }
+        Ok(rep)
+    }
+}
+
+fn remove_empty_dirs(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.path().is_dir() {
+                remove_empty_dirs(&e.path());
+                let _ = std::fs::remove_dir(e.path()); // fails (kept) when not empty
+            }
+        }
+    }
+}
+
+/// Which entries `sage cache prune` removes. Conditions combine with AND; an entry is
+/// removed only when every given condition holds, and at least one must be given (or
+/// `all`).
+#[derive(Debug, Clone, Default)]
+pub struct PruneFilter {
+    pub all: bool,
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    /// Remove entries of this rubric version (exact, or prefix before `#`).
+    pub rubric_version: Option<String>,
+    /// Remove entries of any rubric version other than this one.
+    pub keep_rubric_version: Option<String>,
+    pub older_than: Option<Duration>,
+    pub unreadable: bool,
+    pub dry_run: bool,
+}
+
+impl PruneFilter {
+    pub fn is_empty(&self) -> bool {
+        !self.all
+            && self.backend.is_none()
+            && self.model.is_none()
+            && self.rubric_version.is_none()
+            && self.keep_rubric_version.is_none()
+            && self.older_than.is_none()
+    }
+
+    fn matches(&self, e: &LedgerEntry, now: u64) -> bool {
+        if self.all {
+            return true;
+        }
+        if self.is_empty() {
+            return false;
+        }
+        let rv = |want: &str| {
+            e.key.rubric_version == want || e.key.rubric_version.split('#').next() == Some(want)
+        };
+        self.backend.as_deref().is_none_or(|b| e.key.backend == b)
+            && self.model.as_deref().is_none_or(|m| e.key.model == m)
+            && self.rubric_version.as_deref().is_none_or(rv)
+            && self.keep_rubric_version.as_deref().is_none_or(|k| !rv(k))
+            && self
+                .older_than
+                .is_none_or(|d| now.saturating_sub(e.recorded_at) > d.as_secs())
+    }
+}
+
+/// What prune removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    pub files: u64,
+    pub bytes: u64,
+    pub kept: u64,
+}
+
+/// Totals of one (backend, model, rubric version).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupStats {
+    pub entries: u64,
+    pub from_batch: u64,
+    pub bytes: u64,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub latency_ms: u64,
+}
+
+/// What `sage cache stats` shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerStats {
+    pub groups: BTreeMap<(String, String, String), GroupStats>,
+    pub temp_files: u64,
+    pub unreadable: u64,
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(run: u32) -> LedgerKey {
+        LedgerKey {
+            backend: "openai".into(),
+            model: "gpt/4o:mini".into(),
+            rubric_version: "sage-rubric/1#abcd".into(),
+            prompt_hash: "00ff".into(),
+            run,
+            attempt: 1,
+        }
+    }
+
+    fn entry(k: LedgerKey) -> LedgerEntry {
+        LedgerEntry {
+            schema: LEDGER_SCHEMA.into(),
+            id: k.id(),
+            key: k,
+            source: "api".into(),
+            response: "{\"x\":1}".into(),
+            usage: Usage::default(),
+            cost_usd: Some(0.01),
+            latency_ms: 5,
+            http_retries: 0,
+            recorded_at: now_secs(),
+        }
+    }
+
+    #[test]
+    fn put_get_round_trip_and_run_is_part_of_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path());
+        assert!(l.get(&key(0)).is_none());
+        let p = l.put(&entry(key(0))).unwrap();
+        assert!(p.starts_with(d.path().join("openai/gpt_4o_mini/sage-rubric_1_abcd")));
+        assert_eq!(l.get(&key(0)).unwrap().response, "{\"x\":1}");
+        assert!(l.get(&key(1)).is_none());
+        assert_ne!(key(0).id(), key(1).id());
+        let s = l.stats().unwrap();
+        assert_eq!(s.groups.values().next().unwrap().entries, 1);
+    }
+
+    #[test]
+    fn a_torn_entry_is_not_an_answer_and_prune_cleans_temp_files() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path());
+        let k = key(0);
+        let p = l.path_of(&k, &k.id());
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "{\"schema\":").unwrap();
+        std::fs::write(p.with_file_name(".x.tmp.1.2"), "partial").unwrap();
+        assert!(l.get(&k).is_none());
+        let st = l.stats().unwrap();
+        assert_eq!((st.unreadable, st.temp_files), (1, 1));
+        let f = PruneFilter {
+            unreadable: true,
+            ..Default::default()
+        };
+        assert_eq!(l.prune(&f).unwrap().files, 2);
+        l.put(&entry(k.clone())).unwrap();
+        let f = PruneFilter {
+            keep_rubric_version: Some("sage-rubric/1".into()),
+            ..Default::default()
+        };
+        assert_eq!(l.prune(&f).unwrap().files, 0);
+        let f = PruneFilter {
+            model: Some("gpt/4o:mini".into()),
+            ..Default::default()
+        };
+        assert_eq!(l.prune(&f).unwrap().files, 1);
+        assert!(l.get(&k).is_none());
+    }
+}

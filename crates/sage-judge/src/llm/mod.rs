@@ -1,0 +1,484 @@
+//! LLM judges: OpenAI-compatible Chat Completions and the Anthropic Messages API behind the
+//! [`Judge`] trait.
+//!
+//! One call = render the prefix request in the cache-friendly layout ([`prompt`]), build the
+//! provider's body, hash exactly those bytes (the score's `prompt_hash`), look the call up in
+//! the [`ledger`] (then in an imported batch result), and only then send it, within the
+//! budget, through the retrying [`http`] transport. The answer is stored before it is parsed,
+//! so a replay parses the very same bytes.
+
+pub mod batch;
+pub mod ledger;
+pub mod prompt;
+
+use crate::{CallInfo, Judge, JudgeAnswer, JudgeError, JudgeId, Judgment, TurnRequest};
+use futures::future::BoxFuture;
+use ledger::{Ledger, LedgerEntry, LedgerKey, LEDGER_SCHEMA};
+use prompt::Rubric;
+use sage_llm::cost::{CostMeter, RunStats, Usage};
+use sage_llm::http::Transport;
+use sage_llm::{Answer, LlmSettings, Output, Provider};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A provider response reduced to what the judge uses.
+#[derive(Debug, Clone)]
+pub struct ParsedResponse {
+    pub judgment: Result<Judgment, String>,
+    pub usage: Usage,
+}
+
+/// The tool (Anthropic) or schema (OpenAI) name the judgment is requested under.
+fn output_name(p: Provider) -> &'static str {
+    match p {
+        Provider::OpenAi => "sage_turn_score",
+        Provider::Anthropic => "record_turn_score",
+    }
+}
+
+/// The judgment in a completion's answer: a forced tool call's input, or strict text.
+pub fn judgment_from_answer(a: Answer) -> Result<Judgment, String> {
+    match a {
+        Answer::Json(v) => judgment_from_value(v),
+        Answer::Text(t) => parse_judgment_text(&t),
+    }
+}
+
+/// The JSON schema of a judgment (OpenAI strict mode: every property required, no extras).
+pub fn judgment_schema() -> Value {
+    let dim = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["score", "quote", "rationale"],
+        "properties": {
+            "score": {"type": "integer", "enum": [0, 1, 2, 3]},
+            "quote": {"type": ["string", "null"], "description": "verbatim from the scored turn; null when score is 0"},
+            "rationale": {"type": "string"},
+        },
+    });
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["applicable", "security_opportunity", "TR", "DI", "VR", "SA"],
+        "properties": {
+            "applicable": {"type": "boolean"},
+            "security_opportunity": {"type": "boolean"},
+            "TR": dim, "DI": dim, "VR": dim, "SA": dim,
+        },
+    })
+}
+
+/// Strict parsing of a judgment given as text: one JSON object, optionally inside a single
+/// markdown code fence, nothing else. Unparseable output is an error, never a score of 0.
+pub fn parse_judgment_text(text: &str) -> Result<Judgment, String> {
+    let mut t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.strip_prefix("json").unwrap_or(rest);
+        t = rest
+            .trim()
+            .strip_suffix("```")
+            .ok_or("the answer opens a code fence and never closes it")?
+            .trim();
+    }
+    let v: Value = serde_json::from_str(t).map_err(|e| {
+        format!("the answer is not one JSON object ({e}); reply with the JSON object only")
+    })?;
+    judgment_from_value(v)
+}
+
+/// Check and convert a JSON value to a judgment, naming what is wrong.
+pub fn judgment_from_value(v: Value) -> Result<Judgment, String> {
+    let o = v.as_object().ok_or("the answer is not a JSON object")?;
+    for k in ["applicable", "security_opportunity"] {
+        if !o.get(k).is_some_and(Value::is_boolean) {
+            return Err(format!("\"{k}\" must be true or false"));
+        }
+    }
+    for d in ["TR", "DI", "VR", "SA"] {
+        let s = o
+            .get(d)
+            .and_then(|x| x.get("score"))
+            .ok_or_else(|| format!("\"{d}\" must be an object with a \"score\""))?;
+        if s.as_u64().is_none_or(|n| n > 3) {
+            return Err(format!("\"{d}\".score must be an integer 0-3, got {s}"));
+        }
+    }
+    serde_json::from_value(v).map_err(|e| format!("the answer does not match the schema: {e}"))
+}
+
+/// Batch results loaded by `--batch-import`: ledger id (`custom_id`) → raw response body.
+pub type BatchResults = HashMap<String, Vec<u8>>;
+
+/// The answer to a lookup that sends nothing.
+#[allow(clippy::large_enum_variant)] // short-lived, never stored in bulk
+pub enum Lookup {
+    /// Found in the ledger or an imported batch.
+    Stored(Result<JudgeAnswer, JudgeError>),
+    /// Not found: this body would have to be sent; `id` is its ledger id / batch custom_id.
+    Miss { id: String, body: Vec<u8> },
+}
+
+/// Shared pieces every judge of one session uses.
+#[derive(Debug, Clone)]
+pub struct SessionParts {
+    pub rubric: Arc<Rubric>,
+    pub ledger: Option<Ledger>,
+    pub stats: Arc<RunStats>,
+    pub meter: Arc<CostMeter>,
+    pub imports: Option<Arc<BatchResults>>,
+    /// Never call the API: a ledger miss stops the run.
+    pub offline: bool,
+    /// The first fatal error of the session: once set, no judge sends another request (a
+    /// refused key must not be retried once per case).
+    pub tripped: Arc<std::sync::Mutex<Option<JudgeError>>>,
+}
+
+impl Default for SessionParts {
+    fn default() -> Self {
+        SessionParts {
+            rubric: Arc::new(Rubric::embedded()),
+            ledger: None,
+            stats: Arc::default(),
+            meter: Arc::new(CostMeter::new(None)),
+            imports: None,
+            offline: false,
+            tripped: Arc::default(),
+        }
+    }
+}
+
+/// An LLM judge (either provider).
+pub struct LlmJudge {
+    s: LlmSettings,
+    parts: SessionParts,
+    transport: Transport,
+    /// Cleared when an OpenAI-compatible server refuses `json_schema`.
+    schema_ok: AtomicBool,
+    successes: AtomicU64,
+    refusals: AtomicU64,
+}
+
+impl std::fmt::Debug for LlmJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmJudge")
+            .field("settings", &self.s)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Output tokens assumed for a forecast or a budget reservation.
+pub const EXPECTED_OUTPUT_TOKENS: u64 = 400;
+
+impl LlmJudge {
+    pub fn new(s: LlmSettings, parts: SessionParts) -> Result<LlmJudge, JudgeError> {
+        let secrets = s.api_key.iter().map(|k| k.expose().to_string()).collect();
+        let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), secrets)?;
+        Ok(LlmJudge {
+            schema_ok: AtomicBool::new(s.json_schema),
+            s,
+            parts,
+            transport,
+            successes: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+        })
+    }
+
+    pub fn settings(&self) -> &LlmSettings {
+        &self.s
+    }
+
+    pub fn stats(&self) -> &Arc<RunStats> {
+        &self.parts.stats
+    }
+
+    /// The exact request body for `req` and its sha256.
+    pub fn request_body(&self, req: &TurnRequest<'_>) -> (Vec<u8>, String) {
+        let r = self.parts.rubric.render(req);
+        let out = if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed)
+        {
+            Output::JsonObject
+        } else {
+            Output::Schema {
+                name: output_name(self.s.provider).into(),
+                description: "Record the SAGE scores of the turn being scored.".into(),
+                schema: judgment_schema(),
+            }
+        };
+        let v = sage_llm::request_body(&self.s, &r.to_prompt(), &out);
+        let body = serde_json::to_vec(&v).expect("a JSON value serializes");
+        let hash = hex::encode(Sha256::digest(&body));
+        (body, hash)
+    }
+
+    pub fn endpoint(&self) -> String {
+        sage_llm::endpoint(&self.s)
+    }
+
+    pub fn ledger_key(&self, prompt_hash: &str, call: CallInfo) -> LedgerKey {
+        LedgerKey {
+            backend: self.s.provider.name().to_string(),
+            model: self.s.model.clone(),
+            rubric_version: self.parts.rubric.version.clone(),
+            prompt_hash: prompt_hash.to_string(),
+            run: call.run,
+            attempt: call.attempt,
+        }
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<ParsedResponse, String> {
+        let c = sage_llm::parse_response(self.s.provider, bytes)?;
+        Ok(ParsedResponse {
+            judgment: c.answer.and_then(judgment_from_answer),
+            usage: c.usage,
+        })
+    }
+
+    fn answer(&self, p: ParsedResponse, hash: String) -> Result<JudgeAnswer, JudgeError> {
+        p.judgment
+            .map(|judgment| JudgeAnswer {
+                judgment,
+                prompt_hash: Some(hash),
+            })
+            .map_err(JudgeError::Invalid)
+    }
+
+    /// The estimated cost of sending `body` (prompt at the uncached price).
+    pub fn estimate_cost(&self, body_len: usize) -> Option<f64> {
+        self.s.price.map(|p| {
+            p.cost(&Usage {
+                input_tokens: (body_len as u64).div_ceil(4),
+                output_tokens: EXPECTED_OUTPUT_TOKENS,
+                ..Default::default()
+            })
+        })
+    }
+
+    /// Whether the call is already answered (ledger or imported batch), and the size of its
+    /// request body; no side effects.
+    pub fn probe(&self, req: &TurnRequest<'_>, call: CallInfo) -> (bool, usize) {
+        let (body, hash) = self.request_body(req);
+        let key = self.ledger_key(&hash, call);
+        let stored = self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))
+            || self
+                .parts
+                .imports
+                .as_ref()
+                .is_some_and(|m| m.contains_key(&key.id()));
+        (stored, body.len())
+    }
+
+    /// Look the call up in the ledger and in imported batch results, sending nothing.
+    pub fn lookup(&self, req: &TurnRequest<'_>, call: CallInfo) -> Lookup {
+        let (body, hash) = self.request_body(req);
+        let key = self.ledger_key(&hash, call);
+        if let Some(l) = &self.parts.ledger {
+            if let Some(e) = l.get(&key) {
+                if let Ok(p) = self.parse(e.response.as_bytes()) {
+                    self.parts.stats.ledger_hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Stored(self.answer(p, hash));
+                }
+            }
+        }
+        let id = key.id();
+        if let Some(bytes) = self.parts.imports.as_ref().and_then(|m| m.get(&id)) {
+            if let Ok(p) = self.parse(bytes) {
+                self.parts.stats.batch_hits.fetch_add(1, Ordering::Relaxed);
+                if let Some(l) = &self.parts.ledger {
+                    let entry = LedgerEntry {
+                        schema: LEDGER_SCHEMA.into(),
+                        id: id.clone(),
+                        key,
+                        source: "batch".into(),
+                        response: String::from_utf8_lossy(bytes).into_owned(),
+                        usage: p.usage,
+                        cost_usd: self.s.price.map(|pr| pr.cost(&p.usage)),
+                        latency_ms: 0,
+                        http_retries: 0,
+                        recorded_at: ledger::now_secs(),
+                    };
+                    if let Err(e) = l.put(&entry) {
+                        return Lookup::Stored(Err(JudgeError::Fatal(e.to_string())));
+                    }
+                }
+                return Lookup::Stored(self.answer(p, hash));
+            }
+        }
+        Lookup::Miss { id, body }
+    }
+
+    async fn call(&self, req: &TurnRequest<'_>, call: CallInfo) -> Result<JudgeAnswer, JudgeError> {
+        // At most two rounds: the second only after the server refused json_schema.
+        for _ in 0..2 {
+            let (id, body) = match self.lookup(req, call) {
+                Lookup::Stored(a) => return a,
+                Lookup::Miss { id, body } => (id, body),
+            };
+            match self.send(req, call, id, body).await {
+                Err(JudgeError::Invalid(m))
+                    if self.s.provider == Provider::OpenAi
+                        && self.schema_ok.load(Ordering::Relaxed)
+                        && (m.contains("response_format") || m.contains("json_schema")) =>
+                {
+                    // The server lacks structured outputs: fall back to strict parsing.
+                    self.parts.stats.warn(format!(
+                        "{} refused response_format json_schema; using json_object and strict parsing",
+                        self.s.who()
+                    ));
+                    self.schema_ok.store(false, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        Err(JudgeError::Invalid(format!(
+            "{}: the server refused both structured-output modes",
+            self.s.who()
+        )))
+    }
+
+    async fn send(
+        &self,
+        req: &TurnRequest<'_>,
+        call: CallInfo,
+        id: String,
+        body: Vec<u8>,
+    ) -> Result<JudgeAnswer, JudgeError> {
+        let who = self.s.who();
+        if self.parts.offline {
+            return Err(JudgeError::Fatal(format!(
+                "{who}: offline, and turn {} (run {}, attempt {}) is not in the ledger",
+                req.k(),
+                call.run,
+                call.attempt
+            )));
+        }
+        if let Some(e) = self.parts.tripped.lock().ok().and_then(|t| t.clone()) {
+            return Err(e);
+        }
+        let Some(key) = &self.s.api_key else {
+            return Err(JudgeError::Fatal(format!(
+                "{who}: {} is not set (needed for calls not in the ledger)",
+                self.s.key_var
+            )));
+        };
+        let estimate = self.estimate_cost(body.len()).unwrap_or(0.0);
+        self.parts
+            .meter
+            .reserve(estimate)
+            .map_err(JudgeError::Budget)?;
+        let headers = sage_llm::auth_headers(&self.s, key);
+        let res = self
+            .transport
+            .post(&self.endpoint(), &headers, &body, &who, &self.s.key_var)
+            .await;
+        let ok = match res {
+            Ok(ok) => ok,
+            Err(e) => {
+                let e = JudgeError::from(e);
+                self.parts.meter.settle(estimate, None);
+                if let JudgeError::Fatal(_) = &e {
+                    if let Ok(mut t) = self.parts.tripped.lock() {
+                        t.get_or_insert(e.clone());
+                    }
+                }
+                if let JudgeError::Invalid(m) = &e {
+                    // A server that refuses every request (a parameter it lacks) would fail
+                    // each turn slowly; stop once it is clear nothing gets through.
+                    let n = self.refusals.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n >= 3 && self.successes.load(Ordering::Relaxed) == 0 {
+                        return Err(JudgeError::Fatal(format!(
+                            "{m} (the first {n} requests were all refused)"
+                        )));
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let parsed = match self.parse(&ok.body) {
+            Ok(p) => p,
+            Err(m) => {
+                // Not stored: a garbled envelope is the transport's fault, not the model's.
+                self.parts.meter.settle(estimate, Some(estimate));
+                return Err(JudgeError::Transient(format!("{who}: {m}")));
+            }
+        };
+        self.successes.fetch_add(1, Ordering::Relaxed);
+        let cost = self.s.price.map(|p| p.cost(&parsed.usage));
+        self.parts.meter.settle(estimate, Some(cost.unwrap_or(0.0)));
+        self.parts.stats.api_calls.fetch_add(1, Ordering::Relaxed);
+        self.parts.stats.add_usage(&parsed.usage, cost);
+        let hash = hex::encode(Sha256::digest(&body));
+        if let Some(l) = &self.parts.ledger {
+            let entry = LedgerEntry {
+                schema: LEDGER_SCHEMA.into(),
+                id,
+                key: self.ledger_key(&hash, call),
+                source: "api".into(),
+                response: String::from_utf8_lossy(&ok.body).into_owned(),
+                usage: parsed.usage,
+                cost_usd: cost,
+                latency_ms: ok.latency.as_millis() as u64,
+                http_retries: ok.retries,
+                recorded_at: ledger::now_secs(),
+            };
+            l.put(&entry)
+                .map_err(|e| JudgeError::Fatal(format!("cannot record the judgment: {e}")))?;
+        }
+        self.answer(parsed, hash)
+    }
+}
+
+impl Judge for LlmJudge {
+    fn id(&self) -> JudgeId {
+        JudgeId {
+            name: self.s.name.clone(),
+            model: self.s.model.clone(),
+            rubric_version: self.parts.rubric.version.clone(),
+        }
+    }
+
+    fn judge<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+    ) -> BoxFuture<'a, Result<Judgment, JudgeError>> {
+        Box::pin(async move {
+            self.call(req, CallInfo { run: 0, attempt: 1 })
+                .await
+                .map(|a| a.judgment)
+        })
+    }
+
+    fn judge_call<'a>(
+        &'a self,
+        req: &'a TurnRequest<'a>,
+        call: CallInfo,
+    ) -> BoxFuture<'a, Result<JudgeAnswer, JudgeError>> {
+        Box::pin(self.call(req, call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_parsing_rejects_what_is_not_one_judgment() {
+        let ok = r#"{"applicable":true,"security_opportunity":false,
+          "TR":{"score":0,"quote":null,"rationale":""},"DI":{"score":2,"quote":"x","rationale":""},
+          "VR":{"score":0,"quote":null,"rationale":""},"SA":{"score":0,"quote":null,"rationale":""}}"#;
+        assert_eq!(parse_judgment_text(ok).unwrap().di.score, 2);
+        assert!(parse_judgment_text(&format!("```json\n{ok}\n```")).is_ok());
+        assert!(parse_judgment_text(&format!("Sure! {ok}")).is_err());
+        assert!(parse_judgment_text(&ok[..50]).is_err());
+        assert!(
+            parse_judgment_text(&ok.replace("\"score\":2", "\"score\":\"high\""))
+                .unwrap_err()
+                .contains("0-3")
+        );
+        assert!(parse_judgment_text(&ok.replace("\"DI\"", "\"XX\""))
+            .unwrap_err()
+            .contains("DI"));
+    }
+}

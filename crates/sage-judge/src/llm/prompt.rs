@@ -1,0 +1,405 @@
+//! The SAGE rubric and the prompt templates, as data (`rubrics/`), and the prompt layout.
+//!
+//! Layout, chosen so providers can cache the shared prefix of consecutive requests:
+//! `system` = the rubric (identical for every request), then one user message holding the
+//! task context, turns `1..=k` rendered identically whatever `k` is, and only then the
+//! instruction naming turn `k` (and, on a retry, the correction). The request for turn `k+1`
+//! therefore starts with the whole transcript part of the request for turn `k`.
+
+use crate::TurnRequest;
+use sage_trace::Turn;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// The embedded rubric (`crates/sage-judge/rubrics/sage-rubric.toml`).
+pub const EMBEDDED_RUBRIC: &str = include_str!("../../rubrics/sage-rubric.toml");
+const T_SYSTEM: &str = include_str!("../../rubrics/prompts/system.txt");
+const T_TASK: &str = include_str!("../../rubrics/prompts/task.txt");
+const T_TURN: &str = include_str!("../../rubrics/prompts/turn.txt");
+const T_INSTRUCTION: &str = include_str!("../../rubrics/prompts/instruction.txt");
+const T_FEEDBACK: &str = include_str!("../../rubrics/prompts/feedback.txt");
+
+/// A rubric file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {msg}")]
+pub struct RubricError {
+    pub origin: String,
+    pub msg: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RubricFile {
+    version: String,
+    intro: String,
+    dimensions: Vec<DimText>,
+    scale: Vec<ScalePoint>,
+    labels: Labels,
+    quotation_rule: String,
+    #[serde(default)]
+    prompts: PromptOverrides,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DimText {
+    code: String,
+    name: String,
+    meaning: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScalePoint {
+    score: u8,
+    meaning: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Labels {
+    applicable: String,
+    security_opportunity: String,
+}
+
+/// Templates a rubric file may replace (`[prompts] system = "..."`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptOverrides {
+    system: Option<String>,
+    task: Option<String>,
+    turn: Option<String>,
+    instruction: Option<String>,
+    feedback: Option<String>,
+}
+
+/// A loaded rubric with its templates, ready to render requests.
+#[derive(Debug, Clone)]
+pub struct Rubric {
+    /// `VERSION#HASH8`: the declared version plus a hash of the rubric and template text, so
+    /// an edited rubric never reuses judgments made under the old text.
+    pub version: String,
+    /// The rendered system prompt (identical for every request).
+    pub system: String,
+    task: String,
+    turn: String,
+    instruction: String,
+    feedback: String,
+}
+
+/// A request rendered to text, in layout order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedPrompt {
+    pub system: String,
+    /// Task context header.
+    pub task: String,
+    /// Turns 1..=k, each rendered the same way whatever k is.
+    pub turns: Vec<String>,
+    /// The instruction naming turn k.
+    pub instruction: String,
+    /// The correction after a rejected answer.
+    pub feedback: Option<String>,
+}
+
+impl RenderedPrompt {
+    /// The user message: task, transcript, instruction, correction.
+    pub fn user_text(&self) -> String {
+        let mut s = String::with_capacity(
+            self.task.len() + self.turns.iter().map(String::len).sum::<usize>() + 512,
+        );
+        s.push_str(&self.task);
+        for t in &self.turns {
+            s.push_str(t);
+        }
+        s.push_str(&self.instruction);
+        if let Some(f) = &self.feedback {
+            s.push_str(f);
+        }
+        s
+    }
+
+    /// The request to send: the system prompt and the user blocks (task, turns 1..=k,
+    /// instruction, correction), the shared prefix ending at turn k.
+    pub fn to_prompt(&self) -> sage_llm::Prompt {
+        let mut blocks = Vec::with_capacity(self.turns.len() + 3);
+        blocks.push(self.task.clone());
+        blocks.extend(self.turns.iter().cloned());
+        let cache_after = Some(blocks.len() - 1);
+        blocks.push(self.instruction.clone());
+        blocks.extend(self.feedback.clone());
+        sage_llm::Prompt {
+            system: self.system.clone(),
+            cache_system: true,
+            blocks,
+            cache_after,
+        }
+    }
+
+    /// The naive layout, for comparison only: the turn to score and the instruction first,
+    /// the earlier turns after. Nothing but the system prompt is shared between turns.
+    pub fn naive_user_text(&self) -> String {
+        let mut s = String::new();
+        s.push_str(&self.instruction);
+        if let Some(last) = self.turns.last() {
+            s.push_str(last);
+        }
+        s.push_str(&self.task);
+        for t in &self.turns[..self.turns.len().saturating_sub(1)] {
+            s.push_str(t);
+        }
+        s
+    }
+}
+
+fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = template.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{{{k}}}}}"), v);
+    }
+    out
+}
+
+impl Rubric {
+    /// The rubric shipped with sage.
+    pub fn embedded() -> Rubric {
+        Rubric::parse(EMBEDDED_RUBRIC, "embedded rubric").expect("the embedded rubric is valid")
+    }
+
+    /// Load a rubric file (`--rubric FILE`).
+    pub fn from_file(path: &Path) -> Result<Rubric, RubricError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RubricError {
+            origin: path.display().to_string(),
+            msg: format!("cannot read: {e}"),
+        })?;
+        Rubric::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Rubric, RubricError> {
+        let err = |msg: String| RubricError {
+            origin: origin.to_string(),
+            msg,
+        };
+        let f: RubricFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        if f.version.trim().is_empty() {
+            return Err(err("version is empty".into()));
+        }
+        let codes: Vec<&str> = f.dimensions.iter().map(|d| d.code.as_str()).collect();
+        if codes != ["TR", "DI", "VR", "SA"] {
+            return Err(err(format!(
+                "dimensions must be TR, DI, VR, SA in that order, found {codes:?}"
+            )));
+        }
+        let scores: Vec<u8> = f.scale.iter().map(|s| s.score).collect();
+        if scores != [0, 1, 2, 3] {
+            return Err(err(format!(
+                "the scale must anchor 0, 1, 2, 3, found {scores:?}"
+            )));
+        }
+        let p = f.prompts;
+        let system_t = p.system.unwrap_or_else(|| T_SYSTEM.to_string());
+        let task = p.task.unwrap_or_else(|| T_TASK.to_string());
+        let turn = p.turn.unwrap_or_else(|| T_TURN.to_string());
+        let instruction = p.instruction.unwrap_or_else(|| T_INSTRUCTION.to_string());
+        let feedback = p.feedback.unwrap_or_else(|| T_FEEDBACK.to_string());
+        let dimensions = f
+            .dimensions
+            .iter()
+            .map(|d| format!("- {} ({}): {}", d.code, d.name, d.meaning.trim()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let scale = f
+            .scale
+            .iter()
+            .map(|s| format!("- {}: {}", s.score, s.meaning.trim()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let system = fill(
+            &system_t,
+            &[
+                ("intro", f.intro.trim()),
+                ("dimensions", &dimensions),
+                ("scale", &scale),
+                ("applicable", &one_line(&f.labels.applicable)),
+                (
+                    "security_opportunity",
+                    &one_line(&f.labels.security_opportunity),
+                ),
+                ("quotation_rule", &one_line(&f.quotation_rule)),
+            ],
+        );
+        let mut h = Sha256::new();
+        for part in [text, &system_t, &task, &turn, &instruction, &feedback] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        let version = format!("{}#{}", f.version.trim(), &hex::encode(h.finalize())[..8]);
+        Ok(Rubric {
+            version,
+            system,
+            task,
+            turn,
+            instruction,
+            feedback,
+        })
+    }
+
+    /// Render a prefix request in the cache-friendly layout.
+    pub fn render(&self, req: &TurnRequest<'_>) -> RenderedPrompt {
+        let task = fill(
+            &self.task,
+            &[
+                ("task_id", non_empty(&req.task.id)),
+                ("cwe", req.task.cwe.as_deref().unwrap_or("(not given)")),
+                ("description", req.task.description.trim()),
+            ],
+        );
+        let turns = req.turns.iter().map(|t| self.render_turn(t)).collect();
+        let k = req.k().to_string();
+        let instruction = fill(&self.instruction, &[("k", &k)]);
+        let feedback = req
+            .feedback
+            .as_deref()
+            .map(|f| fill(&self.feedback, &[("feedback", f)]));
+        RenderedPrompt {
+            system: self.system.clone(),
+            task,
+            turns,
+            instruction,
+            feedback,
+        }
+    }
+
+    fn render_turn(&self, t: &Turn) -> String {
+        let actor = match &t.actor.role {
+            Some(r) => format!("{} ({r})", t.actor.name),
+            None => t.actor.name.clone(),
+        };
+        let body = render_turn_body(t);
+        fill(
+            &self.turn,
+            &[
+                ("index", &t.index.to_string()),
+                ("kind", t.kind.as_str()),
+                ("actor", &actor),
+                ("body", &body),
+            ],
+        )
+    }
+}
+
+/// The turn's items as the judge reads them: the message first (so quotes come from the
+/// agent's own words where possible), then tool calls, results and writes, each labelled.
+pub fn render_turn_body(t: &Turn) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = &t.message {
+        parts.push(m.text.trim_end().to_string());
+    }
+    for c in &t.tool_calls {
+        parts.push(format!(
+            "[tool call {}]\n{}",
+            c.name,
+            c.arguments.trim_end()
+        ));
+    }
+    for r in &t.tool_results {
+        let tag = if r.is_error {
+            "[tool result, error]"
+        } else {
+            "[tool result]"
+        };
+        parts.push(format!("{tag}\n{}", r.output.trim_end()));
+    }
+    for w in &t.writes {
+        let head = format!("[write {} via {} ({})]", w.artefact, w.via, w.op.kind());
+        match w.op.new_text() {
+            Some(text) => parts.push(format!("{head}\n{}", text.trim_end())),
+            None => parts.push(head),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("(no content)".into());
+    }
+    parts.join("\n")
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn non_empty(s: &str) -> &str {
+    if s.trim().is_empty() {
+        "(not given)"
+    } else {
+        s
+    }
+}
+
+/// A provider-neutral token estimate (about four bytes per token for English and code), used
+/// for forecasts and for comparing layouts; real counts come from the API's usage fields.
+pub fn estimate_tokens(s: &str) -> u64 {
+    (s.len() as u64).div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_trace::case::TaskContext;
+    use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, TurnKind};
+
+    fn trace(n: usize) -> CanonicalTrace {
+        let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
+        for i in 0..n {
+            let mut turn = Turn::new(Actor::new("coder", None), TurnKind::Implementation);
+            turn.message = Some(TextItem {
+                text: format!("message {i}"),
+                raw: RawRef::lines("t.md", i + 1, i + 1),
+            });
+            t.push_turn(turn);
+        }
+        t
+    }
+
+    #[test]
+    fn embedded_rubric_parses_and_is_versioned() {
+        let r = Rubric::embedded();
+        assert!(r.version.starts_with("sage-rubric/1#"), "{}", r.version);
+        for w in [
+            "Threat Recognition",
+            "Task-specific",
+            "verbatim",
+            "security_opportunity",
+        ] {
+            assert!(r.system.contains(w), "{w}");
+        }
+        assert!(!r.system.contains("{{"), "unfilled placeholder");
+    }
+
+    #[test]
+    fn consecutive_requests_share_the_transcript_prefix() {
+        let r = Rubric::embedded();
+        let task = TaskContext {
+            id: "t".into(),
+            description: "fix it".into(),
+            cwe: Some("CWE-89".into()),
+        };
+        let t = trace(4);
+        let a = r.render(&TurnRequest::prefix(&task, &t, 2).unwrap());
+        let b = r.render(&TurnRequest::prefix(&task, &t, 3).unwrap());
+        let (ua, ub) = (a.user_text(), b.user_text());
+        let transcript_a = ua.len() - a.instruction.len();
+        assert_eq!(ua[..transcript_a], ub[..transcript_a]);
+        assert!(!ua.contains("message 2") && ub.contains("message 2"));
+        // the naive layout shares nothing past the instruction's first words
+        assert_ne!(a.naive_user_text()[..40], b.naive_user_text()[..40]);
+    }
+
+    #[test]
+    fn a_bad_rubric_is_named() {
+        let e = Rubric::parse("version = \"x\"", "my.toml").unwrap_err();
+        assert!(e.to_string().starts_with("my.toml:"), "{e}");
+        let edited = EMBEDDED_RUBRIC.replace("Generic security remarks", "Generic remarks");
+        let r = Rubric::parse(&edited, "edited").unwrap();
+        assert_ne!(r.version, Rubric::embedded().version);
+    }
+}

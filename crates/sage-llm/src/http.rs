@@ -1,0 +1,359 @@
+//! The HTTP transport: reqwest over rustls (ring), request timeouts, and exponential
+//! backoff with jitter on 429, 5xx and timeouts, honouring `Retry-After`. Errors that cannot
+//! succeed on retry (bad key, unknown model) come back as [`LlmError::Fatal`] at once.
+
+use crate::cost::RunStats;
+use crate::LlmError;
+use rand::Rng;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+/// Install rustls' ring provider once; reqwest panics when building a client without one.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Err means another provider was installed first, which serves just as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// How transient failures are retried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first try (so `max_retries + 1` tries in all).
+    pub max_retries: u32,
+    /// First backoff; doubled on each retry.
+    pub base: Duration,
+    /// Longest backoff computed by doubling.
+    pub cap: Duration,
+    /// Longest `Retry-After` honoured; a longer one is treated as this.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 6,
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(60),
+            max_retry_after: Duration::from_secs(600),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Backoff before retry number `n` (0-based): `min(cap, base·2^n)`, jittered to between
+    /// half and all of it so concurrent callers spread out.
+    pub fn backoff(&self, n: u32) -> Duration {
+        let full = self
+            .base
+            .saturating_mul(1u32.checked_shl(n.min(20)).unwrap_or(u32::MAX))
+            .min(self.cap);
+        let jitter: f64 = rand::thread_rng().gen_range(0.5..=1.0);
+        full.mul_f64(jitter)
+    }
+}
+
+/// A successful (2xx) response.
+#[derive(Debug, Clone)]
+pub struct HttpOk {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub latency: Duration,
+    pub retries: u32,
+}
+
+/// The shared HTTP client of one judge.
+#[derive(Clone)]
+pub struct Transport {
+    client: reqwest::Client,
+    retry: RetryPolicy,
+    stats: Arc<RunStats>,
+    /// Secrets to blank out of any message that might echo them.
+    secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a single try failed.
+enum TryError {
+    Retry {
+        why: String,
+        retry_after: Option<Duration>,
+    },
+    Stop(LlmError),
+}
+
+impl Transport {
+    pub fn new(
+        timeout: Duration,
+        retry: RetryPolicy,
+        stats: Arc<RunStats>,
+        secrets: Vec<String>,
+    ) -> Result<Transport, LlmError> {
+        install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .user_agent(concat!("sage/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Fatal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Transport {
+            client,
+            retry,
+            stats,
+            secrets: secrets.into_iter().filter(|s| !s.is_empty()).collect(),
+        })
+    }
+
+    /// Blank out secrets (an API key echoed by a server's error message, say).
+    pub fn scrub(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for k in &self.secrets {
+            out = out.replace(k.as_str(), "[redacted]");
+        }
+        out
+    }
+
+    /// POST `body` to `url`, retrying transient failures. `who` names the backend in
+    /// messages (e.g. `openai:gpt-4o`), `key_var` the variable holding the key.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &[u8],
+        who: &str,
+        key_var: &str,
+    ) -> Result<HttpOk, LlmError> {
+        let started = Instant::now();
+        let mut retries = 0u32;
+        loop {
+            match self.try_once(url, headers, body, who, key_var).await {
+                Ok((status, bytes)) => {
+                    return Ok(HttpOk {
+                        status,
+                        body: bytes,
+                        latency: started.elapsed(),
+                        retries,
+                    })
+                }
+                Err(TryError::Stop(e)) => return Err(e),
+                Err(TryError::Retry { why, retry_after }) => {
+                    if retries >= self.retry.max_retries {
+                        return Err(LlmError::Transient(format!(
+                            "{who}: gave up after {} tries: {why}",
+                            retries + 1
+                        )));
+                    }
+                    let mut wait = self.retry.backoff(retries);
+                    if let Some(ra) = retry_after {
+                        wait = wait.max(ra.min(self.retry.max_retry_after));
+                    }
+                    retries += 1;
+                    self.stats.http_retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    async fn try_once(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &[u8],
+        who: &str,
+        key_var: &str,
+    ) -> Result<(u16, Vec<u8>), TryError> {
+        let mut rb = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        for (k, v) in headers {
+            rb = rb.header(*k, v.as_str());
+        }
+        let resp = match rb.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let why = if e.is_timeout() {
+                    "request timed out".to_string()
+                } else if e.is_connect() {
+                    format!("cannot connect to {url}: {}", self.scrub(&e.to_string()))
+                } else {
+                    self.scrub(&e.to_string())
+                };
+                return Err(TryError::Retry {
+                    why,
+                    retry_after: None,
+                });
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = retry_after(resp.headers());
+        let bytes = match resp.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) => {
+                let why = if e.is_timeout() {
+                    "timed out reading the response".to_string()
+                } else {
+                    format!("reading the response: {}", self.scrub(&e.to_string()))
+                };
+                return Err(TryError::Retry {
+                    why,
+                    retry_after: None,
+                });
+            }
+        };
+        if (200..300).contains(&status) {
+            return Ok((status, bytes));
+        }
+        let msg = self.scrub(&provider_message(&bytes));
+        match status {
+            401 | 403 => Err(TryError::Stop(LlmError::Fatal(format!(
+                "{who}: HTTP {status}: the API key was refused ({msg}); check {key_var}"
+            )))),
+            404 => Err(TryError::Stop(LlmError::Fatal(format!(
+                "{who}: HTTP 404 at {url}: unknown model or endpoint ({msg}); check the model name and the base URL"
+            )))),
+            408 | 409 | 425 | 429 | 500..=599 => Err(TryError::Retry {
+                why: format!("HTTP {status}: {msg}"),
+                retry_after,
+            }),
+            // The request itself was refused (too long, a parameter the server lacks): this
+            // turn cannot be scored as sent; the caller decides whether to stop.
+            400 | 413 | 422 => Err(TryError::Stop(LlmError::Invalid(format!(
+                "{who}: the provider refused the request (HTTP {status}): {msg}"
+            )))),
+            _ => Err(TryError::Stop(LlmError::Fatal(format!(
+                "{who}: HTTP {status}: {msg}"
+            )))),
+        }
+    }
+}
+
+/// `Retry-After` (seconds or an HTTP date) or OpenAI's `retry-after-ms`.
+fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = h
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let v = h.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.max(0.0)));
+    }
+    parse_http_date(v).map(|t| {
+        t.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+    })
+}
+
+/// Parse an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers send now.
+fn parse_http_date(s: &str) -> Option<std::time::SystemTime> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    if parts.len() != 6 || parts[5] != "GMT" {
+        return None;
+    }
+    let day: u64 = parts[1].parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| *m == parts[2])? as u64
+        + 1;
+    let year: i64 = parts[3].parse().ok()?;
+    let hms: Vec<u64> = parts[4]
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if hms.len() != 3 {
+        return None;
+    }
+    // days from civil (Howard Hinnant's algorithm)
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = (y - era * 400) as u64;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe as i64 - 719468;
+    let secs = days * 86400 + (hms[0] * 3600 + hms[1] * 60 + hms[2]) as i64;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| std::time::UNIX_EPOCH + Duration::from_secs(s))
+}
+
+/// The error message a provider put in its body (`{"error":{"message":..}}`), or the body's
+/// start.
+fn provider_message(body: &[u8]) -> String {
+    let v: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let m = v.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.pointer("/error"))
+            .or_else(|| v.pointer("/message"))
+            .and_then(|m| m.as_str().map(str::to_string))
+    });
+    let s = m.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let s = s.trim();
+    if s.chars().count() > 300 {
+        format!("{}…", s.chars().take(300).collect::<String>())
+    } else if s.is_empty() {
+        "no message".into()
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base: Duration::from_millis(100),
+            cap: Duration::from_millis(350),
+            max_retry_after: Duration::from_secs(1),
+        };
+        for _ in 0..20 {
+            let b0 = p.backoff(0);
+            assert!(b0 >= Duration::from_millis(50) && b0 <= Duration::from_millis(100));
+            let b2 = p.backoff(2);
+            assert!(b2 >= Duration::from_millis(175) && b2 <= Duration::from_millis(350));
+            assert!(p.backoff(40) <= Duration::from_millis(350));
+        }
+    }
+
+    #[test]
+    fn http_dates_parse() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(),
+            784111777
+        );
+        assert!(parse_http_date("soon").is_none());
+    }
+
+    #[test]
+    fn provider_messages_are_extracted() {
+        assert_eq!(
+            provider_message(br#"{"error":{"message":"bad model"}}"#),
+            "bad model"
+        );
+        assert_eq!(provider_message(b"oops"), "oops");
+    }
+}

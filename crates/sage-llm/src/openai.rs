@@ -1,0 +1,99 @@
+//! OpenAI-compatible Chat Completions (OpenAI, OpenRouter, vLLM, llama.cpp server, Ollama,
+//! LiteLLM): request bodies and response parsing.
+
+use crate::cost::Usage;
+use crate::{Answer, Completion, LlmSettings, Output, Prompt};
+use serde_json::{json, Value};
+
+pub fn endpoint(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+/// The request body, in layout order: the system message, then every user block
+/// concatenated into one user message (the shared prefix first, so providers cache it).
+pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
+    let mut body = json!({
+        "model": s.model,
+        "messages": [
+            {"role": "system", "content": p.system},
+            {"role": "user", "content": p.user_text()},
+        ],
+    });
+    let o = body.as_object_mut().expect("object");
+    if let Some(t) = s.temperature {
+        o.insert("temperature".into(), json!(t));
+    }
+    if let Some(m) = s.max_tokens {
+        // api.openai.com wants the newer name; most compatible servers know only the old.
+        let name = if s.base_url.contains("api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        o.insert(name.into(), json!(m));
+    }
+    let rf = match out {
+        Output::Schema { name, schema, .. } => json!({
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": true, "schema": schema},
+        }),
+        Output::JsonObject => json!({"type": "json_object"}),
+    };
+    o.insert("response_format".into(), rf);
+    body
+}
+
+/// Parse a Chat Completions response. `Err` means the envelope itself is unusable (not a
+/// completion at all); a completion without a usable answer is `Ok` with `answer: Err(why)`.
+pub fn parse_response(bytes: &[u8]) -> Result<Completion, String> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the response body is not JSON ({e})"))?;
+    let choice = v
+        .pointer("/choices/0")
+        .ok_or("the response has no choices[0]")?;
+    let u = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let usage = Usage {
+        input_tokens: u("/usage/prompt_tokens"),
+        cached_input_tokens: u("/usage/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
+        output_tokens: u("/usage/completion_tokens"),
+    };
+    let msg = choice.get("message").ok_or("choices[0] has no message")?;
+    let finish = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let answer = match msg.get("content").and_then(Value::as_str) {
+        _ if finish == "length" => Err(
+            "the answer was cut off at the token limit (finish_reason=length); answer briefly"
+                .to_string(),
+        ),
+        Some(text) => Ok(Answer::Text(text.to_string())),
+        None => Err(match msg.get("refusal").and_then(Value::as_str) {
+            Some(r) => format!("the model refused: {r}"),
+            None => "the answer has no content".to_string(),
+        }),
+    };
+    Ok(Completion { answer, usage })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_content_usage_and_truncation() {
+        let body = json!({"choices":[{"message":{"content":"{\"a\":1}"},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":100,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":64}}});
+        let p = parse_response(body.to_string().as_bytes()).unwrap();
+        assert_eq!(p.answer.unwrap(), Answer::Text("{\"a\":1}".into()));
+        assert_eq!(p.usage.cached_input_tokens, 64);
+        let cut = json!({"choices":[{"message":{"content":"{\"applicable\":"},"finish_reason":"length"}]});
+        let p = parse_response(cut.to_string().as_bytes()).unwrap();
+        assert!(p.answer.unwrap_err().contains("cut off"));
+        let refused = json!({"choices":[{"message":{"refusal":"no"},"finish_reason":"stop"}]});
+        let p = parse_response(refused.to_string().as_bytes()).unwrap();
+        assert!(p.answer.unwrap_err().contains("refused"));
+        assert!(parse_response(b"{\"choices\":[{\"mess").is_err());
+    }
+}

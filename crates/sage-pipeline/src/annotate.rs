@@ -1,0 +1,615 @@
+//! Human annotation round trip: blinded packets out, validated labels in.
+//!
+//! Annotators label code provenance and the introducing write (and confirm screening
+//! candidates) without seeing sage's outputs, as the paper's validity assessment requires. A
+//! packet therefore holds the failure anchor, the reconstructed artefact history (baseline and
+//! each write's diff with its turn) and the trace text, and nothing else: no scores, no
+//! origins, no labels, no judge names. Packets get blinded ids; `key.json`, kept by whoever
+//! runs the study, maps them back to case ids.
+
+use crate::localize::prepare;
+use crate::results::ResultSet;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use sage_reliability::annotations::{normalize_introducing_write, normalize_provenance};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Version tag of the packets file and the key.
+pub const PACKET_VERSION: &str = "sage.annotation-packet/1";
+
+/// The blinded id of a case: stable across exports, not revealing the case name.
+pub fn packet_id(case_id: &str) -> String {
+    let h = hex::encode(Sha256::digest(case_id.as_bytes()));
+    format!("P-{}", &h[..10])
+}
+
+/// One write of the artefact history as an annotator sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PacketWrite {
+    pub write: usize,
+    pub turn: usize,
+    pub artefact: String,
+    /// Unified diff of the artefact before → after the write (empty when it failed).
+    pub diff: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// One turn of the trace as text.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PacketTurn {
+    pub turn: usize,
+    pub actor: String,
+    pub kind: String,
+    pub text: String,
+}
+
+/// Everything an annotator gets for one case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Packet {
+    pub packet_id: String,
+    pub task: String,
+    pub anchor_artefact: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_fragment: Option<String>,
+    pub anchor_category: String,
+    pub anchor_cwe: String,
+    pub anchor_description: String,
+    /// Artefact → baseline content.
+    pub baselines: BTreeMap<String, String>,
+    pub writes: Vec<PacketWrite>,
+    pub turns: Vec<PacketTurn>,
+}
+
+/// What `export` needs to know.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    pub annotator: String,
+    pub out: PathBuf,
+    pub sample: Option<usize>,
+    pub seed: u64,
+    /// `framework`, `base_model`, `dataset`, `category`, `condition` or `cwe`.
+    pub stratify_by: Option<String>,
+}
+
+/// Why an export or import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnnotateError {
+    #[error("{0}: {1}")]
+    Io(String, String),
+    #[error("{0}: {1}")]
+    Invalid(String, String),
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> AnnotateError {
+    AnnotateError::Io(path.display().to_string(), e.to_string())
+}
+
+/// The value of a stratification field for a case result.
+fn stratum(r: &crate::results::CaseResult, field: &str) -> Result<String, String> {
+    let m = &r.metadata;
+    Ok(match field {
+        "framework" => m.framework.clone().unwrap_or_else(|| r.framework.clone()),
+        "base_model" | "base-model" => m.base_model.clone().unwrap_or_default(),
+        "dataset" => m.dataset.clone().unwrap_or_default(),
+        "category" => r.anchor.category.as_str().to_string(),
+        "condition" => r.reconstruction_condition.as_str().to_string(),
+        "cwe" => r.anchor.cwe.clone(),
+        other => {
+            return Err(format!(
+                "cannot stratify by {other:?}: use framework, base_model, dataset, category, condition or cwe"
+            ))
+        }
+    })
+}
+
+/// Pick the cases to annotate: all, or a seeded sample (proportional per stratum, at least
+/// one from each stratum while the sample allows), in a seeded random order.
+pub fn select(set: &ResultSet, opts: &ExportOptions) -> Result<Vec<usize>, AnnotateError> {
+    // One entry per case (results hold one per judge run).
+    let mut seen = std::collections::BTreeSet::new();
+    let mut idx: Vec<usize> = (0..set.results.len())
+        .filter(|&i| seen.insert(set.results[i].case_id.clone()))
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
+    if let Some(n) = opts.sample.filter(|n| *n < idx.len()) {
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for &i in &idx {
+            let key = match &opts.stratify_by {
+                Some(f) => stratum(&set.results[i], f)
+                    .map_err(|e| AnnotateError::Invalid("--stratify-by".into(), e))?,
+                None => String::new(),
+            };
+            groups.entry(key).or_default().push(i);
+        }
+        let total = idx.len() as f64;
+        let mut chosen = Vec::new();
+        // Largest-remainder allocation, so the sample has exactly n cases.
+        let mut alloc: Vec<(String, usize, f64)> = groups
+            .iter()
+            .map(|(k, v)| {
+                let exact = n as f64 * v.len() as f64 / total;
+                (k.clone(), exact.floor() as usize, exact - exact.floor())
+            })
+            .collect();
+        let mut left = n - alloc.iter().map(|a| a.1).sum::<usize>();
+        let mut order: Vec<usize> = (0..alloc.len()).collect();
+        order.sort_by(|a, b| alloc[*b].2.total_cmp(&alloc[*a].2).then(a.cmp(b)));
+        for i in order {
+            if left == 0 {
+                break;
+            }
+            alloc[i].1 += 1;
+            left -= 1;
+        }
+        for (k, take, _) in alloc {
+            let mut g = groups[&k].clone();
+            g.shuffle(&mut rng);
+            chosen.extend(g.into_iter().take(take));
+        }
+        idx = chosen;
+    }
+    idx.shuffle(&mut rng);
+    Ok(idx)
+}
+
+/// Build the blinded packet of one case by re-reading its folder.
+pub fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
+    let (p, _) =
+        prepare(case_dir).map_err(|s| format!("{} ({}): {}", s.case, s.stage, s.message))?;
+    let anchor = p.case.anchor();
+    let mut writes = Vec::new();
+    for s in &p.history.snapshots {
+        writes.push(PacketWrite {
+            write: s.write,
+            turn: s.turn,
+            artefact: s.artefact.clone(),
+            diff: p.history.write_diff(s.write).unwrap_or_default(),
+            failed: None,
+        });
+    }
+    for f in &p.history.failures {
+        writes.push(PacketWrite {
+            write: f.write,
+            turn: f.turn,
+            artefact: f.artefact.clone(),
+            diff: String::new(),
+            failed: Some(f.reason.clone()),
+        });
+    }
+    writes.sort_by_key(|w| w.write);
+    let turns = p
+        .trace
+        .turns
+        .iter()
+        .map(|t| PacketTurn {
+            turn: t.index,
+            actor: t.actor.name.clone(),
+            kind: t.kind.as_str().to_string(),
+            text: t.full_text(),
+        })
+        .collect();
+    Ok(Packet {
+        packet_id: packet_id(case_id),
+        task: p.case.task().description.clone(),
+        anchor_artefact: anchor.artefact.clone(),
+        anchor_fragment: anchor.fragment.clone(),
+        anchor_category: anchor.category.as_str().to_string(),
+        anchor_cwe: anchor.cwe.clone(),
+        anchor_description: anchor.description.clone(),
+        baselines: p.case.baselines.clone(),
+        writes,
+        turns,
+    })
+}
+
+/// The packet as plain text for reading.
+pub fn packet_text(p: &Packet) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Packet {}\n\n## Task\n\n{}\n", p.packet_id, p.task);
+    let _ = writeln!(
+        o,
+        "## Failure anchor\n\nartefact: {}\ncategory: {}\nCWE: {}\nfragment: {}\n\n{}\n",
+        p.anchor_artefact,
+        p.anchor_category,
+        p.anchor_cwe,
+        p.anchor_fragment
+            .as_deref()
+            .unwrap_or("(none: no identifiable code location)"),
+        p.anchor_description
+    );
+    for (a, text) in &p.baselines {
+        let _ = writeln!(o, "## Baseline {a}\n\n```\n{}```\n", text);
+    }
+    let _ = writeln!(o, "## Writes\n");
+    if p.writes.is_empty() {
+        let _ = writeln!(o, "(the trace records no write)\n");
+    }
+    for w in &p.writes {
+        match &w.failed {
+            Some(reason) => {
+                let _ = writeln!(
+                    o,
+                    "### Write {} at turn {} → {} (could not be applied: {reason})\n",
+                    w.write, w.turn, w.artefact
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "### Write {} at turn {} → {}\n\n```diff\n{}```\n",
+                    w.write, w.turn, w.artefact, w.diff
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "## Trace\n");
+    for t in &p.turns {
+        let _ = writeln!(
+            o,
+            "### Turn {} — {} ({})\n\n{}\n",
+            t.turn, t.actor, t.kind, t.text
+        );
+    }
+    o
+}
+
+/// The key of an export: packet id → case id. Kept by the study lead, not sent.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Key {
+    pub version: String,
+    pub annotator: String,
+    pub packets: BTreeMap<String, String>,
+}
+
+/// The columns of the sheet an annotator fills in.
+pub const SHEET_COLUMNS: [&str; 9] = [
+    "packet_id",
+    "annotator",
+    "anchor_artefact",
+    "anchor_cwe",
+    "writes",
+    "provenance",
+    "introducing_write",
+    "confirmation",
+    "notes",
+];
+
+/// What an export wrote, and the cases it could not package.
+#[derive(Debug, Clone, Default)]
+pub struct ExportReport {
+    pub packets: usize,
+    pub failures: Vec<String>,
+}
+
+/// Write `OUT/packet/` (for the annotator: `sheet.csv`, `packets.json`, one text file per
+/// packet) and `OUT/key.json` (for the study lead).
+pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, AnnotateError> {
+    let order = select(set, opts)?;
+    let dir = opts.out.join("packet");
+    let texts = dir.join("cases");
+    std::fs::create_dir_all(&texts).map_err(|e| io(&texts, e))?;
+    let mut report = ExportReport::default();
+    let mut packets = Vec::new();
+    let mut key = Key {
+        version: PACKET_VERSION.into(),
+        annotator: opts.annotator.clone(),
+        packets: BTreeMap::new(),
+    };
+    for i in order {
+        let r = &set.results[i];
+        match build_packet(Path::new(&r.case_dir), &r.case_id) {
+            Ok(p) => {
+                key.packets.insert(p.packet_id.clone(), r.case_id.clone());
+                packets.push(p);
+            }
+            Err(e) => report.failures.push(e),
+        }
+    }
+    let sheet_path = dir.join("sheet.csv");
+    let mut w = csv::Writer::from_path(&sheet_path).map_err(|e| io(&sheet_path, e))?;
+    w.write_record(SHEET_COLUMNS)
+        .map_err(|e| io(&sheet_path, e))?;
+    for p in &packets {
+        let writes = p
+            .writes
+            .iter()
+            .map(|w| format!("turn {}: write {} → {}", w.turn, w.write, w.artefact))
+            .collect::<Vec<_>>()
+            .join("; ");
+        w.write_record([
+            p.packet_id.as_str(),
+            opts.annotator.as_str(),
+            p.anchor_artefact.as_str(),
+            p.anchor_cwe.as_str(),
+            writes.as_str(),
+            "",
+            "",
+            "",
+            "",
+        ])
+        .map_err(|e| io(&sheet_path, e))?;
+        let tp = texts.join(format!("{}.md", p.packet_id));
+        std::fs::write(&tp, packet_text(p)).map_err(|e| io(&tp, e))?;
+    }
+    w.flush().map_err(|e| io(&sheet_path, e))?;
+    let pj = dir.join("packets.json");
+    let doc = serde_json::json!({"version": PACKET_VERSION, "annotator": opts.annotator, "packets": packets});
+    std::fs::write(
+        &pj,
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| io(&pj, e))?;
+    let kp = opts.out.join("key.json");
+    std::fs::write(
+        &kp,
+        serde_json::to_string_pretty(&key).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| io(&kp, e))?;
+    report.packets = packets.len();
+    Ok(report)
+}
+
+/// One validated row of a filled sheet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Annotation {
+    pub case_id: String,
+    pub annotator: String,
+    /// `inherited`, `agent-introduced`, `no-code-location` or `cannot-determine`.
+    pub provenance: Option<String>,
+    /// `turn:N`, `none` or `cannot-determine`.
+    pub introducing_write: Option<String>,
+    /// `TP`, `Partial` or `FP` (screening candidates).
+    pub confirmation: Option<String>,
+}
+
+/// A bad row: its line and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowError {
+    pub line: u64,
+    pub message: String,
+}
+
+fn normalize_confirmation(s: &str) -> Result<Option<String>, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "tp" | "true-positive" => Ok(Some("TP".into())),
+        "partial" => Ok(Some("Partial".into())),
+        "fp" | "false-positive" => Ok(Some("FP".into())),
+        _ => Err(format!("confirmation {s:?} is not TP, Partial or FP")),
+    }
+}
+
+/// Validate a filled sheet. Rows may name a `packet_id` (resolved through `key`) or a
+/// `case_id`. An introducing write must be one of the case's write turns when `write_turns`
+/// knows the case.
+pub fn validate_sheet(
+    text: &str,
+    key: Option<&Key>,
+    write_turns: &BTreeMap<String, Vec<usize>>,
+) -> (Vec<Annotation>, Vec<RowError>) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let header = match rdr.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => {
+            errors.push(RowError {
+                line: 1,
+                message: format!("cannot read the header row: {e}"),
+            });
+            return (out, errors);
+        }
+    };
+    let col = |n: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(n));
+    let (packet_c, case_c, ann_c) = (col("packet_id"), col("case_id"), col("annotator"));
+    let (prov_c, iw_c, conf_c) = (
+        col("provenance"),
+        col("introducing_write"),
+        col("confirmation"),
+    );
+    if packet_c.is_none() && case_c.is_none() {
+        errors.push(RowError {
+            line: 1,
+            message: "the header names neither packet_id nor case_id".into(),
+        });
+        return (out, errors);
+    }
+    if ann_c.is_none() {
+        errors.push(RowError {
+            line: 1,
+            message: "the header has no annotator column".into(),
+        });
+        return (out, errors);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for rec in rdr.records() {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(RowError {
+                    line: e.position().map_or(0, |p| p.line()),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let line = rec.position().map_or(0, |p| p.line());
+        let get = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("").trim().to_string();
+        let mut problems = Vec::new();
+        let case_id = if let Some(id) = Some(get(case_c)).filter(|s| !s.is_empty()) {
+            id
+        } else {
+            let pid = get(packet_c);
+            match key.and_then(|k| k.packets.get(&pid)) {
+                Some(c) => c.clone(),
+                None if key.is_none() => {
+                    problems.push(format!("packet {pid:?}: no key given (--key DIR/key.json)"));
+                    String::new()
+                }
+                None => {
+                    problems.push(format!("packet {pid:?} is not in the key"));
+                    String::new()
+                }
+            }
+        };
+        let annotator = get(ann_c);
+        if annotator.is_empty() {
+            problems.push("annotator is empty".into());
+        }
+        let provenance = normalize_provenance(&get(prov_c)).unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
+        let introducing_write = normalize_introducing_write(&get(iw_c)).unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
+        if let (Some(iw), Some(turns)) = (&introducing_write, write_turns.get(&case_id)) {
+            if let Some(n) = iw
+                .strip_prefix("turn:")
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                if !turns.contains(&n) {
+                    problems.push(format!(
+                        "introducing_write turn {n} is not a write turn of the case (write turns: {})",
+                        if turns.is_empty() {
+                            "none".to_string()
+                        } else {
+                            turns.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+                        }
+                    ));
+                }
+            }
+        }
+        let confirmation = normalize_confirmation(&get(conf_c)).unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
+        if !case_id.is_empty()
+            && !annotator.is_empty()
+            && !seen.insert((case_id.clone(), annotator.clone()))
+        {
+            problems.push(format!("a second row for case {case_id} by {annotator}"));
+        }
+        if problems.is_empty() {
+            out.push(Annotation {
+                case_id,
+                annotator,
+                provenance,
+                introducing_write,
+                confirmation,
+            });
+        } else {
+            errors.push(RowError {
+                line,
+                message: problems.join("; "),
+            });
+        }
+    }
+    (out, errors)
+}
+
+/// Store validated annotations as `STORE/<annotator>.csv` in the format of
+/// `docs/annotations.md` (plus `confirmation`), merging with what is already stored: a new
+/// row for the same case replaces the old one. Returns the files written.
+pub fn store(dir: &Path, rows: &[Annotation]) -> Result<Vec<PathBuf>, AnnotateError> {
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut by_annotator: BTreeMap<&str, Vec<&Annotation>> = BTreeMap::new();
+    for r in rows {
+        by_annotator
+            .entry(r.annotator.as_str())
+            .or_default()
+            .push(r);
+    }
+    let mut written = Vec::new();
+    for (annotator, new_rows) in by_annotator {
+        let safe: String = annotator
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{safe}.csv"));
+        let mut merged: BTreeMap<String, Annotation> = BTreeMap::new();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let (old, _) = validate_sheet(&text, None, &BTreeMap::new());
+            for a in old {
+                merged.insert(a.case_id.clone(), a);
+            }
+        }
+        for a in new_rows {
+            merged.insert(a.case_id.clone(), a.clone());
+        }
+        let mut w = csv::Writer::from_path(&path).map_err(|e| io(&path, e))?;
+        w.write_record([
+            "case_id",
+            "annotator",
+            "provenance",
+            "introducing_write",
+            "confirmation",
+        ])
+        .map_err(|e| io(&path, e))?;
+        for a in merged.values() {
+            w.write_record([
+                a.case_id.as_str(),
+                a.annotator.as_str(),
+                a.provenance.as_deref().unwrap_or(""),
+                a.introducing_write.as_deref().unwrap_or(""),
+                a.confirmation.as_deref().unwrap_or(""),
+            ])
+            .map_err(|e| io(&path, e))?;
+        }
+        w.flush().map_err(|e| io(&path, e))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_ids_are_stable_and_blind() {
+        assert_eq!(packet_id("a"), packet_id("a"));
+        assert_ne!(packet_id("a"), packet_id("b"));
+        assert!(!packet_id("ag2-fig1a").contains("fig1a"));
+    }
+
+    #[test]
+    fn sheets_are_validated_row_by_row() {
+        let key = Key {
+            version: PACKET_VERSION.into(),
+            annotator: "R1".into(),
+            packets: [("P-1".to_string(), "case-a".to_string())].into(),
+        };
+        let turns: BTreeMap<String, Vec<usize>> = [("case-a".to_string(), vec![3])].into();
+        let text = "packet_id,annotator,provenance,introducing_write,confirmation\n\
+                    P-1,R1,agent-introduced,3,TP\n\
+                    P-9,R1,inherited,none,\n\
+                    P-1,R2,sideways,4,maybe\n\
+                    P-1,R1,inherited,none,FP\n";
+        let (ok, bad) = validate_sheet(text, Some(&key), &turns);
+        assert_eq!(ok.len(), 1);
+        assert_eq!(ok[0].introducing_write.as_deref(), Some("turn:3"));
+        assert_eq!(ok[0].confirmation.as_deref(), Some("TP"));
+        let lines: Vec<u64> = bad.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![3, 4, 5]);
+        assert!(bad[0].message.contains("not in the key"));
+        assert!(bad[1].message.contains("sideways"));
+        assert!(bad[1].message.contains("turn 4 is not a write turn"));
+        assert!(bad[1].message.contains("maybe"));
+        assert!(bad[2].message.contains("second row"));
+    }
+}

@@ -1,0 +1,14 @@
+//! The pipeline over a folder of cases: trace → canonical trace (`sage-adapters`) → artefact
+//! history and origin (`sage-history`) with turn scores (`sage-judge`) → [`results`], and the
+//! products made from results: Table-5 [`report`]s, the HTML [`view`], [`annotate`] packets,
+//! and the reliability input ([`from_results`]).
+//!
+//! The pipeline never parses flags, prints or exits: that is the CLI's job.
+
+pub mod annotate;
+pub mod from_results;
+pub mod localize;
+pub mod replay;
+pub mod report;
+pub mod results;
+pub mod view;

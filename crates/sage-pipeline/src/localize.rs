@@ -1,0 +1,430 @@
+//! The localize pipeline: case folder → canonical trace → artefact history → turn scores →
+//! origin → one [`CaseResult`] per judge run, and the [`ResultSet`] of a whole corpus.
+//!
+//! Bad input never aborts the corpus: a case that cannot be processed becomes a [`Skipped`]
+//! entry naming the case, the stage and the reason; every other case still runs.
+
+use crate::results::*;
+use sage_adapters::{self, SourceFile};
+use sage_history::origin::{self, RuleInput};
+use sage_history::{self, ArtefactHistory, ProvenanceResult};
+use sage_judge::{self, Judge, TraceScores};
+use sage_trace::case::Case;
+use sage_trace::{CanonicalTrace, RawRef, RawStore, TurnKind, Write, WriteOp};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Options of a localize run.
+#[derive(Clone)]
+pub struct Options {
+    pub judges: Vec<Arc<dyn Judge>>,
+    /// Repeated runs per judge (run indices 0..runs).
+    pub runs: u32,
+    /// Attempts per turn for non-deterministic judges.
+    pub max_attempts: u32,
+    /// Judge requests in flight at once, across all cases, judges, runs and turns.
+    pub concurrency: usize,
+    /// Where scoring progress goes (the CLI draws it); `None` for none.
+    pub progress: Option<Arc<dyn sage_judge::concurrent::Progress>>,
+    /// Counters shared with LLM judges (cache hits, retries, cost).
+    pub stats: Option<Arc<sage_llm::cost::RunStats>>,
+    /// The lexicon whose CWE vocabulary links defences to the anchor's weakness.
+    pub lexicon: Arc<sage_judge::lexicon::Lexicon>,
+    /// `--shard i/n`: only the cases of this shard (see [`sage_judge::spec::Shard`]).
+    pub shard: Option<sage_judge::spec::Shard>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            judges: vec![Arc::new(sage_judge::lexicon::LexiconJudge::embedded())],
+            runs: 1,
+            max_attempts: 3,
+            concurrency: 16,
+            progress: None,
+            stats: None,
+            lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
+            shard: None,
+        }
+    }
+}
+
+/// A case read and reconstructed, ready for scoring.
+pub struct PreparedCase {
+    pub case: Case,
+    pub trace: CanonicalTrace,
+    pub store: RawStore,
+    pub history: ArtefactHistory,
+    pub provenance: ProvenanceResult,
+}
+
+fn skip(dir: &Path, stage: &str, message: impl Into<String>) -> Skipped {
+    Skipped {
+        case: dir.display().to_string(),
+        stage: stage.into(),
+        message: message.into(),
+    }
+}
+
+/// For a trace that kept only the final file: attach the case's final state as a
+/// final-state write to the last implementation turn (else the last applicable turn).
+fn attach_final_state(case: &Case, trace: &mut CanonicalTrace) {
+    for (artefact, content) in &case.final_files {
+        if trace.writes().any(|(_, w)| &w.artefact == artefact) {
+            continue;
+        }
+        let target = trace
+            .turns
+            .iter()
+            .rev()
+            .find(|t| t.kind == TurnKind::Implementation)
+            .or_else(|| trace.turns.iter().rev().find(|t| t.is_applicable()))
+            .map(|t| t.index);
+        let Some(k) = target else { continue };
+        let file = case
+            .manifest
+            .final_state
+            .get(artefact)
+            .cloned()
+            .unwrap_or_default();
+        trace.turns[k - 1].writes.push(Write {
+            artefact: artefact.clone(),
+            op: WriteOp::FullContent {
+                content: content.clone(),
+            },
+            via: "final-state file of the case".into(),
+            final_state: true,
+            raw: RawRef::synthetic(
+                &file,
+                "final state given by the case, not recorded in the trace",
+            ),
+        });
+        trace.notes.push(format!(
+            "final state of {artefact} taken from the case ({file}) and attached to turn {k}"
+        ));
+    }
+}
+
+/// Load, normalize and reconstruct one case.
+pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
+    let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
+    let sources: Vec<SourceFile> = case
+        .manifest
+        .trace
+        .files
+        .iter()
+        .map(|f| SourceFile::new(f.clone(), case.dir.join(f)))
+        .collect();
+    let mut trace = sage_adapters::normalize(&sources, case.manifest.trace.framework.as_deref())
+        .map_err(|e| skip(dir, "adapter", e.to_string()))?;
+    if trace.turns.is_empty() {
+        return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
+    }
+    let store =
+        RawStore::load(&trace, &case.dir).map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
+    attach_final_state(&case, &mut trace);
+    let history = sage_history::reconstruct(&case.baselines, &trace);
+    let provenance = sage_history::provenance(case.anchor(), &history);
+    let problems = history
+        .failures
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: write {} at turn {} ({}) could not be applied to {}: {}",
+                dir.display(),
+                f.write,
+                f.turn,
+                f.raw.display(),
+                f.artefact,
+                f.reason
+            )
+        })
+        .collect();
+    Ok((
+        PreparedCase {
+            case,
+            trace,
+            store,
+            history,
+            provenance,
+        },
+        problems,
+    ))
+}
+
+/// Apply the origin rule to a prepared case with one judge run's scores.
+pub fn conclude(
+    p: &PreparedCase,
+    scores: TraceScores,
+    lexicon: &sage_judge::lexicon::Lexicon,
+) -> CaseResult {
+    let anchor = p.case.anchor();
+    let weakness_terms = lexicon.cwe_terms(Some(&anchor.cwe)).to_vec();
+    let origin = origin::localize(&RuleInput {
+        trace: &p.trace,
+        history: &p.history,
+        provenance: &p.provenance,
+        anchor,
+        scores: &scores,
+        weakness_terms: &weakness_terms,
+    });
+    let mut checks = sage_history::checks(anchor, &p.history, &p.provenance);
+    checks.extend(origin::checks(&origin, &p.provenance));
+    let mut write_no = 0;
+    let turns = p
+        .trace
+        .turns
+        .iter()
+        .map(|t| TurnInfo {
+            turn: t.index,
+            actor: t.actor.clone(),
+            kind: t.kind,
+            writes: t
+                .writes
+                .iter()
+                .map(|_| {
+                    write_no += 1;
+                    write_no
+                })
+                .collect(),
+        })
+        .collect();
+    let mut result = CaseResult {
+        case_id: p.case.id.clone(),
+        case_dir: p.case.dir.display().to_string(),
+        task_id: p.case.task().id.clone(),
+        task_cwe: p.case.task().cwe.clone(),
+        metadata: p.case.manifest.metadata.clone(),
+        anchor: anchor.clone(),
+        framework: p.trace.framework.clone(),
+        counts: p.trace.counts(),
+        turns,
+        reconstruction_condition: p.history.condition,
+        write_failures: p.history.failures.clone(),
+        provenance: p.provenance.clone(),
+        judge: scores.judge.clone(),
+        run: scores.run,
+        scores: scores.turns,
+        origin,
+        checks,
+        expected: None,
+    };
+    result.expected = p
+        .case
+        .manifest
+        .expected
+        .as_ref()
+        .and_then(|e| compare_expected(&result, e));
+    result
+}
+
+/// Compare a result with an `expected` block written for the same judge name.
+pub fn compare_expected(
+    r: &CaseResult,
+    expected: &serde_json::Value,
+) -> Option<ExpectedComparison> {
+    let judge = expected
+        .get("judge")
+        .and_then(|j| j.as_str())
+        .unwrap_or("lexicon");
+    if judge != r.judge.name {
+        return None;
+    }
+    let origin = r.origin.outcome.origin();
+    let actual = serde_json::json!({
+        "provenance": r.provenance.provenance.as_str(),
+        "introducing_write_turn": r.provenance.introducing_write.map(|w| w.turn),
+        "reconstruction_condition": r.reconstruction_condition.as_str(),
+        "outcome": if origin.is_some() { "localized" } else { "undetermined" },
+        "origin_turn": origin.map(|o| o.0),
+        "origin_type": origin.map(|o| o.1.as_str()),
+        "undetermined_reason": match &r.origin.outcome {
+            sage_history::origin::Outcome::Undetermined { reason } => Some(reason.as_str()),
+            _ => None,
+        },
+        "missed_opportunities": r.origin.missed_opportunities.iter().map(|m| m.turn).collect::<Vec<_>>(),
+    });
+    let mut mismatches = Vec::new();
+    if let Some(obj) = expected.as_object() {
+        for (k, want) in obj {
+            if k == "judge" {
+                continue;
+            }
+            match actual.get(k) {
+                Some(got) if got == want => {}
+                Some(got) => mismatches.push(format!("{k}: expected {want}, got {got}")),
+                None => mismatches.push(format!("{k}: not a known expectation")),
+            }
+        }
+    }
+    Some(ExpectedComparison {
+        matched: mismatches.is_empty(),
+        mismatches,
+    })
+}
+
+/// Everything one case produced: results per judge run, or why it was skipped.
+pub struct CaseOutput {
+    pub results: Vec<CaseResult>,
+    pub skipped: Option<Skipped>,
+    pub problems: Vec<Problem>,
+}
+
+/// Cases prepared and scored together: enough to keep every request slot of a large
+/// `--concurrency` busy, few enough that memory stays flat on a large corpus.
+const CASES_PER_BATCH: usize = 128;
+
+/// [`prepare`], with a panic (a bug in sage, never the input's fault) caught and recorded
+/// as a skipped case so that it cannot take the corpus down.
+fn prepare_caught(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(dir))).unwrap_or_else(|e| {
+        let what = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(skip(
+            dir,
+            "internal",
+            format!("internal error (a bug in sage): {what}"),
+        ))
+    })
+}
+
+/// Run case folders through the whole pipeline with every judge and run. Cases are prepared
+/// on all cores; then every turn of every case, judge and run is one request on the one
+/// bounded scoring pool ([`sage_judge::concurrent`]), so a long trace is scored with as many
+/// requests in flight as a corpus of short ones.
+pub async fn localize_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<CaseOutput> {
+    use rayon::prelude::*;
+    let chunk = CASES_PER_BATCH.max(opts.concurrency.saturating_mul(2));
+    let mut outputs = Vec::with_capacity(dirs.len());
+    let runs = opts.runs.max(1);
+    let score_opts = sage_judge::concurrent::ScoreOptions {
+        concurrency: opts.concurrency.max(1),
+        runs,
+        max_attempts: opts.max_attempts.max(1),
+        progress: opts.progress.clone(),
+        stats: opts.stats.clone(),
+    };
+    for dirs in dirs.chunks(chunk) {
+        let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> =
+            dirs.par_iter().map(|d| prepare_caught(d)).collect();
+        let ready: Vec<&PreparedCase> = prepared
+            .iter()
+            .filter_map(|p| p.as_ref().ok().map(|(p, _)| p))
+            .collect();
+        let items: Vec<sage_judge::concurrent::ScoreItem> = ready
+            .iter()
+            .map(|p| sage_judge::concurrent::ScoreItem {
+                id: &p.case.id,
+                task: p.case.task(),
+                trace: &p.trace,
+                store: &p.store,
+            })
+            .collect();
+        let batch =
+            sage_judge::concurrent::score_traces_concurrently(&opts.judges, &items, &score_opts)
+                .await;
+        let stopped = batch.stopped.as_ref().map(|e| e.to_string());
+        let mut scored = batch.scores.into_iter();
+        for (dir, p) in dirs.iter().zip(prepared) {
+            let (p, problems) = match p {
+                Ok(p) => p,
+                Err(s) => {
+                    outputs.push(CaseOutput {
+                        results: vec![],
+                        skipped: Some(s),
+                        problems: vec![],
+                    });
+                    continue;
+                }
+            };
+            let slots = scored.next().unwrap_or_default();
+            let problems = problems
+                .into_iter()
+                .map(|m| Problem {
+                    case: dir.display().to_string(),
+                    message: m,
+                })
+                .collect();
+            let mut results = Vec::new();
+            let mut unscored = Vec::new();
+            for (slot, scores) in slots.into_iter().enumerate() {
+                match scores {
+                    Some(scores) => results.push(scores),
+                    None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
+                }
+            }
+            let results: Vec<CaseResult> = results
+                .into_par_iter()
+                .map(|scores| conclude(&p, scores, &opts.lexicon))
+                .collect();
+            let skipped = (!unscored.is_empty()).then(|| {
+                skip(
+                    dir,
+                    "judge",
+                    format!(
+                        "{}: not every turn was scored: {}",
+                        unscored.join(", "),
+                        stopped.as_deref().unwrap_or("the scoring run stopped")
+                    ),
+                )
+            });
+            outputs.push(CaseOutput {
+                results,
+                skipped,
+                problems,
+            });
+        }
+    }
+    outputs
+}
+
+/// Run one case through the whole pipeline with every judge and run.
+pub async fn localize_case(dir: &Path, opts: &Options) -> CaseOutput {
+    localize_dirs(&[dir.to_path_buf()], opts)
+        .await
+        .pop()
+        .expect("one output per case folder")
+}
+
+/// Run every case found under `root`.
+pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
+    let mut set = ResultSet {
+        version: RESULTS_VERSION.into(),
+        sage_version: env!("CARGO_PKG_VERSION").into(),
+        judges: opts.judges.iter().map(|j| j.id()).collect(),
+        runs: opts.runs.max(1),
+        results: vec![],
+        skipped: vec![],
+        problems: vec![],
+        summaries: vec![],
+    };
+    let mut dirs: Vec<PathBuf> = match sage_trace::case::discover(root) {
+        Ok(d) => d,
+        Err(e) => {
+            set.skipped.push(skip(root, "case", e.to_string()));
+            return set;
+        }
+    };
+    let found_any = !dirs.is_empty();
+    if let Some(sh) = &opts.shard {
+        // A shard may hold no case of a small corpus; that is not an input failure.
+        dirs.retain(|x| sh.includes_dir(root, x));
+    }
+    if !found_any {
+        set.skipped.push(skip(
+            root,
+            "case",
+            "no case found (a case is a folder holding case.json)",
+        ));
+    }
+    for o in localize_dirs(&dirs, opts).await {
+        set.results.extend(o.results);
+        set.skipped.extend(o.skipped);
+        set.problems.extend(o.problems);
+    }
+    set.summaries = crate::report::summaries(&set.results);
+    set
+}

@@ -1,0 +1,424 @@
+//! Reports: the paper's Table 5 summary of a localize run, as data and as a terminal table.
+
+use crate::results::{CaseResult, Count, ResultSet, Summary};
+use sage_history::origin::{OriginType, Outcome};
+use sage_history::Provenance;
+use sage_judge::JudgeId;
+use std::collections::BTreeMap;
+
+/// One summary per (judge, run), in order of appearance.
+pub fn summaries(results: &[CaseResult]) -> Vec<Summary> {
+    let mut keys: Vec<(JudgeId, u32)> = Vec::new();
+    for r in results {
+        let k = (r.judge.clone(), r.run);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(j, run)| {
+            let group: Vec<&CaseResult> = results
+                .iter()
+                .filter(|r| r.judge == j && r.run == run)
+                .collect();
+            summarize(j, run, &group)
+        })
+        .collect()
+}
+
+/// Table 5 over one group of results.
+pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
+    let n = group.len();
+    let mut provenance = BTreeMap::new();
+    for p in [
+        Provenance::Inherited,
+        Provenance::AgentIntroduced,
+        Provenance::NoCodeLocation,
+    ] {
+        let c = group
+            .iter()
+            .filter(|r| r.provenance.provenance == p)
+            .count();
+        provenance.insert(p.as_str().to_string(), Count::of(c, n));
+    }
+    let mut origin_type = BTreeMap::new();
+    for t in [
+        OriginType::UnaddressedRequirement,
+        OriginType::InadequateDefenceSelected,
+        OriginType::DefectInCodeChange,
+    ] {
+        let c = group
+            .iter()
+            .filter(|r| r.origin.outcome.origin().map(|o| o.1) == Some(t))
+            .count();
+        origin_type.insert(t.as_str().to_string(), Count::of(c, n));
+    }
+    let undetermined = group
+        .iter()
+        .filter(|r| matches!(r.origin.outcome, Outcome::Undetermined { .. }))
+        .count();
+    origin_type.insert("undetermined".into(), Count::of(undetermined, n));
+
+    let timed: Vec<(usize, usize)> = group
+        .iter()
+        .filter(|r| r.provenance.provenance == Provenance::AgentIntroduced)
+        .filter_map(|r| {
+            Some((
+                r.origin.outcome.origin()?.0,
+                r.provenance.introducing_write?.turn,
+            ))
+        })
+        .collect();
+    let tn = timed.len();
+    let mut timing = BTreeMap::new();
+    timing.insert(
+        "before-introduction".to_string(),
+        Count::of(timed.iter().filter(|(o, w)| o < w).count(), tn),
+    );
+    timing.insert(
+        "at-introduction".to_string(),
+        Count::of(timed.iter().filter(|(o, w)| o == w).count(), tn),
+    );
+    let with_missed = group
+        .iter()
+        .filter(|r| !r.origin.missed_opportunities.is_empty())
+        .count();
+    let mut missed = BTreeMap::new();
+    missed.insert("at-least-one".to_string(), Count::of(with_missed, n));
+    missed.insert("none".to_string(), Count::of(n - with_missed, n));
+    Summary {
+        judge,
+        run,
+        cases: n,
+        provenance,
+        origin_type,
+        timing_agent_introduced: timing,
+        timing_n: tn,
+        missed_opportunities: missed,
+        failed_checks: group
+            .iter()
+            .filter(|r| !r.failed_checks().is_empty())
+            .count(),
+    }
+}
+
+fn row(table: &mut comfy_table::Table, label: &str, c: Option<&Count>) {
+    let c = c.copied().unwrap_or(Count { n: 0, pct: 0.0 });
+    table.add_row(vec![
+        format!("  {label}"),
+        c.n.to_string(),
+        format!("{:.2}", c.pct),
+    ]);
+}
+
+/// The summary as a terminal table in the layout of the paper's Table 5.
+pub fn render_summary(s: &Summary) -> String {
+    use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        format!(
+            "Table 5 — {} cases, judge {}, run {}",
+            s.cases, s.judge, s.run
+        ),
+        "N".into(),
+        "%".into(),
+    ]);
+    t.add_row(vec!["(a) Code provenance", "", ""]);
+    row(
+        &mut t,
+        "Inherited from the input file",
+        s.provenance.get("inherited"),
+    );
+    row(
+        &mut t,
+        "Introduced by the agent",
+        s.provenance.get("agent-introduced"),
+    );
+    row(
+        &mut t,
+        "No identifiable code location",
+        s.provenance.get("no-code-location"),
+    );
+    t.add_row(vec!["(b) Origin type", "", ""]);
+    for ty in [
+        OriginType::UnaddressedRequirement,
+        OriginType::InadequateDefenceSelected,
+        OriginType::DefectInCodeChange,
+    ] {
+        row(&mut t, ty.label(), s.origin_type.get(ty.as_str()));
+    }
+    row(&mut t, "Undetermined", s.origin_type.get("undetermined"));
+    t.add_row(vec![
+        format!("(c) Origin timing, agent-introduced (n = {})", s.timing_n),
+        String::new(),
+        String::new(),
+    ]);
+    row(
+        &mut t,
+        "Before code introduction",
+        s.timing_agent_introduced.get("before-introduction"),
+    );
+    row(
+        &mut t,
+        "At code introduction",
+        s.timing_agent_introduced.get("at-introduction"),
+    );
+    t.add_row(vec!["(d) Missed opportunities for later detection", "", ""]);
+    row(
+        &mut t,
+        "At least one missed opportunity recorded",
+        s.missed_opportunities.get("at-least-one"),
+    );
+    row(
+        &mut t,
+        "No missed opportunity recorded",
+        s.missed_opportunities.get("none"),
+    );
+    let mut out = t.to_string();
+    if s.failed_checks > 0 {
+        out.push_str(&format!(
+            "\n{} result(s) failed an automatic check (see the per-case results).\n",
+            s.failed_checks
+        ));
+    }
+    out
+}
+
+/// Write a result set as a results folder: `results.json` (everything), `summary.json`
+/// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
+pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases)?;
+    std::fs::write(dir.join("results.json"), pretty(set))?;
+    std::fs::write(dir.join("summary.json"), pretty(&set.summaries))?;
+    let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for r in &set.results {
+        by_case.entry(r.case_id.as_str()).or_default().push(r);
+    }
+    for (id, rs) in by_case {
+        let name: String = id
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        std::fs::write(cases.join(format!("{name}.json")), pretty(&rs))?;
+    }
+    Ok(())
+}
+
+/// Pretty JSON with a trailing newline.
+fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
+}
+
+/// A turn-by-turn account of one result (what `sage explain` prints).
+pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> String {
+    use sage_judge::{Dimension, TurnOutcome};
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "case {} — framework {}, judge {}, run {}",
+        r.case_id, r.framework, r.judge, r.run
+    );
+    let _ = writeln!(
+        o,
+        "task {} ({}); anchor: {} · {} · {}",
+        r.task_id,
+        r.task_cwe.as_deref().unwrap_or("no CWE"),
+        r.anchor.artefact,
+        r.anchor.category.as_str(),
+        r.anchor.cwe
+    );
+    match &r.anchor.fragment {
+        Some(f) => {
+            let _ = writeln!(o, "fragment: {}", sage_trace::normalize_ws(f));
+        }
+        None => {
+            let _ = writeln!(o, "fragment: none (no identifiable code location)");
+        }
+    }
+    let iw = r.provenance.introducing_write;
+    let _ = writeln!(
+        o,
+        "code provenance: {} — {}",
+        r.provenance.provenance.as_str(),
+        r.provenance.reason
+    );
+    let _ = writeln!(
+        o,
+        "introducing write: {}; reconstruction: {}",
+        iw.map(|w| format!(
+            "write {} at turn {}{}",
+            w.write,
+            w.turn,
+            if w.reinstated { " (reinstated)" } else { "" }
+        ))
+        .unwrap_or_else(|| "none".into()),
+        r.reconstruction_condition.as_str()
+    );
+    let origin = r.origin.outcome.origin();
+    let _ = writeln!(o);
+    for t in &r.turns {
+        let outcome = r.scores.iter().find(|s| s.turn() == t.turn);
+        let scores = match outcome {
+            Some(TurnOutcome::Scored(s)) => format!(
+                "TR {} DI {} VR {} SA {}{}",
+                s.score(Dimension::TR),
+                s.score(Dimension::DI),
+                s.score(Dimension::VR),
+                s.score(Dimension::SA),
+                if s.judgment.security_opportunity {
+                    "  opportunity"
+                } else {
+                    ""
+                }
+            ),
+            Some(TurnOutcome::Administrative { .. }) => "administrative (not scored)".into(),
+            Some(TurnOutcome::Failed { reason, .. }) => format!("SCORING FAILED: {reason}"),
+            None => "no score".into(),
+        };
+        let mut marks = Vec::new();
+        if let Some((ot, ty)) = origin {
+            if ot == t.turn {
+                marks.push(format!("◀ ORIGIN ({})", ty.as_str()));
+            }
+        }
+        if iw.map(|w| w.turn) == Some(t.turn) {
+            marks.push("◀ INTRODUCING WRITE".into());
+        }
+        if let Some(m) = r
+            .origin
+            .missed_opportunities
+            .iter()
+            .find(|m| m.turn == t.turn)
+        {
+            marks.push(format!(
+                "◀ missed detection opportunity (VR {}, SA {})",
+                m.vr, m.sa
+            ));
+        }
+        let role = t
+            .actor
+            .role
+            .as_deref()
+            .map(|r| format!("/{r}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "turn {:>3}  {}{} ({})  {}  {}",
+            t.turn,
+            t.actor.name,
+            role,
+            t.kind.as_str(),
+            scores,
+            marks.join(" ")
+        );
+        if let Some(TurnOutcome::Scored(s)) = outcome {
+            for q in &s.quotes {
+                let _ = writeln!(
+                    o,
+                    "           {} {} “{}”  [{}]",
+                    q.dimension,
+                    s.score(q.dimension),
+                    sage_trace::normalize_ws(&q.quote),
+                    q.raw.display()
+                );
+            }
+        }
+        if let Some(l) = r.origin.links.iter().find(|l| l.turn == t.turn) {
+            let methods: Vec<String> = l
+                .methods
+                .iter()
+                .map(|m| {
+                    serde_json::to_value(m)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "           link to anchor: {}",
+                if l.linked {
+                    format!("{} ({})", methods.join(", "), l.evidence.join("; "))
+                } else {
+                    "not linked".into()
+                }
+            );
+        }
+        if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
+            for (w, no) in turn.writes.iter().zip(&t.writes) {
+                let _ = writeln!(
+                    o,
+                    "           write {} → {} ({}{}, via {})",
+                    no,
+                    w.artefact,
+                    w.op.kind(),
+                    if w.final_state { ", final state" } else { "" },
+                    w.via
+                );
+            }
+        }
+    }
+    let _ = writeln!(o);
+    match &r.origin.outcome {
+        Outcome::Localized {
+            origin_turn,
+            origin_type,
+        } => {
+            let _ = writeln!(
+                o,
+                "outcome: localized — origin turn {origin_turn}, {}",
+                origin_type.label()
+            );
+        }
+        Outcome::Undetermined { reason } => {
+            let _ = writeln!(o, "outcome: undetermined — {}", reason.as_str());
+        }
+    }
+    let c = &r.origin.candidates;
+    let fmt = |t: Option<usize>| t.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        o,
+        "candidates: (i) {}  (ii) {}  (iii) {}",
+        fmt(c.inadequate_defence_selected),
+        fmt(c.unaddressed_requirement),
+        fmt(c.defect_in_code_change)
+    );
+    for f in &r.write_failures {
+        let _ = writeln!(
+            o,
+            "write {} at turn {} not applied: {}",
+            f.write, f.turn, f.reason
+        );
+    }
+    for c in &r.checks {
+        let _ = writeln!(
+            o,
+            "check {} {}: {}",
+            if c.passed { "✓" } else { "✗ FAILED" },
+            c.name,
+            c.detail
+        );
+    }
+    if let Some(e) = &r.expected {
+        let _ = writeln!(
+            o,
+            "expectations of the case: {}",
+            if e.matched {
+                "all met".to_string()
+            } else {
+                e.mismatches.join("; ")
+            }
+        );
+    }
+    let _ = writeln!(o);
+    o
+}

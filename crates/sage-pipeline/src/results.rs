@@ -1,0 +1,168 @@
+//! The results of a localize run, as `results.json` (`sage.results/1`, documented in
+//! `docs/results.md`) holds them: one [`CaseResult`] per case and judge run, the cases that
+//! were skipped, and one Table-5 [`Summary`] per judge run.
+
+use sage_history::origin::OriginResult;
+use sage_history::{Check, ProvenanceResult, ReconstructionCondition, WriteFailure};
+use sage_judge::{JudgeId, TurnOutcome};
+use sage_trace::case::{FailureAnchor, Metadata};
+use sage_trace::{Actor, TraceCounts, TurnKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version tag of result files.
+pub const RESULTS_VERSION: &str = "sage.results/1";
+
+/// One turn, as results and reports list it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TurnInfo {
+    pub turn: usize,
+    pub actor: Actor,
+    pub kind: TurnKind,
+    /// Positions (1-based, trace order) of the writes this turn holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<usize>,
+}
+
+/// The outcome of one case under one judge run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseResult {
+    pub case_id: String,
+    pub case_dir: String,
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_cwe: Option<String>,
+    pub metadata: Metadata,
+    pub anchor: FailureAnchor,
+    /// The adapter that read the trace.
+    pub framework: String,
+    pub counts: TraceCounts,
+    pub turns: Vec<TurnInfo>,
+    pub reconstruction_condition: ReconstructionCondition,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_failures: Vec<WriteFailure>,
+    pub provenance: ProvenanceResult,
+    pub judge: JudgeId,
+    pub run: u32,
+    pub scores: Vec<TurnOutcome>,
+    pub origin: OriginResult,
+    /// The automatic checks; a failed one is reported, never hidden.
+    pub checks: Vec<Check>,
+    /// How the result compares with the case's stated expectations, when it states them for
+    /// this judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<ExpectedComparison>,
+}
+
+impl CaseResult {
+    pub fn failed_checks(&self) -> Vec<&Check> {
+        self.checks.iter().filter(|c| !c.passed).collect()
+    }
+}
+
+/// The comparison of a result with the `expected` block of its case manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExpectedComparison {
+    pub matched: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<String>,
+}
+
+/// A case that could not be processed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    /// The case folder.
+    pub case: String,
+    /// Where it failed: `case`, `adapter`, `raw-trace`, `judge`.
+    pub stage: String,
+    pub message: String,
+}
+
+/// A problem in a case that was still processed (e.g. a write that could not be applied).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Problem {
+    pub case: String,
+    pub message: String,
+}
+
+/// Everything `sage localize` produced for a folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResultSet {
+    pub version: String,
+    pub sage_version: String,
+    pub judges: Vec<JudgeId>,
+    pub runs: u32,
+    pub results: Vec<CaseResult>,
+    pub skipped: Vec<Skipped>,
+    pub problems: Vec<Problem>,
+    /// One Table-5 summary per judge and run.
+    pub summaries: Vec<Summary>,
+}
+
+impl ResultSet {
+    /// Read a result set from `results.json` or from a results folder holding it.
+    pub fn read(path: &Path) -> Result<ResultSet, String> {
+        let file = if path.is_dir() {
+            path.join("results.json")
+        } else {
+            path.to_path_buf()
+        };
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let set: ResultSet = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a sage results file: {e}", file.display()))?;
+        if set.version != RESULTS_VERSION {
+            return Err(format!(
+                "{}: results version {:?}, this sage reads {RESULTS_VERSION:?}",
+                file.display(),
+                set.version
+            ));
+        }
+        Ok(set)
+    }
+
+    /// True when every input was processed without a problem.
+    pub fn all_ok(&self) -> bool {
+        self.skipped.is_empty() && self.problems.is_empty()
+    }
+}
+
+/// A count and its share of the group, as the paper's tables print them.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Count {
+    pub n: usize,
+    /// Percentage of the group (0 when the group is empty).
+    pub pct: f64,
+}
+
+impl Count {
+    pub(crate) fn of(n: usize, total: usize) -> Count {
+        Count {
+            n,
+            pct: if total == 0 {
+                0.0
+            } else {
+                (n as f64) * 100.0 / (total as f64)
+            },
+        }
+    }
+}
+
+/// Table 5 of the paper for one judge run: (a) code provenance, (b) origin type, (c) origin
+/// timing for agent-introduced code, (d) missed detection opportunities.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub judge: JudgeId,
+    pub run: u32,
+    /// Cases with a result.
+    pub cases: usize,
+    pub provenance: BTreeMap<String, Count>,
+    pub origin_type: BTreeMap<String, Count>,
+    /// Localized agent-introduced cases: origin before / at the introducing write.
+    pub timing_agent_introduced: BTreeMap<String, Count>,
+    pub timing_n: usize,
+    pub missed_opportunities: BTreeMap<String, Count>,
+    /// Results with at least one failed automatic check.
+    pub failed_checks: usize,
+}

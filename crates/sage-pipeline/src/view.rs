@@ -1,0 +1,511 @@
+//! `sage view`: a self-contained static HTML site of a localize run.
+//!
+//! An index with the Table-5 summary, filters and a search over message text, and one page per
+//! case: a timeline of turns with the four scores as bars, quotes highlighted in place, writes
+//! with their diffs, the origin turn, the introducing write and missed detection opportunities
+//! marked, and the automatic checks. Everything (CSS, JS, data) is inline: no request leaves
+//! the page. Long traces stay responsive because the browser skips laying out turns off screen
+//! (`content-visibility: auto`) and long texts are folded.
+
+use crate::localize::prepare;
+use crate::results::{CaseResult, ResultSet};
+use sage_history::origin::Outcome;
+use sage_judge::{Dimension, TurnOutcome};
+use sage_trace::CanonicalTrace;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const CSS: &str = r#"
+:root{--bg:#fbfbfa;--fg:#1d1d1f;--mut:#6b6b70;--line:#e3e3e0;--accent:#b3261e;--iw:#1a5fb4;--miss:#a05a00;--ok:#26734d}
+*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;background:var(--bg);color:var(--fg)}
+header{padding:16px 24px;border-bottom:1px solid var(--line);background:#fff}h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 8px}
+main{padding:16px 24px;max-width:1200px}.mut{color:var(--mut)}a{color:var(--iw)}
+table{border-collapse:collapse;width:100%;background:#fff}th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{font-weight:600;background:#f3f3f1}.num{text-align:right;font-variant-numeric:tabular-nums}
+.filters{display:flex;gap:8px;flex-wrap:wrap;margin:8px 0}.filters input,.filters select{padding:4px 6px;font:inherit}
+.turn{background:#fff;border:1px solid var(--line);border-radius:6px;margin:8px 0;padding:8px 12px;content-visibility:auto;contain-intrinsic-size:auto 160px}
+.turn.origin{border:2px solid var(--accent)}.turn.iw{box-shadow:inset 4px 0 0 var(--iw)}.turn.admin{opacity:.65}
+.th{display:flex;gap:12px;align-items:baseline;flex-wrap:wrap}.badge{font-size:12px;padding:1px 6px;border-radius:10px;border:1px solid currentColor}
+.b-origin{color:var(--accent)}.b-iw{color:var(--iw)}.b-miss{color:var(--miss)}.b-fail{color:var(--accent)}
+.bars{display:grid;grid-template-columns:28px 120px 16px;gap:2px 6px;font-size:12px;margin:6px 0}.bar{height:10px;background:#eee;border-radius:2px;margin-top:3px}.bar>i{display:block;height:100%;background:#555;border-radius:2px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f4;padding:8px;border-radius:4px;margin:4px 0;font:12px/1.4 ui-monospace,Menlo,monospace}
+mark{background:#ffe58a}.add{color:#1b6b2a}.del{color:#a4161a}.hunk{color:var(--mut)}
+.check-ok{color:var(--ok)}.check-fail{color:var(--accent);font-weight:600}
+details>summary{cursor:pointer;color:var(--mut)}.hidden{display:none}
+"#;
+
+const INDEX_JS: &str = r#"
+(function(){
+  const q=document.getElementById('q'), rows=[...document.querySelectorAll('tr.case')];
+  const sel=[...document.querySelectorAll('select[data-f]')];
+  const idx=JSON.parse(document.getElementById('search-index').textContent);
+  function apply(){
+    const needle=q.value.trim().toLowerCase().replace(/\s+/g,' ');
+    let shown=0;
+    for(const r of rows){
+      let ok=!needle||(idx[r.dataset.id]||'').includes(needle)||r.dataset.id.toLowerCase().includes(needle);
+      for(const s of sel){ if(s.value && r.dataset[s.dataset.f]!==s.value) ok=false; }
+      r.classList.toggle('hidden',!ok); if(ok) shown++;
+    }
+    document.getElementById('shown').textContent=shown;
+  }
+  q.addEventListener('input',apply); sel.forEach(s=>s.addEventListener('change',apply));
+  const p=new URLSearchParams(location.search); if(p.get('q')){q.value=p.get('q');}
+  for(const s of sel){ if(p.get(s.dataset.f)) s.value=p.get(s.dataset.f); }
+  apply();
+})();
+"#;
+
+/// HTML-escape text.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Escape `text` and wrap every occurrence of each quote (matched with any whitespace
+/// between its words, as quotes are verified) in `<mark>`.
+pub fn highlight(text: &str, quotes: &[&str]) -> String {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for q in quotes {
+        let words: Vec<String> = q.split_whitespace().map(regex::escape).collect();
+        if words.is_empty() {
+            continue;
+        }
+        if let Ok(re) = regex::Regex::new(&words.join(r"\s+")) {
+            spans.extend(re.find_iter(text).map(|m| (m.start(), m.end())));
+        }
+    }
+    spans.sort();
+    let mut o = String::new();
+    let mut at = 0;
+    for (s, e) in spans {
+        if s < at {
+            continue;
+        }
+        o.push_str(&esc(&text[at..s]));
+        o.push_str("<mark>");
+        o.push_str(&esc(&text[s..e]));
+        o.push_str("</mark>");
+        at = e;
+    }
+    o.push_str(&esc(&text[at..]));
+    o
+}
+
+fn diff_html(diff: &str) -> String {
+    let mut o = String::new();
+    for line in diff.lines() {
+        let class = if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@")
+        {
+            "hunk"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else {
+            ""
+        };
+        let _ = writeln!(o, "<span class=\"{class}\">{}</span>", esc(line));
+    }
+    o
+}
+
+fn page(title: &str, body: &str, script: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
+         <title>{}</title><style>{CSS}</style></head><body>{body}<script>{script}</script></body></html>\n",
+        esc(title)
+    )
+}
+
+/// The file name of a case page.
+pub fn case_file(case_id: &str) -> String {
+    let safe: String = case_id
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.html")
+}
+
+fn origin_label(r: &CaseResult) -> (String, String) {
+    match &r.origin.outcome {
+        Outcome::Localized {
+            origin_turn,
+            origin_type,
+        } => (
+            format!("turn {origin_turn}"),
+            origin_type.as_str().to_string(),
+        ),
+        Outcome::Undetermined { reason } => ("undetermined".into(), reason.as_str().to_string()),
+    }
+}
+
+/// The index page.
+pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<header><h1>sage — localization results</h1><div class=\"mut\">{} case result(s); judges: {}</div></header><main>",
+        set.results.len(),
+        esc(&set.judges.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "))
+    );
+    for s in &set.summaries {
+        let _ = write!(b, "<h2>Table 5 — judge {} run {}</h2><table class=\"summary\"><tr><th></th><th class=num>N</th><th class=num>%</th></tr>", esc(&s.judge.to_string()), s.run);
+        let mut block = |title: &str, m: &BTreeMap<String, crate::results::Count>| {
+            let _ = write!(b, "<tr><th colspan=3>{}</th></tr>", esc(title));
+            for (k, c) in m {
+                let _ = write!(
+                    b,
+                    "<tr><td>{}</td><td class=num>{}</td><td class=num>{:.2}</td></tr>",
+                    esc(k),
+                    c.n,
+                    c.pct
+                );
+            }
+        };
+        block("(a) Code provenance", &s.provenance);
+        block("(b) Origin type", &s.origin_type);
+        block(
+            &format!("(c) Origin timing, agent-introduced (n = {})", s.timing_n),
+            &s.timing_agent_introduced,
+        );
+        block("(d) Missed opportunities", &s.missed_opportunities);
+        b.push_str("</table>");
+    }
+    let distinct = |f: &dyn Fn(&CaseResult) -> String| {
+        let mut v: Vec<String> = set.results.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let filters: [(&str, &str, Vec<String>); 4] = [
+        ("framework", "framework", distinct(&|r| r.framework.clone())),
+        (
+            "provenance",
+            "provenance",
+            distinct(&|r| r.provenance.provenance.as_str().to_string()),
+        ),
+        ("origin", "origin type", distinct(&|r| origin_label(r).1)),
+        (
+            "judge",
+            "judge",
+            distinct(&|r| format!("{} run {}", r.judge.name, r.run)),
+        ),
+    ];
+    b.push_str("<h2>Cases</h2><div class=filters><input id=q type=search placeholder=\"search message text\" size=40>");
+    for (key, label, values) in &filters {
+        let _ = write!(b, "<select data-f=\"{key}\" aria-label=\"{label}\"><option value=\"\">any {label}</option>");
+        for v in values {
+            let _ = write!(b, "<option>{}</option>", esc(v));
+        }
+        b.push_str("</select>");
+    }
+    b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
+    b.push_str("<table id=cases><tr><th>case</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>judge</th></tr>");
+    for r in &set.results {
+        let (origin, ty) = origin_label(r);
+        let failed = r.failed_checks().len();
+        let _ = write!(
+            b,
+            "<tr class=case data-id=\"{id}\" data-framework=\"{fw}\" data-provenance=\"{pv}\" data-origin=\"{ty}\" data-judge=\"{jd}\">\
+             <td><a href=\"cases/{file}\">{id}</a></td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{jd}</td></tr>",
+            id = esc(&r.case_id),
+            file = esc(&case_file(&r.case_id)),
+            fw = esc(&r.framework),
+            cwe = esc(&r.anchor.cwe),
+            pv = r.provenance.provenance.as_str(),
+            iw = r.provenance.introducing_write.map(|w| format!("turn {}", w.turn)).unwrap_or_else(|| "none".into()),
+            origin = esc(&origin),
+            ty = esc(&ty),
+            missed = r.origin.missed_opportunities.len(),
+            checks = if failed == 0 { "<span class=check-ok>all passed</span>".to_string() } else { format!("<span class=check-fail>{failed} failed</span>") },
+            jd = esc(&format!("{} run {}", r.judge.name, r.run)),
+        );
+    }
+    b.push_str("</table>");
+    // The search index: whitespace-normalized, lowercased message text per case.
+    let idx = serde_json::to_string(texts)
+        .unwrap_or_else(|_| "{}".into())
+        .replace("</", "<\\/");
+    let _ = write!(
+        b,
+        "<script type=\"application/json\" id=\"search-index\">{idx}</script></main>"
+    );
+    page("sage — localization results", &b, INDEX_JS)
+}
+
+/// The page of one case result.
+pub fn case_html(
+    r: &CaseResult,
+    trace: Option<&CanonicalTrace>,
+    diffs: &BTreeMap<usize, String>,
+) -> String {
+    let mut b = String::new();
+    let (origin, ty) = origin_label(r);
+    let _ = write!(
+        b,
+        "<header><h1>{}</h1><div class=mut><a href=\"../index.html\">all cases</a> · framework {} · judge {} run {} · task {} ({})</div></header><main>",
+        esc(&r.case_id),
+        esc(&r.framework),
+        esc(&r.judge.to_string()),
+        r.run,
+        esc(&r.task_id),
+        esc(r.task_cwe.as_deref().unwrap_or("no CWE"))
+    );
+    let _ = write!(
+        b,
+        "<h2>Failure anchor</h2><table><tr><th>artefact</th><td>{}</td></tr><tr><th>category</th><td>{}</td></tr><tr><th>CWE</th><td>{}</td></tr><tr><th>fragment</th><td>{}</td></tr><tr><th>description</th><td>{}</td></tr></table>",
+        esc(&r.anchor.artefact),
+        r.anchor.category.as_str(),
+        esc(&r.anchor.cwe),
+        r.anchor.fragment.as_deref().map(|f| format!("<pre>{}</pre>", esc(f))).unwrap_or_else(|| "none (no identifiable code location)".into()),
+        esc(&r.anchor.description)
+    );
+    let _ = write!(
+        b,
+        "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction</th><td>{}</td></tr><tr><th>origin</th><td id=origin-summary>{} · {}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr></table>",
+        r.provenance.provenance.as_str(),
+        esc(&r.provenance.reason),
+        r.provenance.introducing_write.map(|w| format!("write {} at <a href=\"#turn-{t}\">turn {t}</a>{}", w.write, if w.reinstated { " (reinstated)" } else { "" }, t = w.turn)).unwrap_or_else(|| "none".into()),
+        r.reconstruction_condition.as_str(),
+        esc(&origin),
+        esc(&ty),
+        if r.origin.missed_opportunities.is_empty() { "none".to_string() } else { r.origin.missed_opportunities.iter().map(|m| format!("<a href=\"#turn-{0}\">turn {0}</a>", m.turn)).collect::<Vec<_>>().join(", ") }
+    );
+    b.push_str("<h2>Automatic checks</h2><ul id=checks>");
+    for c in &r.checks {
+        let _ = write!(
+            b,
+            "<li class=\"{}\">{} {} — {}</li>",
+            if c.passed { "check-ok" } else { "check-fail" },
+            if c.passed { "✓" } else { "✗ FAILED" },
+            esc(&c.name),
+            esc(&c.detail)
+        );
+    }
+    for f in &r.write_failures {
+        let _ = write!(
+            b,
+            "<li class=check-fail>write {} at turn {} not applied: {}</li>",
+            f.write,
+            f.turn,
+            esc(&f.reason)
+        );
+    }
+    b.push_str("</ul><h2>Timeline</h2><div id=timeline>");
+    let origin_turn = r.origin.outcome.origin().map(|o| o.0);
+    let iw_turn = r.provenance.introducing_write.map(|w| w.turn);
+    for t in &r.turns {
+        let outcome = r.scores.iter().find(|s| s.turn() == t.turn);
+        let missed = r
+            .origin
+            .missed_opportunities
+            .iter()
+            .find(|m| m.turn == t.turn);
+        let mut classes = vec!["turn"];
+        if origin_turn == Some(t.turn) {
+            classes.push("origin");
+        }
+        if iw_turn == Some(t.turn) {
+            classes.push("iw");
+        }
+        if missed.is_some() {
+            classes.push("missed");
+        }
+        if matches!(outcome, Some(TurnOutcome::Administrative { .. })) {
+            classes.push("admin");
+        }
+        let _ = write!(
+            b,
+            "<section class=\"{}\" id=\"turn-{}\" data-turn=\"{}\"><div class=th><strong>turn {}</strong><span>{}{}</span><span class=mut>{}</span>",
+            classes.join(" "),
+            t.turn,
+            t.turn,
+            t.turn,
+            esc(&t.actor.name),
+            t.actor.role.as_deref().map(|r| format!(" / {}", esc(r))).unwrap_or_default(),
+            t.kind.as_str()
+        );
+        if origin_turn == Some(t.turn) {
+            let _ = write!(
+                b,
+                "<span class=\"badge b-origin\" data-marker=origin>origin · {}</span>",
+                esc(&ty)
+            );
+        }
+        if iw_turn == Some(t.turn) {
+            b.push_str(
+                "<span class=\"badge b-iw\" data-marker=introducing-write>introducing write</span>",
+            );
+        }
+        if let Some(m) = missed {
+            let _ = write!(b, "<span class=\"badge b-miss\" data-marker=missed>missed detection opportunity (VR {}, SA {})</span>", m.vr, m.sa);
+        }
+        let mut quotes: Vec<&str> = Vec::new();
+        match outcome {
+            Some(TurnOutcome::Scored(s)) => {
+                if s.judgment.security_opportunity {
+                    b.push_str("<span class=badge>security opportunity</span>");
+                }
+                b.push_str("</div><div class=bars>");
+                for d in Dimension::ALL {
+                    let v = s.score(d);
+                    let _ = write!(
+                        b,
+                        "<span title=\"{}\">{}</span><div class=bar><i style=\"width:{}%\"></i></div><span>{}</span>",
+                        esc(s.judgment.dim(d).quote.as_deref().unwrap_or("")),
+                        d,
+                        u32::from(v) * 100 / 3,
+                        v
+                    );
+                }
+                b.push_str("</div>");
+                quotes = s.quotes.iter().map(|q| q.quote.as_str()).collect();
+                for q in &s.quotes {
+                    let _ = write!(
+                        b,
+                        "<div class=mut>{} {}: “{}”</div>",
+                        q.dimension,
+                        s.score(q.dimension),
+                        esc(&sage_trace::normalize_ws(&q.quote))
+                    );
+                }
+            }
+            Some(TurnOutcome::Failed { reason, .. }) => {
+                let _ = write!(b, "<span class=\"badge b-fail\">scoring failed</span></div><div class=check-fail>{}</div>", esc(reason));
+            }
+            _ => b.push_str("</div>"),
+        }
+        if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
+            let fold = |b: &mut String, label: &str, body: String, len: usize| {
+                if len > 4000 {
+                    let _ = write!(b, "<details><summary>{label} ({len} characters)</summary><pre>{body}</pre></details>");
+                } else {
+                    let _ = write!(b, "<pre class=\"{}\">{body}</pre>", esc(label));
+                }
+            };
+            if let Some(m) = &turn.message {
+                fold(&mut b, "message", highlight(&m.text, &quotes), m.text.len());
+            }
+            for c in &turn.tool_calls {
+                fold(
+                    &mut b,
+                    &format!("tool call {}", c.name),
+                    highlight(&c.arguments, &quotes),
+                    c.arguments.len(),
+                );
+            }
+            for res in &turn.tool_results {
+                fold(&mut b, "tool result", esc(&res.output), res.output.len());
+            }
+            for (w, no) in turn.writes.iter().zip(&t.writes) {
+                let _ = write!(
+                    b,
+                    "<div class=mut>write {no} → {} ({}, via {})</div>",
+                    esc(&w.artefact),
+                    w.op.kind(),
+                    esc(&w.via)
+                );
+                if let Some(d) = diffs.get(no) {
+                    let _ = write!(b, "<pre class=diff>{}</pre>", diff_html(d));
+                }
+            }
+        }
+        b.push_str("</section>");
+    }
+    b.push_str("</div></main>");
+    page(&format!("sage — {}", r.case_id), &b, "")
+}
+
+/// What a view wrote.
+#[derive(Debug, Default)]
+pub struct ViewReport {
+    pub pages: usize,
+    /// Cases whose folder could not be re-read: their pages lack text and diffs.
+    pub warnings: Vec<String>,
+}
+
+/// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
+/// case; the index lists every run).
+pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
+    let cases: PathBuf = out.join("cases");
+    std::fs::create_dir_all(&cases)?;
+    let mut report = ViewReport::default();
+    let mut texts = BTreeMap::new();
+    let mut done = std::collections::BTreeSet::new();
+    for r in &set.results {
+        if !done.insert(r.case_id.clone()) {
+            continue;
+        }
+        let prepared = match prepare(Path::new(&r.case_dir)) {
+            Ok((p, _)) => Some(p),
+            Err(s) => {
+                report.warnings.push(format!("{}: {}", s.case, s.message));
+                None
+            }
+        };
+        let mut diffs = BTreeMap::new();
+        if let Some(p) = &prepared {
+            for s in &p.history.snapshots {
+                if let Some(d) = p.history.write_diff(s.write) {
+                    diffs.insert(s.write, d);
+                }
+            }
+            let text: Vec<String> = p
+                .trace
+                .turns
+                .iter()
+                .filter_map(|t| t.message.as_ref().map(|m| m.text.clone()))
+                .collect();
+            texts.insert(
+                r.case_id.clone(),
+                sage_trace::normalize_ws(&text.join(" ").to_lowercase()),
+            );
+        }
+        std::fs::write(
+            cases.join(case_file(&r.case_id)),
+            case_html(r, prepared.as_ref().map(|p| &p.trace), &diffs),
+        )?;
+        report.pages += 1;
+    }
+    std::fs::write(out.join("index.html"), index_html(set, &texts))?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_highlighted_across_whitespace_and_escaped() {
+        let h = highlight("Use <AES>   in\nECB mode.", &["<AES> in ECB"]);
+        assert_eq!(h, "Use <mark>&lt;AES&gt;   in\nECB</mark> mode.");
+        assert_eq!(highlight("a & b", &[]), "a &amp; b");
+    }
+
+    #[test]
+    fn pages_make_no_outside_request() {
+        let p = page("t", "<p>x</p>", "");
+        assert!(p.contains("default-src 'none'"));
+        assert!(!p.contains("http://") && !p.contains("https://"));
+    }
+}

@@ -1,0 +1,694 @@
+//! The deterministic variants, following PySZZ's conventions (see `docs/szz.md`):
+//!
+//! - common front end: the fix's diff against its first parent; files the fix adds are
+//!   skipped; the blamed path is the new path, or the old one for a deletion or rename;
+//!   **deleted lines only**, old-side numbers; blame at `fix^` with consecutive lines merged
+//!   into `-L` ranges; binary files skipped with a note;
+//! - B-SZZ: no flags, no filter; AG-SZZ: `-w`, comment filter, the > 20 files rule as an
+//!   `--ignore-rev` loop; MA-SZZ: AG plus `-M -C` and meta-changes; R-SZZ: latest; L-SZZ:
+//!   most modified lines; V-SZZ: similarity walk-back, earliest chain end.
+
+use crate::blame::{blame_lines, BlameFlags, BlameLine};
+use crate::comments::{comment_lines, is_blank};
+use crate::diff::{commit_diff, file_diff, name_status, ChangeKind, FileDiff};
+use crate::git::{short, Git};
+use crate::{Candidate, Chain, LineRef, SzzError, SzzResult, Variant};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// Options shared by the variants. Defaults are pyszz's.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// pyszz `file_ext_to_parse`: keep a file when the part of its name after the *first*
+    /// dot (lower-cased) is in the list (`foo.test.c` reads as `test`, as in pyszz).
+    pub extensions: Option<Vec<String>>,
+    /// AG/MA: a commit modifying more than this many files is excluded (pyszz default 20).
+    pub max_change_size: usize,
+    /// AG and up, V: also drop blamed lines that are blank (pyszz does not; on by default,
+    /// `--keep-blank` restores pyszz's behaviour).
+    pub skip_blank: bool,
+    /// AG and up, V: drop blamed comment lines (pyszz's filter; `--keep-comments` turns it
+    /// off, which is what pyszz does when srcML is not installed).
+    pub skip_comments: bool,
+    /// MA: ignore revert commits as meta-changes (pyszz `filter_revert_commits`, off).
+    pub filter_revert: bool,
+    /// MA: number of `-C` flags (pyszz `DetectLineMoved.SAME_COMMIT` = 1).
+    pub copies: u8,
+    /// AG/MA: wall-clock budget of the ignore-rev loop (pyszz: one hour).
+    pub loop_budget: Duration,
+    /// V: maximum chain length per line.
+    pub max_chain: usize,
+    /// The CVE or bug description (used by the agent).
+    pub cve: Option<String>,
+    /// Reproduce pyszz's blame bookkeeping bug for bug-compatible baselines: blamed lines are
+    /// read from `git blame --incremental` in emission order and deduplicated by (path, line
+    /// number in the blamed commit), so a commit whose only line collides with another
+    /// commit's line number disappears (pyszz's `BlameData` hashes on those two fields).
+    pub pyszz_compat: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            extensions: None,
+            max_change_size: 20,
+            skip_blank: true,
+            skip_comments: true,
+            filter_revert: false,
+            copies: 1,
+            loop_budget: Duration::from_secs(3600),
+            max_chain: 200,
+            cve: None,
+            pyszz_compat: false,
+        }
+    }
+}
+
+/// Blamed lines (with the fix-side path) and the commits ignored on the way.
+type Blamed = (Vec<(String, BlameLine)>, Vec<String>);
+
+/// A file of the fix with the old-side lines to blame.
+#[derive(Debug, Clone)]
+pub struct Impacted {
+    /// The path at `fix^`.
+    pub path: String,
+    /// Deleted lines: (old-side line number, text).
+    pub lines: Vec<(usize, String)>,
+    pub diff: FileDiff,
+}
+
+/// The resolved fix and its parent.
+#[derive(Debug, Clone)]
+pub struct Fix {
+    pub hash: String,
+    pub parent: String,
+    pub files: Vec<FileDiff>,
+}
+
+/// Resolve the fix and read its diff against the first parent.
+pub fn load_fix(git: &Git, fix: &str) -> Result<Fix, SzzError> {
+    let hash = git.resolve_commit(fix)?;
+    let info = git.commit_info(&hash)?;
+    let Some(parent) = info.parents.first().cloned() else {
+        return Err(SzzError::NoParent { commit: hash });
+    };
+    let files = commit_diff(git, &hash, 3)?;
+    Ok(Fix {
+        hash,
+        parent,
+        files,
+    })
+}
+
+/// pyszz's extension test: `filename.split('.')[1].lower()` must be in the list.
+pub fn ext_matches(path: &str, exts: &[String]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let mut parts = name.split('.');
+    parts.next();
+    match parts.next() {
+        Some(e) => exts.iter().any(|x| x.eq_ignore_ascii_case(e)),
+        None => false,
+    }
+}
+
+/// The common front end: which lines of which files get blamed.
+pub fn impacted_files(fix: &Fix, opts: &Options, notes: &mut Vec<String>) -> Vec<Impacted> {
+    let mut out = Vec::new();
+    for f in &fix.files {
+        let path = f.blame_path().to_string();
+        if f.kind == ChangeKind::Added || f.old_path.is_none() {
+            continue;
+        }
+        if let Some(exts) = &opts.extensions {
+            let name = f.new_path.as_deref().unwrap_or(&path);
+            if !ext_matches(name, exts) {
+                notes.push(format!("{path}: skipped by the extension filter"));
+                continue;
+            }
+        }
+        if f.binary {
+            notes.push(format!("{path}: binary file, skipped"));
+            continue;
+        }
+        let lines = f.deleted();
+        if lines.is_empty() {
+            continue;
+        }
+        out.push(Impacted {
+            path,
+            lines,
+            diff: f.clone(),
+        });
+    }
+    if out.is_empty() {
+        notes.push("the fix deletes no lines in the files considered: no candidates (pyszz blames deleted lines only)".into());
+    }
+    out
+}
+
+/// Run one of the classic (non-agent) variants on a loaded fix, filling `result`.
+pub(crate) fn classic(
+    git: &Git,
+    fix: &Fix,
+    variant: Variant,
+    opts: &Options,
+    result: &mut SzzResult,
+) -> Result<(), SzzError> {
+    let mut notes = Vec::new();
+    let impacted = impacted_files(fix, opts, &mut notes);
+    let mut filter = LineFilter::new(opts.skip_blank, opts.skip_comments);
+    match variant {
+        Variant::B => {
+            let mut lines = Vec::new();
+            for imp in &impacted {
+                let flags = BlameFlags {
+                    incremental: opts.pyszz_compat,
+                    ..Default::default()
+                };
+                let b = blame_file(git, fix, imp, &flags, None, &mut notes)?;
+                lines.extend(b);
+            }
+            result.candidates = candidates(git, &lines)?;
+        }
+        Variant::Ag => {
+            let (lines, ignored) = ag(git, fix, &impacted, opts, &mut filter, &mut notes)?;
+            result.candidates = candidates(git, &lines)?;
+            result.ignored = ignored;
+        }
+        Variant::Ma | Variant::R | Variant::L => {
+            let (lines, ignored) = ma(git, fix, &impacted, opts, &mut filter, &mut notes)?;
+            result.candidates = candidates(git, &lines)?;
+            result.ignored = ignored;
+            if variant == Variant::R {
+                // max committed_date; the first seen wins a tie
+                let best = result
+                    .candidates
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(i, c)| (c.committed, std::cmp::Reverse(*i)))
+                    .map(|(_, c)| c.clone());
+                result.candidates = best.into_iter().collect();
+            } else if variant == Variant::L {
+                // strictly more lines than the best so far, starting from 0 (pyszz)
+                let mut best: Option<(u64, Candidate)> = None;
+                for c in &result.candidates {
+                    let n = git.lines_changed(&c.commit)?;
+                    if n > best.as_ref().map(|b| b.0).unwrap_or(0) {
+                        best = Some((n, c.clone()));
+                    }
+                }
+                result.candidates = best.map(|b| b.1).into_iter().collect();
+            }
+            if matches!(variant, Variant::R | Variant::L) {
+                result.selected = result.candidates.first().map(|c| c.commit.clone());
+            }
+        }
+        Variant::V => {
+            v_szz(git, fix, &impacted, opts, &mut filter, &mut notes, result)?;
+        }
+        Variant::Agent => unreachable!("find_inducing runs the agent variant"),
+    }
+    notes.extend(filter.notes());
+    result.notes.extend(notes);
+    Ok(())
+}
+
+/// Group blamed lines by commit, in order of first appearance.
+pub fn candidates(git: &Git, lines: &[(String, BlameLine)]) -> Result<Vec<Candidate>, SzzError> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (path, l) in lines {
+        let r = LineRef {
+            path: path.clone(),
+            line: l.final_line,
+            orig_path: l.orig_path.clone(),
+            orig_line: l.orig_line,
+            content: l.content.clone(),
+        };
+        match index.get(&l.commit) {
+            Some(&i) => out[i].lines.push(r),
+            None => {
+                let info = git.commit_info(&l.commit)?;
+                index.insert(l.commit.clone(), out.len());
+                out.push(Candidate {
+                    commit: l.commit.clone(),
+                    committed: info.committed,
+                    subject: info.subject.clone(),
+                    lines: vec![r],
+                    score: None,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Comment and blank-line filter over blamed lines, reading the blamed commit's version of
+/// the file (cached per commit and path).
+pub struct LineFilter {
+    skip_blank: bool,
+    skip_comments: bool,
+    masks: HashMap<(String, String), Vec<bool>>,
+    comments: usize,
+    blanks: usize,
+}
+
+impl LineFilter {
+    pub fn new(skip_blank: bool, skip_comments: bool) -> Self {
+        LineFilter {
+            skip_blank,
+            skip_comments,
+            masks: HashMap::new(),
+            comments: 0,
+            blanks: 0,
+        }
+    }
+
+    /// True when the line must be dropped.
+    pub fn drop(&mut self, git: &Git, l: &BlameLine) -> Result<bool, SzzError> {
+        if self.skip_blank && is_blank(&l.content) {
+            self.blanks += 1;
+            return Ok(true);
+        }
+        if !self.skip_comments || !crate::comments::supported(&l.orig_path) {
+            return Ok(false);
+        }
+        let key = (l.commit.clone(), l.orig_path.clone());
+        if !self.masks.contains_key(&key) {
+            let mask = match git.file_at(&l.commit, &l.orig_path)? {
+                Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
+                None => Vec::new(),
+            };
+            self.masks.insert(key.clone(), mask);
+        }
+        let is_comment = self.masks[&key].get(l.orig_line).copied().unwrap_or(false);
+        if is_comment {
+            self.comments += 1;
+        }
+        Ok(is_comment)
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        if self.comments > 0 {
+            n.push(format!("{} blamed comment line(s) dropped", self.comments));
+        }
+        if self.blanks > 0 {
+            n.push(format!("{} blamed blank line(s) dropped", self.blanks));
+        }
+        n
+    }
+}
+
+/// Blame one impacted file at `fix^`; with a filter, comment (and blank) lines are dropped.
+fn blame_file(
+    git: &Git,
+    fix: &Fix,
+    imp: &Impacted,
+    flags: &BlameFlags,
+    mut filter: Option<&mut LineFilter>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(String, BlameLine)>, SzzError> {
+    let nums: Vec<usize> = imp.lines.iter().map(|(n, _)| *n).collect();
+    let blame = match blame_lines(git, &fix.parent, &imp.path, &nums, flags) {
+        Ok(b) => b,
+        Err(SzzError::Git { stderr, .. }) => {
+            notes.push(format!("{}: blame failed: {stderr}", imp.path));
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    let mut seen: HashSet<(String, usize)> = HashSet::new();
+    for l in blame.lines {
+        if let Some(f) = filter.as_deref_mut() {
+            if f.drop(git, &l)? {
+                continue;
+            }
+        }
+        // pyszz compatibility: the first line seen per (orig path, orig line) wins
+        if flags.incremental && !seen.insert((l.orig_path.clone(), l.orig_line)) {
+            continue;
+        }
+        out.push((imp.path.clone(), l));
+    }
+    Ok(out)
+}
+
+/// pyszz `_exclude_commits_by_change_size`: from `commit` backwards in `git log` order,
+/// the consecutive commits that modify more than `max` files (empty when `commit` itself
+/// is small).
+pub fn large_commits(git: &Git, commit: &str, max: usize) -> Result<Vec<String>, SzzError> {
+    let mut out = Vec::new();
+    if git.modified_files(commit)? <= max {
+        return Ok(out);
+    }
+    out.push(commit.to_string());
+    let mut skip = 1;
+    loop {
+        let batch = git.rev_list(commit, skip, 64)?;
+        if batch.is_empty() {
+            return Ok(out);
+        }
+        for c in &batch {
+            if git.modified_files(c)? > max {
+                out.push(c.clone());
+            } else {
+                return Ok(out);
+            }
+        }
+        skip += batch.len();
+    }
+}
+
+/// AG-SZZ: `-w` blame with the comment filter, re-run with `--ignore-rev` until no new large
+/// commit appears; large commits are then dropped from the answer.
+fn ag(
+    git: &Git,
+    fix: &Fix,
+    impacted: &[Impacted],
+    opts: &Options,
+    filter: &mut LineFilter,
+    notes: &mut Vec<String>,
+) -> Result<Blamed, SzzError> {
+    let start = Instant::now();
+    let mut ignore: BTreeSet<String> = BTreeSet::new();
+    let mut large_cache: HashMap<String, Vec<String>> = HashMap::new();
+    let mut large = |c: &str| -> Result<Vec<String>, SzzError> {
+        if let Some(v) = large_cache.get(c) {
+            return Ok(v.clone());
+        }
+        let v = large_commits(git, c, opts.max_change_size)?;
+        large_cache.insert(c.to_string(), v.clone());
+        Ok(v)
+    };
+    loop {
+        let flags = BlameFlags {
+            ignore_whitespace: true,
+            ignore_revs: ignore.iter().cloned().collect(),
+            incremental: opts.pyszz_compat,
+            ..Default::default()
+        };
+        let mut lines = Vec::new();
+        for imp in impacted {
+            lines.extend(blame_file(git, fix, imp, &flags, Some(filter), notes)?);
+        }
+        let mut new: BTreeSet<String> = BTreeSet::new();
+        for (_, l) in &lines {
+            if !new.contains(&l.commit) && !ignore.contains(&l.commit) {
+                new.extend(large(&l.commit)?);
+            }
+        }
+        let done = new.is_empty();
+        if !done && start.elapsed() > opts.loop_budget {
+            notes.push("AG-SZZ: ignore-rev loop stopped at the time budget".into());
+        }
+        let stop = done || start.elapsed() > opts.loop_budget;
+        ignore.extend(new);
+        if stop {
+            let mut kept = Vec::new();
+            for (p, l) in lines {
+                if large(&l.commit)?.is_empty() {
+                    kept.push((p, l));
+                }
+            }
+            return Ok((kept, ignore.into_iter().collect()));
+        }
+    }
+}
+
+/// MA-SZZ meta-changes of `commit` for `file` (pyszz `select_meta_changes`): a revert (when
+/// enabled), a `mode change` of the file in `git show --summary`, or a rename or copy of the
+/// file.
+pub fn is_meta_change(
+    git: &Git,
+    commit: &str,
+    file: &str,
+    filter_revert: bool,
+) -> Result<bool, SzzError> {
+    let info = git.commit_info(commit)?;
+    if filter_revert
+        && (info.message.starts_with("Revert") || info.message.contains("This reverts commit"))
+    {
+        return Ok(true);
+    }
+    let summary = git.run(&[
+        "show",
+        "--summary",
+        "--format=",
+        "--no-color",
+        "--end-of-options",
+        commit,
+    ])?;
+    if summary
+        .lines()
+        .any(|l| l.trim().starts_with("mode change") && l.contains(file))
+    {
+        return Ok(true);
+    }
+    Ok(name_status(git, commit)?
+        .iter()
+        .any(|f| matches!(f.kind, ChangeKind::Renamed | ChangeKind::Copied) && f.touches(file)))
+}
+
+/// MA-SZZ: per file, AG's loop with `-M -C`, also ignoring merge commits and the file's
+/// meta-changes.
+fn ma(
+    git: &Git,
+    fix: &Fix,
+    impacted: &[Impacted],
+    opts: &Options,
+    filter: &mut LineFilter,
+    notes: &mut Vec<String>,
+) -> Result<Blamed, SzzError> {
+    let start = Instant::now();
+    let mut ignore_all: BTreeSet<String> = BTreeSet::new();
+    let mut ignored_report: BTreeSet<String> = BTreeSet::new();
+    let mut large_cache: HashMap<String, Vec<String>> = HashMap::new();
+    let mut kept = Vec::new();
+    for imp in impacted {
+        let mut ignore_file = ignore_all.clone();
+        let lines = loop {
+            let flags = BlameFlags {
+                ignore_whitespace: true,
+                moves: true,
+                copies: opts.copies,
+                ignore_revs: ignore_file.iter().cloned().collect(),
+                incremental: opts.pyszz_compat,
+            };
+            let lines = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
+            let mut new: BTreeSet<String> = BTreeSet::new();
+            let mut new_file: BTreeSet<String> = BTreeSet::new();
+            for (_, l) in &lines {
+                let c = &l.commit;
+                if new.contains(c) || new_file.contains(c) || ignore_file.contains(c) {
+                    continue;
+                }
+                if !large_cache.contains_key(c) {
+                    let v = large_commits(git, c, opts.max_change_size)?;
+                    large_cache.insert(c.clone(), v);
+                }
+                new.extend(large_cache[c].iter().cloned());
+                if git.commit_info(c)?.is_merge() {
+                    new.insert(c.clone());
+                }
+                if is_meta_change(git, c, &l.orig_path, opts.filter_revert)? {
+                    new_file.insert(c.clone());
+                }
+            }
+            let done = new.is_empty() && new_file.is_empty();
+            let over = start.elapsed() > opts.loop_budget;
+            if !done && over {
+                notes.push(format!(
+                    "MA-SZZ: {}: ignore-rev loop stopped at the time budget",
+                    imp.path
+                ));
+            }
+            ignore_all.extend(new);
+            ignore_file.extend(ignore_all.iter().cloned());
+            ignore_file.extend(new_file);
+            if done || over {
+                break lines;
+            }
+        };
+        ignored_report.extend(ignore_file.iter().cloned());
+        for (p, l) in lines {
+            let big = match large_cache.get(&l.commit) {
+                Some(v) => !v.is_empty(),
+                None => !large_commits(git, &l.commit, opts.max_change_size)?.is_empty(),
+            };
+            if !big {
+                kept.push((p, l));
+            }
+        }
+    }
+    Ok((kept, ignored_report.into_iter().collect()))
+}
+
+/// V-SZZ's similarity: `Levenshtein.ratio` (indel distance) of the two lines with all
+/// whitespace removed.
+pub fn line_ratio(a: &str, b: &str) -> f64 {
+    let a: Vec<char> = a.chars().filter(|c| !c.is_whitespace()).collect();
+    let b: Vec<char> = b.chars().filter(|c| !c.is_whitespace()).collect();
+    let total = a.len() + b.len();
+    if total == 0 {
+        return 1.0;
+    }
+    // LCS by dynamic programming; ratio = 2·LCS / (|a| + |b|)
+    let mut prev = vec![0u32; b.len() + 1];
+    let mut cur = vec![0u32; b.len() + 1];
+    for ca in &a {
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = if ca == cb {
+                prev[j] + 1
+            } else {
+                prev[j + 1].max(cur[j])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    2.0 * prev[b.len()] as f64 / total as f64
+}
+
+/// V-SZZ's mapping (`map_modified_line`): in `commit`'s change of `path`, the deleted line
+/// most similar to `text` (ties: nearest to `line`), if its ratio exceeds 0.75. `None` when
+/// the commit adds the file, deletes nothing in it, or does not touch it under that path.
+pub fn map_line(
+    git: &Git,
+    commit: &str,
+    path: &str,
+    line: usize,
+    text: &str,
+) -> Result<Option<usize>, SzzError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let files = name_status(git, commit)?;
+    let Some(f) = files.iter().find(|f| f.blame_path() == path) else {
+        return Ok(None);
+    };
+    if f.kind == ChangeKind::Added || f.old_path.is_none() {
+        return Ok(None);
+    }
+    let Some(d) = file_diff(git, commit, f, 0)? else {
+        return Ok(None);
+    };
+    let mut best: Option<(f64, usize, usize)> = None; // (ratio, distance, old line)
+    for (n, t) in d.deleted() {
+        let r = line_ratio(text, &t);
+        let dist = n.abs_diff(line);
+        let better = match best {
+            None => true,
+            Some((br, bd, _)) => r > br || (r == br && dist < bd),
+        };
+        if better {
+            best = Some((r, dist, n));
+        }
+    }
+    Ok(best.filter(|b| b.0 > 0.75).map(|b| b.2))
+}
+
+/// V-SZZ: blame each deleted line, then follow it back through similar deleted lines; each
+/// line's answer is its chain end, the fix's single answer the earliest chain end.
+fn v_szz(
+    git: &Git,
+    fix: &Fix,
+    impacted: &[Impacted],
+    opts: &Options,
+    filter: &mut LineFilter,
+    notes: &mut Vec<String>,
+    result: &mut SzzResult,
+) -> Result<(), SzzError> {
+    let mut ends: Vec<(String, BlameLine)> = Vec::new();
+    for imp in impacted {
+        let flags = BlameFlags {
+            incremental: opts.pyszz_compat,
+            ..Default::default()
+        };
+        let first = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
+        for (path, start) in first {
+            let mut chain = vec![start.commit.clone()];
+            let mut cur = start.clone();
+            let mut seen: HashSet<String> = HashSet::from([cur.commit.clone()]);
+            while chain.len() < opts.max_chain {
+                // the file path is not updated across renames (as in V-SZZ)
+                let Some(old_line) =
+                    map_line(git, &cur.commit, &imp.path, cur.orig_line, &cur.content)?
+                else {
+                    break;
+                };
+                let info = git.commit_info(&cur.commit)?;
+                let Some(parent) = info.parents.first() else {
+                    break;
+                };
+                let b = match blame_lines(
+                    git,
+                    parent,
+                    &imp.path,
+                    &[old_line],
+                    &BlameFlags::default(),
+                ) {
+                    Ok(b) => b,
+                    Err(SzzError::Git { .. }) => break,
+                    Err(e) => return Err(e),
+                };
+                let Some(next) = b.lines.into_iter().next() else {
+                    break;
+                };
+                if filter.drop(git, &next)? || !seen.insert(next.commit.clone()) {
+                    break;
+                }
+                chain.push(next.commit.clone());
+                cur = next;
+            }
+            if chain.len() >= opts.max_chain {
+                notes.push(format!(
+                    "{path}:{}: chain cut at {} commits",
+                    start.final_line, opts.max_chain
+                ));
+            }
+            result.chains.push(Chain {
+                path: path.clone(),
+                line: start.final_line,
+                commits: chain,
+            });
+            let mut end = cur;
+            end.final_line = start.final_line;
+            ends.push((path, end));
+        }
+    }
+    result.candidates = candidates(git, &ends)?;
+    result.selected = result
+        .candidates
+        .iter()
+        .min_by_key(|c| c.committed)
+        .map(|c| c.commit.clone());
+    if let Some(s) = &result.selected {
+        notes.push(format!("earliest chain end: {}", short(s)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_matches_levenshtein_indel_ratio() {
+        assert_eq!(line_ratio("abc", "abc"), 1.0);
+        assert_eq!(line_ratio("", ""), 1.0);
+        // python-Levenshtein: ratio("kitten", "sitting") = 0.6153846153846154
+        assert!((line_ratio("kitten", "sitting") - 8.0 / 13.0).abs() < 1e-12);
+        assert_eq!(line_ratio("a b c", "abc"), 1.0);
+    }
+
+    #[test]
+    fn extension_filter_uses_first_dot() {
+        let exts = vec!["c".to_string(), "java".to_string()];
+        assert!(ext_matches("src/a.c", &exts));
+        assert!(ext_matches("src/A.JAVA", &exts));
+        assert!(!ext_matches("src/foo.test.c", &exts));
+        assert!(!ext_matches("Makefile", &exts));
+    }
+}

@@ -1,0 +1,676 @@
+//! The canonical trace: every framework's run, normalized into numbered canonical turns.
+//!
+//! A canonical turn is one agent-authored message together with the tool calls, tool results
+//! and artefact writes tied to it. Every item keeps a [`RawRef`] to the raw record it came
+//! from, so a judge's quote can be checked against the raw trace (see [`RawStore`]).
+//! The JSON form is versioned by [`CANONICAL_VERSION`] and documented in
+//! `docs/canonical-trace.md`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Version tag written into every canonical trace.
+pub const CANONICAL_VERSION: &str = "sage.canonical/1";
+
+/// One agent run in canonical form.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CanonicalTrace {
+    /// Always [`CANONICAL_VERSION`].
+    pub version: String,
+    /// The adapter that produced this trace (`aider`, `ag2`, ...).
+    pub framework: String,
+    /// The raw files the trace was read from, as given to the adapter.
+    pub sources: Vec<String>,
+    /// Canonical turns, numbered from 1 in trace order.
+    pub turns: Vec<Turn>,
+    /// Raw records the adapter saw but could not map, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<DroppedRecord>,
+    /// Anything else the adapter wants a reader to know (e.g. an edit it could not interpret).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl CanonicalTrace {
+    pub fn new(framework: impl Into<String>, sources: Vec<String>) -> Self {
+        CanonicalTrace {
+            version: CANONICAL_VERSION.to_string(),
+            framework: framework.into(),
+            sources,
+            turns: Vec::new(),
+            dropped: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Append a turn, giving it the next index (from 1).
+    pub fn push_turn(&mut self, mut turn: Turn) -> usize {
+        turn.index = self.turns.len() + 1;
+        self.turns.push(turn);
+        self.turns.len()
+    }
+
+    /// The turn with 1-based index `k`.
+    pub fn turn(&self, k: usize) -> Option<&Turn> {
+        k.checked_sub(1).and_then(|i| self.turns.get(i))
+    }
+
+    /// Every write in trace order, with the index of its turn.
+    pub fn writes(&self) -> impl Iterator<Item = (usize, &Write)> {
+        self.turns
+            .iter()
+            .flat_map(|t| t.writes.iter().map(move |w| (t.index, w)))
+    }
+
+    /// Counts for golden tests and summaries.
+    pub fn counts(&self) -> TraceCounts {
+        TraceCounts {
+            turns: self.turns.len(),
+            administrative: self
+                .turns
+                .iter()
+                .filter(|t| t.kind == TurnKind::Administrative)
+                .count(),
+            tool_calls: self.turns.iter().map(|t| t.tool_calls.len()).sum(),
+            tool_results: self.turns.iter().map(|t| t.tool_results.len()).sum(),
+            writes: self.turns.iter().map(|t| t.writes.len()).sum(),
+            dropped: self.dropped.len(),
+        }
+    }
+}
+
+/// How many of each item a canonical trace holds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct TraceCounts {
+    pub turns: usize,
+    pub administrative: usize,
+    pub tool_calls: usize,
+    pub tool_results: usize,
+    pub writes: usize,
+    pub dropped: usize,
+}
+
+/// One canonical turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Turn {
+    /// 1-based position in the trace.
+    pub index: usize,
+    pub actor: Actor,
+    pub kind: TurnKind,
+    /// The agent-authored message (may be absent for a turn that is only a tool call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<TextItem>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<Write>,
+}
+
+impl Turn {
+    /// A turn with no items yet; its index is set by [`CanonicalTrace::push_turn`].
+    pub fn new(actor: Actor, kind: TurnKind) -> Self {
+        Turn {
+            index: 0,
+            actor,
+            kind,
+            message: None,
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+            writes: Vec::new(),
+        }
+    }
+
+    /// Every text item of this turn (message, tool-call arguments, tool results, write
+    /// contents), each with its raw pointer. Quotes must come from one of these.
+    pub fn text_items(&self) -> Vec<(&str, &RawRef)> {
+        let mut out = Vec::new();
+        if let Some(m) = &self.message {
+            out.push((m.text.as_str(), &m.raw));
+        }
+        for c in &self.tool_calls {
+            out.push((c.arguments.as_str(), &c.raw));
+        }
+        for r in &self.tool_results {
+            out.push((r.output.as_str(), &r.raw));
+        }
+        for w in &self.writes {
+            if let Some(t) = w.op.new_text() {
+                out.push((t, &w.raw));
+            }
+        }
+        out
+    }
+
+    /// All the text of the turn joined, for judges and search.
+    pub fn full_text(&self) -> String {
+        self.text_items()
+            .iter()
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn is_applicable(&self) -> bool {
+        self.kind != TurnKind::Administrative
+    }
+}
+
+/// Who authored a turn: the agent's name and, where the framework says, its role.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub struct Actor {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+impl Actor {
+    pub fn new(name: impl Into<String>, role: Option<&str>) -> Self {
+        Actor {
+            name: name.into(),
+            role: role.map(str::to_string),
+        }
+    }
+}
+
+/// The workflow stage a turn belongs to. Administrative turns are kept but never scored.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnKind {
+    Planning,
+    Implementation,
+    Review,
+    Verification,
+    Administrative,
+}
+
+impl TurnKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnKind::Planning => "planning",
+            TurnKind::Implementation => "implementation",
+            TurnKind::Review => "review",
+            TurnKind::Verification => "verification",
+            TurnKind::Administrative => "administrative",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TurnKind> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "planning" | "plan" => TurnKind::Planning,
+            "implementation" | "implement" | "coding" => TurnKind::Implementation,
+            "review" => TurnKind::Review,
+            "verification" | "verify" | "test" | "testing" => TurnKind::Verification,
+            "administrative" | "admin" => TurnKind::Administrative,
+            _ => return None,
+        })
+    }
+}
+
+/// A piece of text with the raw record it came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TextItem {
+    pub text: String,
+    pub raw: RawRef,
+}
+
+/// A tool call made by the agent in this turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments as the trace recorded them (usually JSON text).
+    pub arguments: String,
+    pub raw: RawRef,
+}
+
+/// A tool result returned to the agent in this turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    pub output: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    pub raw: RawRef,
+}
+
+/// A change to an artefact recorded in the trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Write {
+    /// The artefact's path, as the task names it (relative, `/` separated).
+    pub artefact: String,
+    pub op: WriteOp,
+    /// How the trace expressed the write (tool name, edit format, shell command, ...).
+    pub via: String,
+    /// True when this write is the final state only (a submitted patch or final file), not an
+    /// intermediate step: a trace whose writes are all final-state is `final-only`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_state: bool,
+    pub raw: RawRef,
+}
+
+/// The edit a write performs. Applied to the previous snapshot by the artefact history (`sage-history`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum WriteOp {
+    /// The artefact's whole new content.
+    FullContent { content: String },
+    /// Exact search/replace (Aider's SEARCH/REPLACE block): the first occurrence of `search`
+    /// is replaced; an empty `search` appends to (or creates) the file.
+    SearchReplace { search: String, replace: String },
+    /// `str_replace`: `old` must occur exactly once unless `all` is set.
+    StrReplace {
+        old: String,
+        new: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        all: bool,
+    },
+    /// Insert `text` after line `after_line` (0 = at the top).
+    Insert { after_line: usize, text: String },
+    /// Replace lines `start..=end` (1-based, inclusive) with `text` (SWE-agent's `edit N:M`).
+    ReplaceLines {
+        start: usize,
+        end: usize,
+        text: String,
+    },
+    /// A unified diff of this one artefact.
+    UnifiedDiff { diff: String },
+    /// The artefact was deleted.
+    Delete,
+}
+
+impl WriteOp {
+    /// The new text this write brings, if any (where a judge may find a quote).
+    pub fn new_text(&self) -> Option<&str> {
+        match self {
+            WriteOp::FullContent { content } => Some(content),
+            WriteOp::SearchReplace { replace, .. } => Some(replace),
+            WriteOp::StrReplace { new, .. } => Some(new),
+            WriteOp::Insert { text, .. } => Some(text),
+            WriteOp::ReplaceLines { text, .. } => Some(text),
+            WriteOp::UnifiedDiff { diff } => Some(diff),
+            WriteOp::Delete => None,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WriteOp::FullContent { .. } => "full-content",
+            WriteOp::SearchReplace { .. } => "search-replace",
+            WriteOp::StrReplace { .. } => "str-replace",
+            WriteOp::Insert { .. } => "insert",
+            WriteOp::ReplaceLines { .. } => "replace-lines",
+            WriteOp::UnifiedDiff { .. } => "unified-diff",
+            WriteOp::Delete => "delete",
+        }
+    }
+}
+
+/// A record the adapter could not map, with where it is and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DroppedRecord {
+    pub raw: RawRef,
+    pub reason: String,
+}
+
+/// A pointer back into a raw trace file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub struct RawRef {
+    /// The raw file, as listed in [`CanonicalTrace::sources`].
+    pub file: String,
+    #[serde(flatten)]
+    pub at: Locator,
+}
+
+/// Where in the raw file an item lives.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(tag = "locator", rename_all = "kebab-case")]
+pub enum Locator {
+    /// Byte range `start..end` of the file; the item's text is exactly these bytes.
+    Bytes { start: usize, end: usize },
+    /// Lines `start..=end` (1-based) of the file.
+    Lines { start: usize, end: usize },
+    /// A JSON value: `pointer` (RFC 6901) into the whole file, or into the JSON value that
+    /// starts on line `line` (1-based) of a JSON Lines file (or of a file of concatenated,
+    /// pretty-printed JSON values). The item's text is the string at the pointer (or the
+    /// value's JSON text when it is not a string). When `inner` is set, the string at
+    /// `pointer` is itself JSON text (logs that nest JSON in a string field, e.g. AG2's
+    /// `json_state`) and `inner` points into it.
+    Json {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+        pointer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inner: Option<String>,
+    },
+    /// Synthesized by sage (e.g. a final-state write taken from the case folder); `what`
+    /// says from where. Quotes never verify against a synthetic item.
+    Synthetic { what: String },
+}
+
+impl RawRef {
+    pub fn bytes(file: &str, start: usize, end: usize) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Bytes { start, end },
+        }
+    }
+    pub fn lines(file: &str, start: usize, end: usize) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Lines { start, end },
+        }
+    }
+    pub fn json(file: &str, line: Option<usize>, pointer: impl Into<String>) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Json {
+                line,
+                pointer: pointer.into(),
+                inner: None,
+            },
+        }
+    }
+    /// A value inside the JSON text held by the string at `pointer` (see [`Locator::Json`]).
+    pub fn json_inner(
+        file: &str,
+        line: Option<usize>,
+        pointer: impl Into<String>,
+        inner: impl Into<String>,
+    ) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Json {
+                line,
+                pointer: pointer.into(),
+                inner: Some(inner.into()),
+            },
+        }
+    }
+    pub fn synthetic(file: &str, what: impl Into<String>) -> Self {
+        RawRef {
+            file: file.to_string(),
+            at: Locator::Synthetic { what: what.into() },
+        }
+    }
+
+    /// A short human form: `trace.md:12-18`, `chat.json#/3/content`.
+    pub fn display(&self) -> String {
+        match &self.at {
+            Locator::Bytes { start, end } => format!("{}@{}..{}", self.file, start, end),
+            Locator::Lines { start, end } if start == end => format!("{}:{}", self.file, start),
+            Locator::Lines { start, end } => format!("{}:{}-{}", self.file, start, end),
+            Locator::Json {
+                line,
+                pointer,
+                inner,
+            } => {
+                let mut s = match line {
+                    Some(l) => format!("{}:{}#{}", self.file, l, pointer),
+                    None => format!("{}#{}", self.file, pointer),
+                };
+                if let Some(i) = inner {
+                    s.push_str(" -> ");
+                    s.push_str(i);
+                }
+                s
+            }
+            Locator::Synthetic { what } => format!("{} (synthetic: {})", self.file, what),
+        }
+    }
+}
+
+/// Errors resolving a raw pointer.
+#[derive(Debug, thiserror::Error)]
+pub enum RawError {
+    #[error("raw file {0} is not loaded")]
+    UnknownFile(String),
+    #[error("{0}: {1}")]
+    Io(String, String),
+    #[error("{at}: out of range")]
+    OutOfRange { at: String },
+    #[error("{at}: not valid JSON: {msg}")]
+    Json { at: String, msg: String },
+    #[error("{at}: the pointer names no value")]
+    NoValue { at: String },
+    #[error("{at}: synthetic item, no raw record")]
+    Synthetic { at: String },
+}
+
+/// The raw trace files of one trace, loaded once, resolving [`RawRef`]s to their text.
+///
+/// This is what makes quotes checkable: a quote verifies only if it occurs in the text that
+/// the raw record itself holds, re-read from disk, not in the adapter's copy of it.
+#[derive(Debug, Default, Clone)]
+pub struct RawStore {
+    files: HashMap<String, Vec<u8>>,
+    json_cache: HashMap<(String, Option<usize>), serde_json::Value>,
+}
+
+impl RawStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Load every source of `trace`, resolving names relative to `base`.
+    pub fn load(trace: &CanonicalTrace, base: &Path) -> Result<Self, RawError> {
+        let mut s = RawStore::new();
+        for f in &trace.sources {
+            let p: PathBuf = if Path::new(f).is_absolute() {
+                PathBuf::from(f)
+            } else {
+                base.join(f)
+            };
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // `log.eval!/samples/1_epoch_1.json`: a member of a zip archive.
+                Err(e) => match f.split_once("!/") {
+                    Some((archive, member)) => {
+                        let ap = if Path::new(archive).is_absolute() {
+                            PathBuf::from(archive)
+                        } else {
+                            base.join(archive)
+                        };
+                        crate::archive::read_zip_member(&ap, member)
+                            .map_err(|m| RawError::Io(f.clone(), m.0))?
+                    }
+                    None => return Err(RawError::Io(f.clone(), e.to_string())),
+                },
+            };
+            s.insert(f, bytes);
+        }
+        Ok(s)
+    }
+
+    pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
+        self.files.insert(name.to_string(), bytes);
+    }
+
+    /// The text the raw record holds.
+    pub fn resolve(&mut self, r: &RawRef) -> Result<String, RawError> {
+        let data = self
+            .files
+            .get(&r.file)
+            .ok_or_else(|| RawError::UnknownFile(r.file.clone()))?;
+        match &r.at {
+            Locator::Bytes { start, end } => data
+                .get(*start..*end)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .ok_or(RawError::OutOfRange { at: r.display() }),
+            Locator::Lines { start, end } => {
+                let text = String::from_utf8_lossy(data);
+                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                if *start == 0 || *start > *end || *end > lines.len() {
+                    return Err(RawError::OutOfRange { at: r.display() });
+                }
+                Ok(lines[start - 1..*end].concat())
+            }
+            Locator::Json {
+                line,
+                pointer,
+                inner,
+            } => {
+                let key = (r.file.clone(), *line);
+                if !self.json_cache.contains_key(&key) {
+                    let slice: &[u8] = match line {
+                        None => data,
+                        Some(l) => line_start(data, *l)
+                            .map(|s| &data[s..])
+                            .ok_or(RawError::OutOfRange { at: r.display() })?,
+                    };
+                    // The first JSON value from there on: the line of a JSON Lines file, or a
+                    // pretty-printed value spanning several lines.
+                    let v: serde_json::Value = serde_json::Deserializer::from_slice(slice)
+                        .into_iter::<serde_json::Value>()
+                        .next()
+                        .unwrap_or_else(|| {
+                            Err(serde::de::Error::custom("no JSON value on this line"))
+                        })
+                        .map_err(|e| RawError::Json {
+                            at: r.display(),
+                            msg: e.to_string(),
+                        })?;
+                    self.json_cache.insert(key.clone(), v);
+                }
+                let v = self.json_cache[&key]
+                    .pointer(pointer)
+                    .ok_or(RawError::NoValue { at: r.display() })?;
+                let v = match inner {
+                    None => v.clone(),
+                    Some(ip) => {
+                        let s = v.as_str().ok_or(RawError::NoValue { at: r.display() })?;
+                        let nested: serde_json::Value =
+                            serde_json::from_str(s).map_err(|e| RawError::Json {
+                                at: r.display(),
+                                msg: e.to_string(),
+                            })?;
+                        nested
+                            .pointer(ip)
+                            .cloned()
+                            .ok_or(RawError::NoValue { at: r.display() })?
+                    }
+                };
+                Ok(match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                })
+            }
+            Locator::Synthetic { .. } => Err(RawError::Synthetic { at: r.display() }),
+        }
+    }
+}
+
+/// Byte offset where 1-based line `l` starts.
+fn line_start(data: &[u8], l: usize) -> Option<usize> {
+    if l == 0 {
+        return None;
+    }
+    if l == 1 {
+        return Some(0);
+    }
+    data.iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(l - 2)
+        .map(|(i, _)| i + 1)
+        .filter(|s| *s < data.len())
+}
+
+/// Collapse every run of whitespace to one space and trim: the only normalization a quote
+/// gets before it is compared with the raw record.
+pub fn normalize_ws(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// Escape one JSON-pointer reference token (RFC 6901).
+pub fn pointer_token(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_every_locator() {
+        let mut s = RawStore::new();
+        s.insert("a.md", b"one\ntwo\nthree\n".to_vec());
+        s.insert("b.json", br#"{"m":[{"content":"hi there"}]}"#.to_vec());
+        s.insert("c.jsonl", b"{\"x\":1}\n{\"x\":\"y\"}\n".to_vec());
+        assert_eq!(
+            s.resolve(&RawRef::lines("a.md", 2, 3)).unwrap(),
+            "two\nthree\n"
+        );
+        assert_eq!(s.resolve(&RawRef::bytes("a.md", 0, 3)).unwrap(), "one");
+        assert_eq!(
+            s.resolve(&RawRef::json("b.json", None, "/m/0/content"))
+                .unwrap(),
+            "hi there"
+        );
+        assert_eq!(
+            s.resolve(&RawRef::json("c.jsonl", Some(2), "/x")).unwrap(),
+            "y"
+        );
+        s.insert(
+            "d.json",
+            b"{\n \"a\": 1\n}\n{\n \"a\": \"two\",\n \"s\": \"{\\\"r\\\": \\\"in\\\"}\"\n}\n"
+                .to_vec(),
+        );
+        assert_eq!(
+            s.resolve(&RawRef::json("d.json", Some(4), "/a")).unwrap(),
+            "two"
+        );
+        assert_eq!(
+            s.resolve(&RawRef::json_inner("d.json", Some(4), "/s", "/r"))
+                .unwrap(),
+            "in"
+        );
+        assert!(s.resolve(&RawRef::json("c.jsonl", Some(9), "/x")).is_err());
+        assert!(s.resolve(&RawRef::lines("a.md", 3, 9)).is_err());
+        assert!(s.resolve(&RawRef::json("b.json", None, "/nope")).is_err());
+        assert!(s.resolve(&RawRef::lines("zzz", 1, 1)).is_err());
+        assert!(s.resolve(&RawRef::synthetic("a.md", "final")).is_err());
+    }
+
+    #[test]
+    fn whitespace_normalization() {
+        assert_eq!(normalize_ws("  a \n\t b  c "), "a b c");
+    }
+
+    #[test]
+    fn canonical_json_round_trip() {
+        let mut t = CanonicalTrace::new("aider", vec!["x.md".into()]);
+        let mut turn = Turn::new(Actor::new("planner", Some("assistant")), TurnKind::Planning);
+        turn.message = Some(TextItem {
+            text: "Use AES".into(),
+            raw: RawRef::lines("x.md", 1, 1),
+        });
+        turn.writes.push(Write {
+            artefact: "app.py".into(),
+            op: WriteOp::StrReplace {
+                old: "a".into(),
+                new: "b".into(),
+                all: false,
+            },
+            via: "str_replace".into(),
+            final_state: false,
+            raw: RawRef::lines("x.md", 1, 1),
+        });
+        assert_eq!(t.push_turn(turn), 1);
+        let j = serde_json::to_string(&t).unwrap();
+        let back: CanonicalTrace = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.counts().writes, 1);
+    }
+}

@@ -1,1 +1,0 @@
-//! Errors shared across stages.

@@ -1,0 +1,214 @@
+//! The architecture invariants of `docs/architecture.md`, checked on the source tree: the crate
+//! graph, that only the CLI parses flags or prints, and that no crate's modules import each
+//! other in a cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Which sage crates each library crate may depend on (and so, what it must never know).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("sage-trace", &[]),
+    ("sage-llm", &[]),
+    ("sage-reliability", &[]),
+    ("sage-adapters", &["sage-trace"]),
+    ("sage-history", &["sage-trace"]),
+    ("sage-screen", &["sage-trace"]),
+    ("sage-szz", &["sage-llm"]),
+    ("sage-judge", &["sage-trace", "sage-llm"]),
+    (
+        "sage-pipeline",
+        &[
+            "sage-trace",
+            "sage-llm",
+            "sage-adapters",
+            "sage-judge",
+            "sage-history",
+            "sage-reliability",
+            "sage-screen",
+        ],
+    ),
+];
+
+fn crates() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+fn manifest(dir: &Path) -> toml::Value {
+    toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap()
+}
+
+fn deps(m: &toml::Value, table: &str) -> BTreeSet<String> {
+    m.get(table)
+        .and_then(|t| t.as_table())
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_library_crate_depends_only_on_what_it_may_know() {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let found = crates();
+    assert_eq!(
+        found.len(),
+        ALLOWED.len(),
+        "a crate without an entry in ALLOWED: {found:?}"
+    );
+    for dir in found {
+        let m = manifest(&dir);
+        let name = m["package"]["name"].as_str().unwrap().to_string();
+        let may: BTreeSet<String> = allowed
+            .get(name.as_str())
+            .unwrap_or_else(|| panic!("{name} has no entry in ALLOWED (docs/architecture.md)"))
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let normal = deps(&m, "dependencies");
+        let sage: BTreeSet<String> = normal
+            .iter()
+            .filter(|d| d.starts_with("sage-"))
+            .cloned()
+            .collect();
+        let extra: Vec<_> = sage.difference(&may).collect();
+        assert!(
+            extra.is_empty(),
+            "{name} depends on {extra:?}, which it must not know"
+        );
+        for cli_only in ["clap", "anyhow", "indicatif"] {
+            assert!(
+                !normal.contains(cli_only),
+                "{name} depends on {cli_only}: only the CLI parses flags and draws progress"
+            );
+        }
+    }
+}
+
+/// Source lines of a file before its test module.
+fn library_part(text: &str) -> &str {
+    match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    }
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| e.into_path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn no_library_crate_prints_or_exits() {
+    for dir in crates() {
+        for f in rust_files(&dir.join("src")) {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            if name.contains("test") || name == "fake.rs" {
+                continue; // compiled only for tests
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in library_part(&text).lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for bad in [
+                    "println!(",
+                    "eprintln!(",
+                    "print!(",
+                    "eprint!(",
+                    "process::exit(",
+                ] {
+                    assert!(
+                        !code.contains(bad),
+                        "{}:{}: `{bad}` in a library crate: return a value and let the CLI print",
+                        f.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The top-level module a source file belongs to (`src/llm/prompt.rs` → `llm`).
+fn module_of(src: &Path, f: &Path) -> String {
+    let rel = f.strip_prefix(src).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+#[test]
+fn no_module_import_cycle_inside_a_crate() {
+    let re = regex::Regex::new(r"crate::([a-z_][a-z0-9_]*)").unwrap();
+    for dir in crates() {
+        let src = dir.join("src");
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let files = rust_files(&src);
+        let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
+        for f in &files {
+            let from = module_of(&src, f);
+            if from == "lib" {
+                continue; // the crate root is a face: it re-exports, it is not a stage
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            for c in re.captures_iter(library_part(&text)) {
+                let to = c[1].to_string();
+                if to != from && modules.contains(&to) {
+                    edges.entry(from.clone()).or_default().insert(to);
+                }
+            }
+        }
+        // Depth-first search for a cycle.
+        fn visit(
+            n: &str,
+            edges: &BTreeMap<String, BTreeSet<String>>,
+            state: &mut BTreeMap<String, u8>,
+            path: &mut Vec<String>,
+        ) -> Option<Vec<String>> {
+            match state.get(n) {
+                Some(1) => {
+                    let i = path.iter().position(|p| p == n).unwrap();
+                    let mut c = path[i..].to_vec();
+                    c.push(n.to_string());
+                    return Some(c);
+                }
+                Some(2) => return None,
+                _ => {}
+            }
+            state.insert(n.to_string(), 1);
+            path.push(n.to_string());
+            for m in edges.get(n).into_iter().flatten() {
+                if let Some(c) = visit(m, edges, state, path) {
+                    return Some(c);
+                }
+            }
+            path.pop();
+            state.insert(n.to_string(), 2);
+            None
+        }
+        let mut state = BTreeMap::new();
+        for n in edges.keys() {
+            let cycle = visit(n, &edges, &mut state, &mut Vec::new());
+            assert!(
+                cycle.is_none(),
+                "{}: modules import each other in a cycle: {}",
+                dir.display(),
+                cycle.unwrap().join(" → ")
+            );
+        }
+    }
+}

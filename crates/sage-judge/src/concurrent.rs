@@ -8,6 +8,7 @@
 //! [`score_turn`]: crate::score_turn
 
 use super::{score_turn_with, verify_judgment, Judge, JudgeError, TraceScores, TurnOutcome};
+use crate::prefix::PrefixChain;
 use futures::StreamExt;
 use sage_llm::cost::RunStats;
 use sage_trace::case::TaskContext;
@@ -109,6 +110,11 @@ pub async fn score_traces_concurrently(
 ) -> ScoredBatch {
     let runs = opts.runs.max(1);
     let stores: Vec<Mutex<RawStore>> = items.iter().map(|i| Mutex::new(i.store.clone())).collect();
+    // Every turn's prompt hash comes from one chain per trace: linear in the trace.
+    let chains: Vec<PrefixChain> = items
+        .iter()
+        .map(|i| PrefixChain::new(i.task, &i.trace.turns))
+        .collect();
     let max_turns = items.iter().map(|i| i.trace.turns.len()).max().unwrap_or(0);
     let mut jobs = Vec::new();
     for k in 1..=max_turns {
@@ -139,6 +145,7 @@ pub async fn score_traces_concurrently(
             let judge = judges[job.judge].as_ref();
             let item = items[job.item];
             let store = &stores[job.item];
+            let chain = &chains[job.item];
             let (stop, stopped, stats) = (&stop, &stopped, &opts.stats);
             async move {
                 if stop.load(Ordering::Relaxed) {
@@ -148,6 +155,7 @@ pub async fn score_traces_concurrently(
                     judge,
                     item.task,
                     item.trace,
+                    Some(chain),
                     job.k,
                     job.run,
                     opts.max_attempts,

@@ -108,10 +108,45 @@ impl Lexicon {
     }
 }
 
+use sage_trace::text::TermSet;
 pub use sage_trace::text::{normalize_cwe, term_matches};
 
-fn any_term(text_lc: &str, terms: &[String]) -> bool {
-    terms.iter().any(|t| term_matches(text_lc, t))
+/// The lexicon's vocabularies compiled once (one automaton each), so scoring a sentence is
+/// one pass per vocabulary whatever the number of terms.
+#[derive(Debug, Clone)]
+struct Compiled {
+    cues: BTreeMap<Dimension, TermSet>,
+    generic: TermSet,
+    completeness: TermSet,
+    /// Normalized CWE id (`CWE-22`) → its vocabulary.
+    cwe: BTreeMap<String, TermSet>,
+    empty: TermSet,
+}
+
+impl Compiled {
+    fn new(l: &Lexicon) -> Compiled {
+        Compiled {
+            cues: Dimension::ALL
+                .iter()
+                .map(|d| (*d, TermSet::new(&l.dimensions[d.as_str()].cues)))
+                .collect(),
+            generic: TermSet::new(&l.generic),
+            completeness: TermSet::new(&l.completeness),
+            cwe: l
+                .cwe
+                .iter()
+                .filter_map(|(k, v)| Some((normalize_cwe(k)?, TermSet::new(&v.terms))))
+                .collect(),
+            empty: TermSet::new::<&str>(&[]),
+        }
+    }
+
+    /// The vocabulary of a task's CWE (empty when the lexicon has none).
+    fn cwe(&self, cwe: Option<&str>) -> &TermSet {
+        cwe.and_then(normalize_cwe)
+            .and_then(|id| self.cwe.get(&id))
+            .unwrap_or(&self.empty)
+    }
 }
 
 /// Split text into sentences (ending at `.`, `!`, `?` followed by whitespace, or at a line
@@ -152,11 +187,15 @@ pub fn sentences(text: &str) -> Vec<&str> {
 #[derive(Debug, Clone)]
 pub struct LexiconJudge {
     lexicon: Lexicon,
+    compiled: Compiled,
 }
 
 impl LexiconJudge {
     pub fn new(lexicon: Lexicon) -> Self {
-        LexiconJudge { lexicon }
+        LexiconJudge {
+            compiled: Compiled::new(&lexicon),
+            lexicon,
+        }
     }
 
     pub fn embedded() -> Self {
@@ -167,20 +206,24 @@ impl LexiconJudge {
         &self.lexicon
     }
 
-    /// Score one sentence on one dimension.
-    pub fn sentence_score(&self, d: Dimension, sentence: &str, cwe_terms: &[String]) -> u8 {
+    /// Score one sentence on one dimension, for a task of CWE `cwe`.
+    pub fn sentence_score(&self, d: Dimension, sentence: &str, cwe: Option<&str>) -> u8 {
         let lc = sage_trace::normalize_ws(&sentence.to_lowercase());
-        let cues = &self.lexicon.dimensions[d.as_str()].cues;
-        if !any_term(&lc, cues) {
+        self.score_lc(d, &lc, self.compiled.cwe(cwe))
+    }
+
+    /// [`LexiconJudge::sentence_score`] of a sentence already lower-cased and normalized.
+    fn score_lc(&self, d: Dimension, lc: &str, cwe_terms: &TermSet) -> u8 {
+        if !self.compiled.cues[&d].matches(lc) {
             return 0;
         }
-        if any_term(&lc, cwe_terms) {
-            if any_term(&lc, &self.lexicon.completeness) {
+        if cwe_terms.matches(lc) {
+            if self.compiled.completeness.matches(lc) {
                 3
             } else {
                 2
             }
-        } else if any_term(&lc, &self.lexicon.generic) {
+        } else if self.compiled.generic.matches(lc) {
             1
         } else {
             0
@@ -212,7 +255,7 @@ impl LexiconJudge {
     /// Score the last turn of a prefix request.
     pub fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
         let turn = req.target();
-        let cwe_terms = self.lexicon.cwe_terms(req.task.cwe.as_deref());
+        let cwe_terms = self.compiled.cwe(req.task.cwe.as_deref());
         let mut j = Judgment {
             applicable: turn.is_applicable(),
             ..Default::default()
@@ -232,10 +275,15 @@ impl LexiconJudge {
                 n.len() < 12 || !task_text.contains(&n)
             })
             .collect();
+        // Each sentence is lower-cased and normalized once, for every dimension and rule.
+        let lowered: Vec<String> = all_sentences
+            .iter()
+            .map(|s| sage_trace::normalize_ws(&s.to_lowercase()))
+            .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
-            for s in &all_sentences {
-                let score = self.sentence_score(d, s, cwe_terms);
+            for (s, lc) in all_sentences.iter().zip(&lowered) {
+                let score = self.score_lc(d, lc, cwe_terms);
                 if score > best.score {
                     best = DimensionScore {
                         score,
@@ -260,10 +308,9 @@ impl LexiconJudge {
             .any(|k| TurnKind::parse(k) == Some(turn.kind));
         let write_ok = rule.on_write && !turn.writes.is_empty();
         let terms_ok = rule.on_terms
-            && all_sentences.iter().any(|s| {
-                let lc = sage_trace::normalize_ws(&s.to_lowercase());
-                any_term(&lc, cwe_terms) || any_term(&lc, &self.lexicon.generic)
-            });
+            && lowered
+                .iter()
+                .any(|lc| cwe_terms.matches(lc) || self.compiled.generic.matches(lc));
         j.security_opportunity = kind_ok || write_ok || terms_ok;
         j
     }

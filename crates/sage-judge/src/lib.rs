@@ -14,14 +14,15 @@ pub mod concurrent;
 pub mod config;
 pub mod lexicon;
 pub mod llm;
+pub mod prefix;
 pub mod spec;
 
 use futures::future::BoxFuture;
+use prefix::PrefixChain;
 use sage_llm::LlmError;
 use sage_trace::case::TaskContext;
 use sage_trace::{normalize_ws, CanonicalTrace, RawRef, RawStore, Turn};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// The score records a judge produces (defined in `sage-trace`, where every later stage
 /// reads them).
@@ -39,6 +40,9 @@ pub struct TurnRequest<'a> {
     /// On a retry: why the previous answer was rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feedback: Option<String>,
+    /// The trace's prefix hashes, when the caller computed them once for every turn.
+    #[serde(skip)]
+    chain: Option<&'a PrefixChain>,
 }
 
 impl<'a> TurnRequest<'a> {
@@ -52,7 +56,16 @@ impl<'a> TurnRequest<'a> {
             task,
             turns: &trace.turns[..k],
             feedback: None,
+            chain: None,
         })
+    }
+
+    /// Use the trace's precomputed prefix hashes (`chain` must be [`PrefixChain::new`] of the
+    /// same task and trace), so that [`TurnRequest::hash`] costs O(1) instead of O(k).
+    pub fn with_chain(mut self, chain: &'a PrefixChain) -> Self {
+        debug_assert!(chain.len() >= self.k());
+        self.chain = Some(chain);
+        self
     }
 
     /// The turn being scored.
@@ -64,10 +77,19 @@ impl<'a> TurnRequest<'a> {
         self.turns.len()
     }
 
-    /// sha256 (hex) of the request's content: task context, turns 1..=k, feedback.
+    /// The chained sha256 (hex) of the request's content: task context, turns 1..=k,
+    /// feedback ([`prefix`] defines it). O(1) with a chain, O(k) without.
     pub fn hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        hex::encode(Sha256::digest(&bytes))
+        let k = self.k();
+        let fresh;
+        let h = match self.chain.and_then(|c| c.get(k)) {
+            Some(h) => h,
+            None => {
+                fresh = PrefixChain::new(self.task, self.turns);
+                fresh.get(k).expect("a prefix is never empty")
+            }
+        };
+        prefix::request_hash(h, self.feedback.as_deref())
     }
 }
 
@@ -230,7 +252,7 @@ pub async fn score_turn(
     run: u32,
     max_attempts: u32,
 ) -> Result<TurnOutcome, JudgeError> {
-    score_turn_with(judge, task, trace, k, run, max_attempts, |turn, j| {
+    score_turn_with(judge, task, trace, None, k, run, max_attempts, |turn, j| {
         verify_judgment(store, turn, j)
     })
     .await
@@ -238,10 +260,12 @@ pub async fn score_turn(
 
 /// [`score_turn`] with the quote check supplied by the caller (e.g. a raw store behind a
 /// lock, shared by the concurrent scorer). `verify` must behave like [`verify_judgment`].
+#[allow(clippy::too_many_arguments)] // one call site per engine; a struct would only rename them
 pub async fn score_turn_with<V>(
     judge: &dyn Judge,
     task: &TaskContext,
     trace: &CanonicalTrace,
+    chain: Option<&PrefixChain>,
     k: usize,
     run: u32,
     max_attempts: u32,
@@ -250,12 +274,16 @@ pub async fn score_turn_with<V>(
 where
     V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, String>,
 {
-    let Some(mut req) = TurnRequest::prefix(task, trace, k) else {
+    let Some(req) = TurnRequest::prefix(task, trace, k) else {
         return Ok(TurnOutcome::Failed {
             turn: k,
             attempts: 0,
             reason: format!("turn {k} is not in the trace"),
         });
+    };
+    let mut req = match chain {
+        Some(c) => req.with_chain(c),
+        None => req,
     };
     let turn = req.target();
     if !turn.is_applicable() {

@@ -449,6 +449,9 @@ pub enum RawError {
 pub struct RawStore {
     files: HashMap<String, Vec<u8>>,
     json_cache: HashMap<(String, Option<usize>), serde_json::Value>,
+    /// Byte offset of every line start, per file, indexed on first use: resolving a line
+    /// pointer costs O(the record), not O(the file), so a long trace stays linear.
+    line_starts: HashMap<String, Vec<usize>>,
 }
 
 impl RawStore {
@@ -487,6 +490,7 @@ impl RawStore {
     }
 
     pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
+        self.line_starts.remove(name);
         self.files.insert(name.to_string(), bytes);
     }
 
@@ -496,18 +500,26 @@ impl RawStore {
             .files
             .get(&r.file)
             .ok_or_else(|| RawError::UnknownFile(r.file.clone()))?;
+        let by_line = matches!(
+            r.at,
+            Locator::Lines { .. } | Locator::Json { line: Some(_), .. }
+        );
+        if by_line && !self.line_starts.contains_key(&r.file) {
+            self.line_starts.insert(r.file.clone(), line_starts(data));
+        }
+        let starts: &[usize] = self.line_starts.get(&r.file).map_or(&[], Vec::as_slice);
         match &r.at {
             Locator::Bytes { start, end } => data
                 .get(*start..*end)
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .ok_or(RawError::OutOfRange { at: r.display() }),
             Locator::Lines { start, end } => {
-                let text = String::from_utf8_lossy(data);
-                let lines: Vec<&str> = text.split_inclusive('\n').collect();
-                if *start == 0 || *start > *end || *end > lines.len() {
+                if *start == 0 || *start > *end || *end > starts.len() {
                     return Err(RawError::OutOfRange { at: r.display() });
                 }
-                Ok(lines[start - 1..*end].concat())
+                let from = starts[start - 1];
+                let to = starts.get(*end).copied().unwrap_or(data.len());
+                Ok(String::from_utf8_lossy(&data[from..to]).into_owned())
             }
             Locator::Json {
                 line,
@@ -518,7 +530,7 @@ impl RawStore {
                 if !self.json_cache.contains_key(&key) {
                     let slice: &[u8] = match line {
                         None => data,
-                        Some(l) => line_start(data, *l)
+                        Some(l) => line_start(starts, data.len(), *l)
                             .map(|s| &data[s..])
                             .ok_or(RawError::OutOfRange { at: r.display() })?,
                     };
@@ -564,20 +576,28 @@ impl RawStore {
     }
 }
 
-/// Byte offset where 1-based line `l` starts.
-fn line_start(data: &[u8], l: usize) -> Option<usize> {
-    if l == 0 {
-        return None;
+/// Byte offsets where the lines of `data` start (the lines of `split_inclusive('\n')`).
+fn line_starts(data: &[u8]) -> Vec<usize> {
+    let mut v = Vec::with_capacity(data.len() / 40 + 1);
+    if !data.is_empty() {
+        v.push(0);
     }
-    if l == 1 {
-        return Some(0);
+    v.extend(
+        data.iter()
+            .enumerate()
+            .filter(|(i, b)| **b == b'\n' && i + 1 < data.len())
+            .map(|(i, _)| i + 1),
+    );
+    v
+}
+
+/// Byte offset where 1-based line `l` starts, from the file's line-start index.
+fn line_start(starts: &[usize], len: usize, l: usize) -> Option<usize> {
+    match l {
+        0 => None,
+        1 => Some(0),
+        _ => starts.get(l - 1).copied().filter(|s| *s < len),
     }
-    data.iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\n')
-        .nth(l - 2)
-        .map(|(i, _)| i + 1)
-        .filter(|s| *s < data.len())
 }
 
 /// Collapse every run of whitespace to one space and trim: the only normalization a quote
@@ -600,6 +620,23 @@ pub fn pointer_token(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        /// The line index resolves exactly what splitting the whole file did.
+        #[test]
+        fn line_pointers_match_split_inclusive(text in "[a-c\\n]{0,60}", a in 1usize..12, n in 0usize..4) {
+            let mut s = RawStore::new();
+            s.insert("f", text.as_bytes().to_vec());
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let b = a + n;
+            let got = s.resolve(&RawRef { file: "f".into(), at: Locator::Lines { start: a, end: b } });
+            if b <= lines.len() {
+                proptest::prop_assert_eq!(got.unwrap(), lines[a - 1..b].concat());
+            } else {
+                proptest::prop_assert!(got.is_err());
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -36,3 +36,123 @@ pub fn term_matches(text_lc: &str, term: &str) -> bool {
     }
     false
 }
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// One compiled term of a [`TermSet`].
+#[derive(Debug, Clone)]
+struct Term {
+    prefix: bool,
+    starts_word: bool,
+    ends_word: bool,
+}
+
+/// A vocabulary compiled once: [`TermSet::matches`] is [`term_matches`] for every term at
+/// once, in one pass over the text (an Aho-Corasick automaton over the lower-cased,
+/// whitespace-normalized terms, with the same word-boundary checks).
+#[derive(Debug, Clone)]
+pub struct TermSet {
+    automaton: Option<aho_corasick::AhoCorasick>,
+    terms: Vec<Term>,
+}
+
+impl TermSet {
+    /// Compile `terms` (a trailing `*` makes a term a prefix; empty terms never match).
+    pub fn new<S: AsRef<str>>(terms: &[S]) -> TermSet {
+        let mut patterns = Vec::new();
+        let mut compiled = Vec::new();
+        for t in terms {
+            let t = t.as_ref();
+            let (t, prefix) = match t.strip_suffix('*') {
+                Some(t) => (t, true),
+                None => (t, false),
+            };
+            let t = crate::normalize_ws(&t.to_lowercase());
+            if t.is_empty() {
+                continue;
+            }
+            compiled.push(Term {
+                prefix,
+                starts_word: t.chars().next().is_some_and(is_word),
+                ends_word: t.chars().last().is_some_and(is_word),
+            });
+            patterns.push(t);
+        }
+        // Building an automaton from valid UTF-8 patterns only fails past size limits far
+        // beyond any vocabulary; such a set then matches nothing rather than panicking.
+        let automaton = (!patterns.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(&patterns).ok())
+            .flatten();
+        TermSet {
+            automaton,
+            terms: compiled,
+        }
+    }
+
+    /// True when any term occurs in `text_lc` at word boundaries. `text_lc` must already be
+    /// lower-cased and whitespace-normalized.
+    pub fn matches(&self, text_lc: &str) -> bool {
+        let Some(ac) = &self.automaton else {
+            return false;
+        };
+        ac.find_overlapping_iter(text_lc).any(|m| {
+            let t = &self.terms[m.pattern().as_usize()];
+            let before_ok = !t.starts_word
+                || text_lc[..m.start()]
+                    .chars()
+                    .last()
+                    .is_none_or(|c| !is_word(c));
+            let after_ok = t.prefix
+                || !t.ends_word
+                || text_lc[m.end()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !is_word(c));
+            before_ok && after_ok
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_term_set_matches_like_each_term_alone() {
+        let terms = ["sql injection", "escape*", "os.path", "id", "c++", ""];
+        let set = TermSet::new(&terms);
+        for text in [
+            "use a parameterized query against sql injection",
+            "we escaped the input",
+            "call os.path.realpath",
+            "the identifier is fine",
+            "ids and id",
+            "written in c++ today",
+            "nothing here",
+            "",
+        ] {
+            let one_by_one = terms.iter().any(|t| term_matches(text, t));
+            assert_eq!(set.matches(text), one_by_one, "{text:?}");
+        }
+        assert!(!TermSet::new::<&str>(&[]).matches("anything"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn term_set_equals_term_matches(
+            terms in proptest::collection::vec("[ab_ .]{0,4}\\*?", 0..6),
+            text in "[ab_ .é]{0,24}",
+        ) {
+            let text = crate::normalize_ws(&text);
+            let set = TermSet::new(&terms);
+            let one_by_one = terms.iter().any(|t| term_matches(&text, t));
+            proptest::prop_assert_eq!(set.matches(&text), one_by_one);
+        }
+    }
+}

@@ -6,7 +6,7 @@
 
 use crate::blame::{blame_lines, BlameFlags, BlameLine};
 use crate::diff::{file_diff, name_status, ChangeKind, FileDiff};
-use crate::git::{short, Git};
+use crate::git::Git;
 use crate::SzzError;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -73,7 +73,7 @@ impl<'a> Toolbox<'a> {
         }
         let raw = f()?;
         let out = if raw.len() > self.threshold {
-            compress(tool, &raw, self.threshold)
+            compress(&raw, self.threshold)
         } else {
             raw.clone()
         };
@@ -86,75 +86,6 @@ impl<'a> Toolbox<'a> {
         });
         self.cache.borrow_mut().insert(key, out.clone());
         Ok(out)
-    }
-
-    /// A revision is allowed when it is the fix or one of its ancestors.
-    fn check_bound(&self, rev: &str) -> Result<String, SzzError> {
-        let h = self.git.resolve_commit(rev)?;
-        if h == self.fix {
-            return Ok(h);
-        }
-        let st = self
-            .git
-            .run_status(&["merge-base", "--is-ancestor", &h, &self.fix])?;
-        if !st.ok {
-            return Err(SzzError::Other(format!(
-                "{} is not an ancestor of the fix {}: outside the search bound",
-                short(&h),
-                short(&self.fix)
-            )));
-        }
-        Ok(h)
-    }
-
-    /// `git_blame`: lines `start..=end` of `path` at `rev`, one line each as
-    /// `<commit> <orig-line> | <text>`.
-    pub fn blame(
-        &self,
-        rev: &str,
-        path: &str,
-        start: usize,
-        end: usize,
-    ) -> Result<String, SzzError> {
-        let rev = self.check_bound(rev)?;
-        self.cached("git_blame", format!("{rev} {path} {start},{end}"), || {
-            let lines: Vec<usize> = (start..=end.max(start)).collect();
-            let b = blame_lines(self.git, &rev, path, &lines, &BlameFlags::default())?;
-            Ok(b.lines
-                .iter()
-                .map(|l| {
-                    format!(
-                        "{} {} {}:{} | {}",
-                        short(&l.commit),
-                        l.final_line,
-                        l.orig_path,
-                        l.orig_line,
-                        l.content
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n"))
-        })
-    }
-
-    /// `git_show`: message and diff of a commit, optionally limited to one path.
-    pub fn show(&self, rev: &str, path: Option<&str>) -> Result<String, SzzError> {
-        let rev = self.check_bound(rev)?;
-        self.cached("git_show", format!("{rev} {}", path.unwrap_or("")), || {
-            let mut args = vec![
-                "show",
-                "--no-color",
-                "--no-ext-diff",
-                "-M",
-                "--format=commit %H%nDate: %cI%n%n%B",
-                rev.as_str(),
-            ];
-            if let Some(p) = path {
-                args.push("--");
-                args.push(p);
-            }
-            Ok(strip_trailers(&self.git.run(&args)?))
-        })
     }
 
     /// `git_log_s`: commits (ancestors of the fix, up to its date) whose diff changes the
@@ -181,50 +112,6 @@ impl<'a> Toolbox<'a> {
                     args.push(p);
                 }
                 Ok(self.git.run(&args)?.trim_end().to_string())
-            },
-        )
-    }
-
-    /// `git_log_func`: the history of function `func` in `path` (`git log -L :func:path`).
-    pub fn log_func(&self, func: &str, path: &str) -> Result<String, SzzError> {
-        self.cached("git_log_func", format!("{func}\0{path}"), || {
-            let l = format!("-L:{func}:{path}");
-            let until = format!("--until={}", self.fix_time);
-            let n = format!("--max-count={}", self.max_items);
-            let out = self.git.run(&[
-                "log",
-                "--no-color",
-                &l,
-                &until,
-                &n,
-                "--format=commit %H %cI %s",
-                self.fix.as_str(),
-            ])?;
-            Ok(strip_trailers(&out))
-        })
-    }
-
-    /// `git_grep`: fixed-string matches of `needle` at `rev` (an ancestor of the fix).
-    pub fn grep(&self, rev: &str, needle: &str, path: Option<&str>) -> Result<String, SzzError> {
-        let rev = self.check_bound(rev)?;
-        self.cached(
-            "git_grep",
-            format!("{rev}\0{needle}\0{}", path.unwrap_or("")),
-            || {
-                let mut args = vec!["grep", "-n", "-F", "-I", "-e", needle, rev.as_str()];
-                if let Some(p) = path {
-                    args.push("--");
-                    args.push(p);
-                }
-                let st = self.git.run_status(&args)?;
-                // exit 1 = no match
-                let text = String::from_utf8_lossy(&st.stdout).into_owned();
-                Ok(text
-                    .lines()
-                    .take(self.max_items)
-                    .map(|l| l.strip_prefix(&format!("{rev}:")).unwrap_or(l).to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n"))
             },
         )
     }
@@ -302,64 +189,19 @@ impl<'a> Toolbox<'a> {
     }
 }
 
-/// Drop commit trailers that only cost tokens.
-pub fn strip_trailers(s: &str) -> String {
-    const TRAILERS: &[&str] = &[
-        "Signed-off-by:",
-        "Reviewed-by:",
-        "Acked-by:",
-        "Tested-by:",
-        "Cc:",
-        "Reported-by:",
-        "Change-Id:",
-        "Co-authored-by:",
-    ];
-    s.lines()
-        .filter(|l| !TRAILERS.iter().any(|t| l.trim_start().starts_with(t)))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Structural compression by tool: diffs keep headers, `@@` and changed lines; blame keeps
-/// the first line per commit; anything else keeps head and tail. The result ends with a
-/// note saying how much was left out.
-pub fn compress(tool: &str, raw: &str, threshold: usize) -> String {
-    let lines: Vec<&str> = raw.lines().collect();
-    let kept: Vec<&str> = match tool {
-        "git_show" | "git_log_func" => lines
-            .iter()
-            .copied()
-            .filter(|l| {
-                l.starts_with("commit ")
-                    || l.starts_with("diff --git")
-                    || l.starts_with("@@")
-                    || l.starts_with("+++")
-                    || l.starts_with("---")
-                    || (l.starts_with('+') || l.starts_with('-'))
-                    || l.starts_with("Date:")
-            })
-            .collect(),
-        "git_blame" => {
-            let mut seen = std::collections::HashSet::new();
-            lines
-                .iter()
-                .copied()
-                .filter(|l| seen.insert(l.split(' ').next().unwrap_or("").to_string()))
-                .collect()
-        }
-        _ => lines.clone(),
-    };
+/// Keep a tool's output within `threshold` bytes, whole lines only, ending with a note
+/// saying how many lines were left out.
+pub fn compress(raw: &str, threshold: usize) -> String {
     let mut out = String::new();
-    let mut dropped = 0usize;
-    for l in &kept {
+    let mut omitted = 0usize;
+    for l in raw.lines() {
         if out.len() + l.len() + 1 > threshold {
-            dropped += 1;
+            omitted += 1;
             continue;
         }
         out.push_str(l);
         out.push('\n');
     }
-    let omitted = lines.len() - kept.len() + dropped;
     if omitted > 0 {
         out.push_str(&format!("[... {omitted} line(s) omitted by compression]\n"));
     }
@@ -371,23 +213,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn diff_compression_keeps_changes_only() {
-        let mut raw = String::from("commit abc\nDate: x\n\n    long message\nSigned-off-by: a\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n");
-        for i in 0..500 {
-            raw.push_str(&format!(" context line {i}\n"));
-        }
-        raw.push_str("-old\n+new\n");
-        let c = compress("git_show", &raw, 1000);
-        assert!(c.contains("-old\n+new"));
-        assert!(!c.contains("context line 10"));
-        assert!(c.contains("omitted by compression"));
-        assert!(strip_trailers("a\nSigned-off-by: x\nb").eq("a\nb"));
-    }
-
-    #[test]
-    fn blame_compression_keeps_one_line_per_commit() {
-        let raw = "aaa 1 f:1 | x\naaa 2 f:2 | y\nbbb 3 f:3 | z\n";
-        let c = compress("git_blame", raw, 10_000);
-        assert_eq!(c.lines().count(), 3); // two commits + the omission note
+    fn compression_keeps_whole_lines_within_the_threshold() {
+        let raw: String = (0..100)
+            .map(|i| format!("{i:040} 2020-01-01 subject {i}\n"))
+            .collect();
+        let c = compress(&raw, 1000);
+        assert!(c.len() <= 1000 + 60, "{}", c.len());
+        assert!(c
+            .lines()
+            .all(|l| l.ends_with(char::is_numeric) || l.contains("omitted")));
+        assert!(c.contains("line(s) omitted by compression"));
+        assert_eq!(compress("a\nb\n", 1000), "a\nb\n");
     }
 }

@@ -108,6 +108,10 @@ pub struct VariantOpts {
     /// from OPENAI_API_KEY / ANTHROPIC_API_KEY, through the judges' client).
     #[arg(long, default_value = "lexicon")]
     pub oracle: String,
+    /// The oracle's stop words, guard hints and LLM prompts (TOML), replacing the embedded
+    /// crates/sage-szz/data/oracle.toml.
+    #[arg(long, value_name = "FILE")]
+    pub oracle_data: Option<PathBuf>,
     /// Timeout of each git call, in seconds.
     #[arg(long, default_value_t = 120)]
     pub git_timeout: u64,
@@ -136,12 +140,18 @@ impl VariantOpts {
         }
     }
     pub fn oracle(&self) -> Result<Box<dyn sage_szz::oracle::SzzOracle>> {
+        let mut lexicon = sage_szz::oracle::LexiconOracle::default();
+        if let Some(p) = &self.oracle_data {
+            lexicon.data = std::sync::Arc::new(sage_szz::oracle_data::OracleData::load(p)?);
+        }
         Ok(if self.oracle == "lexicon" {
-            Box::new(sage_szz::oracle::LexiconOracle::default())
+            Box::new(lexicon)
         } else {
-            Box::new(sage_szz::oracle::LlmOracle::new(
+            let mut o = sage_szz::oracle::LlmOracle::new(
                 sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
-            ))
+            );
+            o.fallback = lexicon;
+            Box::new(o)
         })
     }
     pub fn timeout(&self) -> Duration {

@@ -711,3 +711,70 @@ fn pyszz_compat_reproduces_the_blame_dedup_of_pyszz() {
     let res = sage_szz::find_inducing(&git, &fix, Variant::B, &opts, None).unwrap();
     assert_eq!(res.commits(), vec![c.as_str()]);
 }
+
+#[test]
+fn oracle_data_replaces_the_embedded_words_and_a_bad_file_is_named() {
+    let mut r = Repo::new();
+    r.commit_file("m.c", BODY, "add main");
+    r.write(
+        "m.c",
+        &BODY.replace(
+            "copy(buf, src, n);",
+            "if (!check_len(n)) return -1;\n    copy(buf, src, n);",
+        ),
+    );
+    let fix = r.commit("check n before copy");
+    let dir = tempfile::tempdir().unwrap();
+    // A file that drops a placeholder is refused with its name, exit 2.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        sage_szz::oracle_data::EMBEDDED_ORACLE_DATA.replace("{{max}}", "five"),
+    )
+    .unwrap();
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix, "--variant", "agent", "--oracle-data"])
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("bad.toml"))
+        .stderr(predicates::str::contains("{{max}}"));
+    // A valid replacement whose guard hints are empty changes what the offline oracle sees:
+    // the fix's added check no longer counts as a guard.
+    let good = dir.path().join("good.toml");
+    let text = sage_szz::oracle_data::EMBEDDED_ORACLE_DATA;
+    let start = text.find("guard_hints = [").unwrap();
+    let end = start + text[start..].find(']').unwrap() + 1;
+    std::fs::write(
+        &good,
+        format!("{}guard_hints = []{}", &text[..start], &text[end..]),
+    )
+    .unwrap();
+    let guards = |extra: &[&std::ffi::OsStr]| -> serde_json::Value {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .args(["szz", "--repo"])
+            .arg(r.path())
+            .args(["--fix", &fix, "--variant", "agent", "--format", "json"])
+            .args(extra)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        v["results"][0]["agent"]["root_cause"]["guards"].clone()
+    };
+    assert_ne!(
+        guards(&[]),
+        serde_json::json!([]),
+        "the embedded hints find the added check"
+    );
+    assert_eq!(
+        guards(&["--oracle-data".as_ref(), good.as_os_str()]),
+        serde_json::json!([])
+    );
+}

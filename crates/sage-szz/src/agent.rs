@@ -182,6 +182,7 @@ pub fn run(
         }
     }
     let rc = rc.expect("at least one round");
+    report.root_cause = Some(rc.clone());
     if !report.review.as_ref().is_some_and(|r| r.pass) {
         result.notes.push(format!(
             "root cause not confirmed after {} round(s); unverified evidence dropped",

@@ -20,6 +20,7 @@ pub mod eval;
 mod find;
 pub mod git;
 pub mod oracle;
+pub mod oracle_data;
 pub mod tools;
 pub mod variants;
 

@@ -6,9 +6,11 @@
 //! [`JsonCompletion`] client ("complete this prompt, return JSON"), which is the seam for
 //! the generic client in `src/judge/llm/` once it is on main.
 
+use crate::oracle_data::{fill, OracleData};
 use crate::SzzError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// One hunk of the fix as the oracle sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -213,119 +215,6 @@ pub fn verify_evidence(input: &RootCauseInput, rc: &RootCause) -> Review {
 // The lexicon oracle
 // ---------------------------------------------------------------------------------------
 
-/// Words too common in code or prose to say anything about a vulnerability.
-const STOP: &[&str] = &[
-    "the",
-    "and",
-    "for",
-    "with",
-    "that",
-    "this",
-    "from",
-    "are",
-    "was",
-    "not",
-    "but",
-    "have",
-    "has",
-    "had",
-    "can",
-    "via",
-    "when",
-    "which",
-    "allows",
-    "allow",
-    "attackers",
-    "attacker",
-    "remote",
-    "cause",
-    "could",
-    "might",
-    "before",
-    "after",
-    "version",
-    "versions",
-    "through",
-    "int",
-    "char",
-    "void",
-    "const",
-    "static",
-    "return",
-    "if",
-    "else",
-    "while",
-    "struct",
-    "unsigned",
-    "long",
-    "short",
-    "public",
-    "private",
-    "protected",
-    "final",
-    "new",
-    "null",
-    "true",
-    "false",
-    "string",
-    "this",
-    "self",
-    "def",
-    "import",
-    "package",
-    "class",
-    "var",
-    "let",
-    "function",
-    "size_t",
-    "bool",
-    "boolean",
-    "sizeof",
-    "case",
-    "break",
-    "default",
-    "goto",
-    "continue",
-    "throw",
-    "throws",
-    "try",
-    "catch",
-    "other",
-    "does",
-    "use",
-    "used",
-    "user",
-    "users",
-    "issue",
-    "fix",
-    "fixed",
-    "fixes",
-    "bug",
-    "cve",
-    "commit",
-    "signed",
-    "off",
-    "into",
-    "out",
-    "all",
-    "any",
-    "its",
-    "also",
-    "may",
-    "than",
-    "then",
-    "there",
-    "their",
-];
-
-/// Tokens that mark a guard or check (a fix adding them is a fix, a version having them is
-/// fixed).
-const GUARD_HINTS: &[&str] = &[
-    "check", "valid", "validate", "verify", "sanitize", "escape", "bound", "bounds", "limit",
-    "max", "min", "len", "length", "size", "overflow", "null", "nullptr", "free", "assert",
-    "error", "err", "fail", "invalid", "allowed", "deny", "safe", "secure", "trusted",
-];
-
 /// Lower-cased identifier tokens of length ≥ 3 (camelCase and snake_case are also split).
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -367,7 +256,8 @@ pub fn tokens(text: &str) -> Vec<String> {
             }
         }
     }
-    out.retain(|t| !STOP.contains(&t.as_str()));
+    let data = OracleData::embedded();
+    out.retain(|t| !data.is_stop_word(t));
     out
 }
 
@@ -389,6 +279,8 @@ pub fn trivial_line(s: &str) -> bool {
 /// The offline oracle. Thresholds are in the struct so they are visible and tunable.
 #[derive(Debug, Clone)]
 pub struct LexiconOracle {
+    /// Stop words and guard hints (`data/oracle.toml`).
+    pub data: Arc<OracleData>,
     /// How many keywords the root cause keeps.
     pub max_keywords: usize,
     /// A hunk is relevant when its keyword overlap score reaches this.
@@ -401,6 +293,7 @@ pub struct LexiconOracle {
 impl Default for LexiconOracle {
     fn default() -> Self {
         LexiconOracle {
+            data: OracleData::embedded(),
             max_keywords: 12,
             relevance: 1.0,
             retention: 0.5,
@@ -409,7 +302,7 @@ impl Default for LexiconOracle {
 }
 
 impl LexiconOracle {
-    fn keyword_weights(input: &RootCauseInput) -> (BTreeMap<String, f64>, BTreeSet<String>) {
+    fn keyword_weights(&self, input: &RootCauseInput) -> (BTreeMap<String, f64>, BTreeSet<String>) {
         let cve = input.cve.map(token_set).unwrap_or_default();
         let msg = token_set(input.message);
         let mut deleted: BTreeMap<String, usize> = BTreeMap::new();
@@ -460,7 +353,7 @@ impl LexiconOracle {
         let guards: BTreeSet<String> = added
             .keys()
             .filter(|t| !deleted.contains_key(*t))
-            .filter(|t| GUARD_HINTS.iter().any(|g| t.contains(g)))
+            .filter(|t| self.data.is_guard(t))
             .cloned()
             .collect();
         (w, guards)
@@ -483,7 +376,7 @@ impl SzzOracle for LexiconOracle {
     }
 
     fn root_cause(&self, input: &RootCauseInput) -> Result<RootCause, SzzError> {
-        let (w, guards) = Self::keyword_weights(input);
+        let (w, guards) = self.keyword_weights(input);
         let mut ranked: Vec<(String, f64)> = w.into_iter().collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let keywords: Vec<String> = ranked
@@ -804,9 +697,6 @@ pub struct LlmOracle<C: JsonCompletion> {
     pub fallback: LexiconOracle,
 }
 
-const SYSTEM: &str =
-    "You analyse security fixes in a git history. Answer with one JSON object only.";
-
 impl<C: JsonCompletion> LlmOracle<C> {
     pub fn new(client: C) -> Self {
         LlmOracle {
@@ -816,7 +706,9 @@ impl<C: JsonCompletion> LlmOracle<C> {
     }
 
     fn ask<T: for<'de> Deserialize<'de>>(&self, user: String) -> Result<T, SzzError> {
-        let v = self.client.complete_json(SYSTEM, &user)?;
+        let v = self
+            .client
+            .complete_json(&self.fallback.data.prompts.system, &user)?;
         serde_json::from_value(v)
             .map_err(|e| SzzError::Other(format!("oracle answer does not fit the schema: {e}")))
     }
@@ -833,24 +725,30 @@ impl<C: JsonCompletion> SzzOracle for LlmOracle<C> {
             .iter()
             .map(|h| format!("[hunk {}] {}\n{}", h.index, h.path, h.text))
             .collect();
-        self.ask(format!(
-            "Summarize the root cause of the vulnerability this commit fixes.\n\
-             CVE description: {}\nCommit message:\n{}\nHunks:\n{}\n{}\n\
-             Return {{\"summary\": str, \"evidence\": [{{\"claim\": str, \"quote\": str (verbatim), \"source\": \"cve\"|\"message\"|\"hunk\", \"hunk\": int (when source is hunk)}}], \
-             \"keywords\": [identifiers in the vulnerable code], \"guards\": [identifiers the fix adds as checks]}}.",
-            input.cve.unwrap_or("(none)"),
-            input.message,
-            hunks.join("\n"),
-            input.feedback.as_deref().map(|f| format!("The previous answer was rejected: {f}")).unwrap_or_default()
+        let feedback = input
+            .feedback
+            .as_deref()
+            .map(|f| format!("The previous answer was rejected: {f}"))
+            .unwrap_or_default();
+        self.ask(fill(
+            &self.fallback.data.prompts.root_cause,
+            &[
+                ("cve", input.cve.unwrap_or("(none)")),
+                ("message", input.message),
+                ("hunks", &hunks.join("\n")),
+                ("feedback", &feedback),
+            ],
         ))
     }
 
     fn hunk_intent(&self, rc: &RootCause, h: &HunkView) -> Result<HunkIntent, SzzError> {
-        self.ask(format!(
-            "Root cause: {}\nHunk in {}:\n{}\nStep by step: describe the code change, its runtime effect, the developer's intent, \
-             then classify it as one of feat, fix, docs, style, refactor, perf, test, build, ci, chore and say whether it is relevant \
-             to the root cause. Return {{\"category\": str, \"summary\": str, \"relevant\": bool, \"score\": number 0-1}}.",
-            rc.summary, h.path, h.text
+        self.ask(fill(
+            &self.fallback.data.prompts.hunk_intent,
+            &[
+                ("root_cause", &rc.summary),
+                ("path", &h.path),
+                ("hunk", &h.text),
+            ],
         ))
     }
 
@@ -874,10 +772,13 @@ impl<C: JsonCompletion> SzzOracle for LlmOracle<C> {
         struct Pick {
             picks: Vec<usize>,
         }
-        let p: Pick = self.ask(format!(
-            "Root cause: {}\nPre-fix statements:\n{}\nPick up to {max} statements most directly responsible for the vulnerability. Return {{\"picks\": [index, ...]}}.",
-            rc.summary,
-            list.join("\n")
+        let p: Pick = self.ask(fill(
+            &self.fallback.data.prompts.anchors,
+            &[
+                ("root_cause", &rc.summary),
+                ("statements", &list.join("\n")),
+                ("max", &max.to_string()),
+            ],
         ))?;
         Ok(p.picks
             .into_iter()
@@ -887,17 +788,18 @@ impl<C: JsonCompletion> SzzOracle for LlmOracle<C> {
     }
 
     fn present(&self, q: &PresenceQuery) -> Result<Presence, SzzError> {
-        self.ask(format!(
-            "Root cause: {}\nAnchor statement: {}\nAt commit {} ({}) the statement in {} reads:\n{}\nThis commit deleted:\n{}\nand added:\n{}\n\
-             Is the vulnerability present in this version (present and not yet fixed)? Return {{\"present\": bool, \"reason\": str}}.",
-            q.root.summary,
-            q.anchor.text.trim(),
-            q.commit,
-            q.subject,
-            q.path,
-            q.line,
-            q.deleted.join("\n"),
-            q.added.join("\n")
+        self.ask(fill(
+            &self.fallback.data.prompts.present,
+            &[
+                ("root_cause", &q.root.summary),
+                ("anchor", q.anchor.text.trim()),
+                ("commit", q.commit),
+                ("subject", q.subject),
+                ("path", q.path),
+                ("line", q.line),
+                ("deleted", &q.deleted.join("\n")),
+                ("added", &q.added.join("\n")),
+            ],
         ))
     }
 }

@@ -14,36 +14,23 @@ use tree_sitter::Node;
 pub const STDLIB: &str = include_str!("../rules/python_stdlib.txt");
 
 /// Distribution name → import name, for requirement lists whose names differ from the
-/// module they install (the common cases; everything else maps `A-b` → `a_b`).
-const DIST_MODULES: &[(&str, &str)] = &[
-    ("pyyaml", "yaml"),
-    ("beautifulsoup4", "bs4"),
-    ("pillow", "PIL"),
-    ("scikit_learn", "sklearn"),
-    ("python_dateutil", "dateutil"),
-    ("pycryptodome", "Crypto"),
-    ("pycrypto", "Crypto"),
-    ("pycryptodomex", "Cryptodome"),
-    ("pyjwt", "jwt"),
-    ("python_jose", "jose"),
-    ("opencv_python", "cv2"),
-    ("psycopg2_binary", "psycopg2"),
-    ("python_ldap", "ldap"),
-    ("mysqlclient", "MySQLdb"),
-    ("mysql_connector_python", "mysql"),
-    ("pyopenssl", "OpenSSL"),
-    ("attrs", "attr"),
-    ("protobuf", "google"),
-    ("python_dotenv", "dotenv"),
-    ("pymongo", "pymongo"),
-    ("lxml", "lxml"),
-    ("defusedxml", "defusedxml"),
-    ("werkzeug", "werkzeug"),
-    ("markupsafe", "markupsafe"),
-    ("msgpack_python", "msgpack"),
-    ("pysnmp", "pysnmp"),
-    ("django", "django"),
-];
+/// module they install (`rules/python_dist_modules.tsv`; everything else maps `A-b` → `a_b`).
+pub const DIST_MODULES: &str = include_str!("../rules/python_dist_modules.tsv");
+
+/// The rows of [`DIST_MODULES`]: (normalized distribution, module).
+fn dist_modules() -> &'static [(String, String)] {
+    static M: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    M.get_or_init(|| {
+        DIST_MODULES
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter_map(|l| {
+                let (d, m) = l.split_once('\t')?;
+                Some((d.trim().to_string(), m.trim().to_string()))
+            })
+            .collect()
+    })
+}
 
 /// The standard library as a set.
 pub fn stdlib() -> HashSet<String> {
@@ -71,7 +58,7 @@ pub fn parse_requirements(text: &str) -> BTreeSet<String> {
             continue;
         }
         let norm = name.to_ascii_lowercase().replace(['-', '.'], "_");
-        match DIST_MODULES.iter().find(|(d, _)| *d == norm) {
+        match dist_modules().iter().find(|(d, _)| *d == norm) {
             Some((_, m)) => out.insert(m.to_string()),
             None => out.insert(norm),
         };

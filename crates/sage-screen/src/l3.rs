@@ -35,6 +35,72 @@ struct RawRules {
     sinks: Vec<RawRule>,
     safeguards: Vec<RawRule>,
     cwe_families: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    check_words: Option<RawCheckWords>,
+}
+
+/// `check_words` as written in the rules file.
+#[derive(Debug, Clone, Deserialize)]
+struct RawCheckWords {
+    #[serde(default, rename = "_doc")]
+    _doc: Option<String>,
+    secret_name: String,
+    key_name: String,
+    allow_name: String,
+    parameterized_sql_callee: String,
+    sql_placeholder: String,
+    response_header_keys: Vec<String>,
+    route_decorators: Vec<String>,
+}
+
+/// The word lists and name patterns of the built-in checks (`check_words` in the rules).
+#[derive(Debug, Clone)]
+pub struct CheckWords {
+    /// A variable or keyword naming a secret (`password`, `api_key`, ...).
+    pub secret_name: Regex,
+    /// A name ending in `key`.
+    pub key_name: Regex,
+    /// A name suggesting an allow-list.
+    pub allow_name: Regex,
+    /// Calls that take a parameterized SQL statement.
+    pub parameterized_sql_callee: Regex,
+    /// A placeholder in a SQL string.
+    pub sql_placeholder: Regex,
+    /// Response headers whose value must not come from the request.
+    pub response_header_keys: Vec<String>,
+    /// Decorator attributes that declare a web route.
+    pub route_decorators: Vec<String>,
+}
+
+impl CheckWords {
+    fn compile(r: &RawCheckWords) -> Result<CheckWords, String> {
+        let rx = |name: &str, p: &str| {
+            Regex::new(p).map_err(|e| format!("check_words.{name}: bad regex {p:?}: {e}"))
+        };
+        Ok(CheckWords {
+            secret_name: rx("secret_name", &r.secret_name)?,
+            key_name: rx("key_name", &r.key_name)?,
+            allow_name: rx("allow_name", &r.allow_name)?,
+            parameterized_sql_callee: rx("parameterized_sql_callee", &r.parameterized_sql_callee)?,
+            sql_placeholder: rx("sql_placeholder", &r.sql_placeholder)?,
+            response_header_keys: r
+                .response_header_keys
+                .iter()
+                .map(|k| k.to_lowercase())
+                .collect(),
+            route_decorators: r.route_decorators.clone(),
+        })
+    }
+
+    /// The built-in table's lists.
+    fn builtin() -> CheckWords {
+        let raw: RawRules = serde_json::from_str(BUILTIN_RULES).expect("built-in L3 rules parse");
+        CheckWords::compile(
+            &raw.check_words
+                .expect("the built-in rules carry check_words"),
+        )
+        .expect("built-in check words compile")
+    }
 }
 
 /// The score's constants.
@@ -150,6 +216,8 @@ pub struct Rules {
     pub safeguards: Vec<Rule>,
     /// Family name → CWE ids.
     pub families: BTreeMap<String, BTreeSet<u32>>,
+    /// Word lists of the built-in checks.
+    pub words: CheckWords,
 }
 
 impl Rules {
@@ -192,6 +260,10 @@ impl Rules {
             sinks: compile(&raw.sinks, "sink")?,
             safeguards: compile(&raw.safeguards, "safeguard")?,
             families,
+            words: match &raw.check_words {
+                Some(w) => CheckWords::compile(w).map_err(err)?,
+                None => CheckWords::builtin(),
+            },
         })
     }
 
@@ -304,24 +376,6 @@ fn collect_query() -> &'static Query {
     Q.get_or_init(|| py::query(COLLECT))
 }
 
-const HEADER_KEYS: &[&str] = &[
-    "location",
-    "content-type",
-    "set-cookie",
-    "content-disposition",
-    "refresh",
-    "link",
-    "access-control-allow-origin",
-];
-
-fn secret_rx() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"(?i)^(.*_)?(pass(wd|word)?|pwd|secret|token|api_?key|private_?key|secret_?key|credentials?)$")
-            .expect("static regex")
-    })
-}
-
 /// A call with its resolved dotted callee.
 struct Call<'t> {
     q: String,
@@ -375,6 +429,7 @@ impl KwVal {
 /// What the reference's `Facts` visitor collects, with the first node of each for locations.
 struct Facts<'t> {
     file: &'t PyFile,
+    words: &'t CheckWords,
     alias: HashMap<String, String>,
     imports: HashSet<String>,
     star: Vec<String>,
@@ -391,21 +446,12 @@ struct Facts<'t> {
     secret_cmp: Option<Node<'t>>,
 }
 
-const ROUTE_DECORATORS: &[&str] = &[
-    "route",
-    "get",
-    "post",
-    "put",
-    "delete",
-    "patch",
-    "api_route",
-];
-
 impl<'t> Facts<'t> {
-    fn collect(file: &'t PyFile) -> Facts<'t> {
+    fn collect(file: &'t PyFile, words: &'t CheckWords) -> Facts<'t> {
         let caps = file.captures(collect_query());
         let mut f = Facts {
             file,
+            words,
             alias: HashMap::new(),
             imports: HashSet::new(),
             star: Vec::new(),
@@ -630,7 +676,7 @@ impl<'t> Facts<'t> {
             && ops.iter().any(|o| o == "==" || o == "!=")
             && operands.iter().any(|x| {
                 let x = py::unparen(*x);
-                x.kind() == "identifier" && secret_rx().is_match(self.file.text(x))
+                x.kind() == "identifier" && self.words.secret_name.is_match(self.file.text(x))
             })
             && operands
                 .iter()
@@ -643,7 +689,7 @@ impl<'t> Facts<'t> {
                 let comp = py::unparen(*comp);
                 if matches!(comp.kind(), "identifier" | "attribute") {
                     if let Some(nm) = self.dotted(comp) {
-                        if allow_rx().is_match(&nm) && self.compares_in_allow.is_none() {
+                        if self.words.allow_name.is_match(&nm) && self.compares_in_allow.is_none() {
                             self.compares_in_allow = Some(n);
                         }
                     }
@@ -679,7 +725,7 @@ impl<'t> Facts<'t> {
                     .child_by_field_name("attribute")
                     .map(|a| self.file.text(a))
                     .unwrap_or("");
-                if !ROUTE_DECORATORS.contains(&attr) {
+                if !self.words.route_decorators.iter().any(|d| d == attr) {
                     return false;
                 }
                 let first = e
@@ -730,7 +776,7 @@ impl<'t> Facts<'t> {
                                         .is_some_and(|a| self.file.text(a) == "headers")
                             });
                     let header_key = matches!(&key, Some(Lit::Str(k))
-                        if HEADER_KEYS.contains(&k.to_lowercase().as_str()));
+                        if self.words.response_header_keys.contains(&k.to_lowercase()));
                     if (on_headers || header_key) && self.header_assign_nonlit.is_none() {
                         self.header_assign_nonlit = Some(t);
                     }
@@ -1072,8 +1118,8 @@ impl<'t> Facts<'t> {
                     self.assign_str
                         .iter()
                         .find(|(n, v, _)| {
-                            (key_rx().is_match(n) && v.chars().count() >= 16)
-                                || (secret_rx().is_match(n) && !v.trim().is_empty())
+                            (self.words.key_name.is_match(n) && v.chars().count() >= 16)
+                                || (self.words.secret_name.is_match(n) && !v.trim().is_empty())
                         })
                         .map(|(_, _, n)| *n)
                 })
@@ -1082,7 +1128,7 @@ impl<'t> Facts<'t> {
                         c.kwargs
                             .iter()
                             .find(|(k, v)| {
-                                secret_rx().is_match(k.as_deref().unwrap_or(""))
+                                self.words.secret_name.is_match(k.as_deref().unwrap_or(""))
                                     && matches!(py::constant(self.file, *v),
                                         Some(Lit::Str(s)) if !s.trim().is_empty())
                             })
@@ -1100,10 +1146,10 @@ impl<'t> Facts<'t> {
                 .calls
                 .iter()
                 .find(|c| {
-                    param_sql_callee().is_match(&c.q)
+                    self.words.parameterized_sql_callee.is_match(&c.q)
                         && c.args.len() >= 2
                         && matches!(py::constant(self.file, c.args[0]),
-                            Some(Lit::Str(s)) if placeholder_rx().is_match(&s))
+                            Some(Lit::Str(s)) if self.words.sql_placeholder.is_match(&s))
                 })
                 .map(|c| c.node),
             FileCheck::PathResolveStartswith => {
@@ -1129,28 +1175,6 @@ impl<'t> Facts<'t> {
                 .map(|c| c.node),
         }
     }
-}
-
-fn allow_rx() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| Regex::new(r"(?i)allow|white|valid|permit|safe").expect("static regex"))
-}
-
-fn key_rx() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| Regex::new(r"(?i)(^|_)key$").expect("static regex"))
-}
-
-fn param_sql_callee() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"^(?:.*\.(execute|executemany|raw)|sqlalchemy\.text)$").expect("static regex")
-    })
-}
-
-fn placeholder_rx() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| Regex::new(r"\?|%s|:\w+|%\(\w+\)s").expect("static regex"))
 }
 
 /// An assignment nested as the value of another (`a = b = 1`) is part of the outer one.
@@ -1258,7 +1282,7 @@ struct FileHits {
 }
 
 fn scan(rules: &Rules, file: &PyFile) -> FileHits {
-    let f = Facts::collect(file);
+    let f = Facts::collect(file, &rules.words);
     let pos = |n: Node| py::position(file, n);
     let mut out = FileHits {
         sources: Vec::new(),
@@ -1467,6 +1491,35 @@ mod tests {
         );
         let e = Rules::parse(&bad, "x.json").unwrap_err().to_string();
         assert!(e.contains("jwt_nope") && e.contains("x.json"), "{e}");
+    }
+
+    #[test]
+    fn check_words_are_data() {
+        let r = Rules::builtin();
+        assert!(r.words.secret_name.is_match("db_password"));
+        assert!(r.words.route_decorators.iter().any(|d| d == "route"));
+        // A bad pattern is refused, naming the list.
+        let bad = BUILTIN_RULES.replace(r#""key_name": "(?i)(^|_)key$""#, r#""key_name": "(""#);
+        let e = Rules::parse(&bad, "t.json").unwrap_err().to_string();
+        assert!(e.contains("check_words.key_name"), "{e}");
+        // A rules file without the section keeps the built-in lists.
+        let mut v: serde_json::Value = serde_json::from_str(BUILTIN_RULES).unwrap();
+        v.as_object_mut().unwrap().remove("check_words");
+        let r2 = Rules::parse(&v.to_string(), "old.json").unwrap();
+        assert_eq!(r2.words.route_decorators, r.words.route_decorators);
+        // A changed list changes what a check sees: with no secret names, a hard-coded
+        // password is no longer a finding of the secret check.
+        let code = "password = 'hunter2hunter2'\n";
+        let file = PyFile::parse(code);
+        let mut v: serde_json::Value = serde_json::from_str(BUILTIN_RULES).unwrap();
+        v["check_words"]["secret_name"] = "^$".into();
+        let r3 = Rules::parse(&v.to_string(), "nosecret.json").unwrap();
+        let hits = |r: &Rules| {
+            let h = scan(r, &file);
+            h.sources.len() + h.sinks.len() + h.safeguards.len()
+        };
+        assert!(hits(&r) > 0, "the built-in secret names find the password");
+        assert!(hits(&r3) < hits(&r));
     }
 
     #[test]

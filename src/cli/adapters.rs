@@ -39,7 +39,7 @@ pub fn run(args: Args) -> i32 {
         .iter()
         .map(|a| {
             let mapping = match a.mapping() {
-                Some(m) => format!("adapters/{}.toml v{}", m.name(), m.file.adapter.version),
+                Some(m) => format!("mappings/{}.toml v{}", m.name(), m.file.adapter.version),
                 None => "code".to_string(),
             };
             (a.name().to_string(), mapping, a.versions().to_string())

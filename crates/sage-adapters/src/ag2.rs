@@ -49,8 +49,8 @@ impl Adapter for Ag2 {
     fn name(&self) -> &'static str {
         "ag2"
     }
-    fn versions(&self) -> &'static str {
-        "AG2 0.2-0.9 / AutoGen 0.2: chat_history lists, GroupChat messages (JSON); FileLogger runtime.log (2024-2025)"
+    fn versions(&self) -> &str {
+        &self.mapping.file.adapter.covers
     }
     fn detect(&self, head: &[u8]) -> u8 {
         if is_runtime_log(head) {

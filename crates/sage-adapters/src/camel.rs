@@ -36,8 +36,8 @@ impl Adapter for Camel {
     fn name(&self) -> &'static str {
         "camel"
     }
-    fn versions(&self) -> &'static str {
-        "CAMEL 0.2.x message dicts and MemoryRecord JSON lines; CAMEL GAIA results; OWL RolePlaying chat_history (2025)"
+    fn versions(&self) -> &str {
+        &self.mapping.file.adapter.covers
     }
     fn detect(&self, head: &[u8]) -> u8 {
         self.mapping.detect(head)

@@ -37,8 +37,8 @@ impl Adapter for DeepAgents {
     fn name(&self) -> &'static str {
         "deepagents"
     }
-    fn versions(&self) -> &'static str {
-        "deepagents 0.1-0.3 message lists (dumpd, messages_to_dict, plain); LangGraph state/checkpoint `files` (FileData v1 lines, v2 content)"
+    fn versions(&self) -> &str {
+        &self.mapping.file.adapter.covers
     }
     fn detect(&self, head: &[u8]) -> u8 {
         self.mapping.detect(head)

@@ -85,8 +85,9 @@ impl AdapterError {
 pub trait Adapter: Send + Sync {
     /// The name used by `--framework` and in case manifests (`aider`, `ag2`, ...).
     fn name(&self) -> &'static str;
-    /// The framework versions and format eras this adapter covers, for `sage adapters`.
-    fn versions(&self) -> &'static str;
+    /// The framework versions and format eras this adapter covers, for `sage adapters` (for
+    /// an adapter with a mapping file: its `covers`, the one source).
+    fn versions(&self) -> &str;
     /// How sure the adapter is that `head` (the first bytes of the main file) is its format:
     /// 0 = not mine, 100 = certain.
     fn detect(&self, head: &[u8]) -> u8;
@@ -123,7 +124,7 @@ pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
         .find(|(n, _)| *n == name)
         .map(|(_, t)| *t)
         .ok_or_else(|| AdapterError::new("-", None, format!("no embedded mapping {name:?}")))?;
-    Mapping::parse(text, &format!("adapters/{name}.toml (embedded)"))
+    Mapping::parse(text, &format!("mappings/{name}.toml (embedded)"))
         .map_err(|e| AdapterError::new("-", None, e.to_string()))
 }
 
@@ -132,19 +133,15 @@ pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
 pub struct MappingAdapter {
     pub mapping: Arc<Mapping>,
     name: &'static str,
-    versions: &'static str,
 }
 
 impl MappingAdapter {
     pub fn new(mapping: Mapping) -> Self {
         // Names live as long as the process; a handful of mappings are ever loaded.
         let name: &'static str = Box::leak(mapping.name().to_string().into_boxed_str());
-        let versions: &'static str =
-            Box::leak(mapping.file.adapter.covers.clone().into_boxed_str());
         MappingAdapter {
             mapping: Arc::new(mapping),
             name,
-            versions,
         }
     }
 }
@@ -153,8 +150,8 @@ impl Adapter for MappingAdapter {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn versions(&self) -> &'static str {
-        self.versions
+    fn versions(&self) -> &str {
+        &self.mapping.file.adapter.covers
     }
     fn detect(&self, head: &[u8]) -> u8 {
         self.mapping.detect(head)

@@ -21,8 +21,10 @@ pub enum Dimension {
 }
 
 impl Dimension {
+    /// The four dimensions in the paper's order.
     pub const ALL: [Dimension; 4] = [Dimension::TR, Dimension::DI, Dimension::VR, Dimension::SA];
 
+    /// The dimension's abbreviation (`TR`, `DI`, `VR`, `SA`).
     pub fn as_str(self) -> &'static str {
         match self {
             Dimension::TR => "TR",
@@ -76,19 +78,27 @@ pub struct DimensionScore {
 /// A judge's unverified answer for one turn.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct Judgment {
+    /// A planning, implementation, review or verification turn (not administrative).
     pub applicable: bool,
+    /// The turn makes or reviews a decision, code path or artefact materially connected to
+    /// the task's security intent.
     pub security_opportunity: bool,
+    /// Threat Recognition.
     #[serde(rename = "TR")]
     pub tr: DimensionScore,
+    /// Defensive Intent.
     #[serde(rename = "DI")]
     pub di: DimensionScore,
+    /// Verification Rigour.
     #[serde(rename = "VR")]
     pub vr: DimensionScore,
+    /// Scope Awareness.
     #[serde(rename = "SA")]
     pub sa: DimensionScore,
 }
 
 impl Judgment {
+    /// The score of dimension `d`.
     pub fn dim(&self, d: Dimension) -> &DimensionScore {
         match d {
             Dimension::TR => &self.tr,
@@ -97,6 +107,7 @@ impl Judgment {
             Dimension::SA => &self.sa,
         }
     }
+    /// The score of dimension `d`, to set it.
     pub fn dim_mut(&mut self, d: Dimension) -> &mut DimensionScore {
         match d {
             Dimension::TR => &mut self.tr,
@@ -105,6 +116,7 @@ impl Judgment {
             Dimension::SA => &mut self.sa,
         }
     }
+    /// The 0-3 score of dimension `d`.
     pub fn score(&self, d: Dimension) -> u8 {
         self.dim(d).score
     }
@@ -113,30 +125,39 @@ impl Judgment {
 /// A verified quote: the text and the raw record it was found in.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct VerifiedQuote {
+    /// The dimension whose score the quote supports.
     pub dimension: Dimension,
+    /// The quote as the judge gave it.
     pub quote: String,
+    /// The raw record of turn k the quote was found in.
     pub raw: RawRef,
 }
 
 /// A turn's accepted score: the judgment with every non-zero score's quote verified.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TurnScore {
+    /// The canonical turn (1-based).
     pub turn: usize,
+    /// Who scored it.
     pub judge: JudgeId,
+    /// Which run of the judge (0-based).
     pub run: u32,
+    /// The accepted judgment.
     #[serde(flatten)]
     pub judgment: Judgment,
     /// Where each quote was found in the raw trace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotes: Vec<VerifiedQuote>,
     /// sha256 of exactly what the judge was given: the HTTP request body for an LLM
-    /// backend, the prefix request's JSON ([`TurnRequest::hash`]) for an in-process judge.
+    /// backend, the chained prefix hash (`sage-judge`'s `TurnRequest::hash`, defined in
+    /// `docs/judges.md`) for an in-process judge.
     pub prompt_hash: String,
     /// How many attempts it took (1 = first answer accepted).
     pub attempts: u32,
 }
 
 impl TurnScore {
+    /// The 0-3 score of dimension `d`.
     pub fn score(&self, d: Dimension) -> u8 {
         self.judgment.score(d)
     }
@@ -151,22 +172,30 @@ pub enum TurnOutcome {
     /// Scored and verified.
     Scored(TurnScore),
     /// An administrative turn: kept, marked not applicable, never sent to a judge.
-    Administrative { turn: usize },
+    Administrative {
+        /// The canonical turn (1-based).
+        turn: usize,
+    },
     /// The judge could not produce a verified score; the reason of the last attempt.
     Failed {
+        /// The canonical turn (1-based).
         turn: usize,
+        /// Attempts made.
         attempts: u32,
+        /// Why the last attempt was rejected.
         reason: String,
     },
 }
 
 impl TurnOutcome {
+    /// The canonical turn (1-based).
     pub fn turn(&self) -> usize {
         match self {
             TurnOutcome::Scored(s) => s.turn,
             TurnOutcome::Administrative { turn } | TurnOutcome::Failed { turn, .. } => *turn,
         }
     }
+    /// The score, when the turn was scored.
     pub fn scored(&self) -> Option<&TurnScore> {
         match self {
             TurnOutcome::Scored(s) => Some(s),
@@ -178,7 +207,9 @@ impl TurnOutcome {
 /// All turn outcomes of one trace under one judge and run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceScores {
+    /// Who scored.
     pub judge: JudgeId,
+    /// Which run of the judge (0-based).
     pub run: u32,
     /// One outcome per canonical turn, in order.
     pub turns: Vec<TurnOutcome>,
@@ -189,9 +220,11 @@ impl TraceScores {
     pub fn get(&self, k: usize) -> Option<&TurnOutcome> {
         k.checked_sub(1).and_then(|i| self.turns.get(i))
     }
+    /// The score of turn `k` (1-based), when it was scored.
     pub fn score(&self, k: usize) -> Option<&TurnScore> {
         self.get(k).and_then(TurnOutcome::scored)
     }
+    /// The turns that are scoring failures.
     pub fn failures(&self) -> Vec<usize> {
         self.turns
             .iter()

@@ -114,6 +114,7 @@ impl TermSet {
         })
     }
 
+    /// True for a set with no (non-empty) term: it matches nothing.
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }

@@ -16,8 +16,8 @@ use crate::{edits, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::Actor;
 use sage_trace::{
-    pointer_token, CanonicalTrace, DroppedRecord, RawRef, TextItem, ToolCall, ToolResult, Turn,
-    TurnKind, Write, WriteOp,
+    CanonicalTrace, DroppedRecord, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write,
+    WriteOp,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -1226,16 +1226,6 @@ fn is_error(doc: &Value, base: &str, rm: &ToolResultMap) -> bool {
             .unwrap_or(false),
         _ => false,
     }
-}
-
-/// Pointer to element `i` of the array at `p`.
-pub fn ptr_index(p: &str, i: usize) -> String {
-    format!("{p}/{i}")
-}
-
-/// Pointer to key `k` of the object at `p`.
-pub fn ptr_key(p: &str, k: &str) -> String {
-    format!("{p}/{}", pointer_token(k))
 }
 
 #[cfg(test)]

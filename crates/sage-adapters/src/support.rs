@@ -45,9 +45,6 @@ pub fn parse_json(file: &str, text: &str, line: Option<usize>) -> Result<Value, 
     })
 }
 
-/// One line of a JSON Lines file: its 1-based number and parsed value.
-pub type JsonLine = (usize, Result<Value, String>);
-
 /// Stream the lines of a JSON Lines file one at a time (blank lines skipped), so a big trace
 /// is never held whole in memory; a line that is not JSON is handed over as `Err(message)`.
 pub fn for_each_json_line(
@@ -740,19 +737,6 @@ fn parse_py_args(src: &str) -> Result<(PyCall, usize), String> {
         } else {
             return Err("unbalanced call arguments".into());
         }
-    }
-}
-
-/// The text a write op brings, for a short summary.
-pub fn op_summary(op: &WriteOp) -> String {
-    match op {
-        WriteOp::FullContent { content } => format!("full-content {} bytes", content.len()),
-        WriteOp::Delete => "delete".into(),
-        other => format!(
-            "{} {} bytes",
-            other.kind(),
-            other.new_text().map_or(0, str::len)
-        ),
     }
 }
 

@@ -83,9 +83,6 @@ impl Outcome {
             Outcome::Undetermined { .. } => None,
         }
     }
-    pub fn is_localized(&self) -> bool {
-        matches!(self, Outcome::Localized { .. })
-    }
 }
 
 /// How a turn's expressed defence was linked to the failure anchor.

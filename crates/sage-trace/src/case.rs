@@ -263,16 +263,6 @@ impl Case {
     pub fn task(&self) -> &TaskContext {
         &self.manifest.task
     }
-
-    /// Paths of the trace files.
-    pub fn trace_paths(&self) -> Vec<PathBuf> {
-        self.manifest
-            .trace
-            .files
-            .iter()
-            .map(|f| self.dir.join(f))
-            .collect()
-    }
 }
 
 /// Every case folder (a folder holding `case.json`) under `root`, sorted by path.

@@ -16,7 +16,8 @@ pub enum Format {
 
 #[derive(Args, Debug)]
 pub struct ScreenArgs {
-    /// A folder of cases (folders holding case.json); with --pairs, a folder of
+    /// A folder of runs (folders holding run.json) and/or cases (case.json; the anchor is
+    /// ignored); with --pairs, a folder of
     /// <name>.orig.py / <name>.py pairs or a CSV of baseline,final,cwe[,framework][,id].
     pub dir: PathBuf,
     /// Read plain baseline/final pairs instead of cases.
@@ -45,6 +46,11 @@ pub struct ScreenArgs {
     /// Timeout of a case's tests, in seconds (a case's tests.timeout_secs wins).
     #[arg(long, default_value_t = 60)]
     pub test_timeout: u64,
+    /// SARIF 2.1.0 logs of other tools (CodeQL, Semgrep, Bandit) whose results become
+    /// proposed anchors; a log belongs to the run whose folder holds it or whose id is its
+    /// runs[].automationDetails.id.
+    #[arg(long, num_args = 1..)]
+    pub sarif: Vec<PathBuf>,
     /// Write the output here instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
@@ -82,10 +88,10 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
     let (units, errors) = if a.pairs {
         sage_screen::units_from_pairs(&a.dir, a.cwe.as_deref()).map_err(anyhow::Error::msg)?
     } else {
-        let (u, e) = sage_pipeline::replay::units_from_cases(&a.dir)?;
+        let (u, e) = sage_pipeline::replay::units_from_runs(&a.dir)?;
         if u.is_empty() && e.is_empty() {
             anyhow::bail!(
-                "{}: no case.json found (use --pairs for plain baseline/final files)",
+                "{}: no run.json or case.json found (use --pairs for plain baseline/final files)",
                 a.dir.display()
             );
         }
@@ -94,7 +100,12 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
     for e in &errors {
         eprintln!("error: {e}");
     }
+    let mut external = Vec::new();
+    for f in &a.sarif {
+        external.extend(sage_screen::sarif_in::read(f, &units).map_err(anyhow::Error::msg)?);
+    }
     let mut report = sage_screen::screen(&units, &opts);
+    sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);
     report.errors = errors;
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",

@@ -3,6 +3,7 @@
 
 use sage_screen::{TestsInput, Unit};
 use sage_trace::case::{self, Case};
+use sage_trace::run::{self, Run};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +14,7 @@ pub fn units_from_cases(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::C
     let mut errors = Vec::new();
     for dir in case::discover(root)? {
         match Case::load(&dir) {
-            Ok(c) => match unit_from_case(&c) {
+            Ok(c) => match unit_from_run(&Run::from_case(c)) {
                 Ok(u) => units.push(u),
                 Err(e) => errors.push(e),
             },
@@ -23,13 +24,77 @@ pub fn units_from_cases(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::C
     Ok((units, errors))
 }
 
+/// Load every run under `root` (folders with `run.json`, and case folders seen as runs with
+/// their anchors ignored); each run that cannot be loaded is reported by message.
+pub fn units_from_runs(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::CaseError> {
+    let (runs, mut errors) = load_runs(root)?;
+    let mut units = Vec::new();
+    for r in &runs {
+        match unit_from_run(r) {
+            Ok(u) => units.push(u),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((units, errors))
+}
+
+/// Every loadable run under `root`, and a message per folder that is not one.
+pub fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for dir in run::discover(root)? {
+        match Run::load(&dir) {
+            Ok(r) => runs.push(r),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    Ok((runs, errors))
+}
+
+/// The submission applied to the baselines: every file section of the unified diff, in
+/// order. A section that does not apply is an error naming the patch and the file.
+pub fn apply_patch(r: &Run, patch: &str) -> Result<Finals, String> {
+    let name = r.manifest.patch.as_deref().unwrap_or("patch");
+    let parsed = sage_adapters::edits::unified_diffs(patch);
+    if let Some(u) = parsed.uninterpreted.first() {
+        return Err(format!(
+            "{}: patch {name}: cannot interpret {}: {}",
+            r.dir.display(),
+            u.text,
+            u.reason
+        ));
+    }
+    if parsed.edits.is_empty() {
+        return Err(format!(
+            "{}: patch {name}: no file section (--- / +++) found",
+            r.dir.display()
+        ));
+    }
+    let mut finals: Finals = BTreeMap::new();
+    for e in parsed.edits {
+        let current = match finals.get(&e.path) {
+            Some(c) => c.clone(),
+            None => r.baselines.get(&e.path).cloned(),
+        };
+        let applied = sage_history::apply(current.as_deref(), &e.op).map_err(|why| {
+            format!(
+                "{}: patch {name}: the section for {} does not apply: {why}",
+                r.dir.display(),
+                e.path
+            )
+        })?;
+        finals.insert(e.path, applied.content);
+    }
+    Ok(finals)
+}
+
 /// Artefact → final content (None: deleted).
 type Finals = BTreeMap<String, Option<String>>;
 
 /// The final snapshot of every artefact, by replaying the trace: the adapter normalizes it
 /// into a canonical trace and `history::reconstruct` applies every write to the baselines.
 /// Writes that could not be applied are returned as notes (the final state may be off).
-fn replay_final(c: &Case) -> Result<(Finals, Vec<String>), String> {
+fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
     let files: Vec<sage_adapters::SourceFile> = c
         .manifest
         .trace
@@ -62,29 +127,31 @@ fn replay_final(c: &Case) -> Result<(Finals, Vec<String>), String> {
     Ok((finals, notes))
 }
 
-fn unit_from_case(c: &Case) -> Result<Unit, String> {
-    let framework = c
-        .manifest
-        .trace
-        .framework
-        .clone()
-        .or_else(|| c.manifest.metadata.framework.clone());
+/// One run as a screening unit: its final state (submitted files, else the patch applied to
+/// the baselines, else the replayed trace) next to its baselines.
+pub fn unit_from_run(c: &Run) -> Result<Unit, String> {
     let mut unit = Unit {
         id: c.id.clone(),
         source: c.dir.display().to_string(),
-        framework,
-        task_cwe: c.task().cwe.clone(),
+        framework: c.framework(),
+        task_cwe: c.manifest.task.cwe.clone(),
         artefacts: Vec::new(),
         tests: None,
         excluded: None,
         notes: Vec::new(),
     };
-    // The final files as submitted win over replay (final-only traces carry them).
+    if let Some(why) = &c.manifest.excluded {
+        unit.excluded = Some(format!("recorded as invalid: {why}"));
+        return Ok(unit);
+    }
+    // The final files as submitted win over the patch, and the patch over replay.
     let finals: Result<Finals, String> = if !c.final_files.is_empty() {
         Ok(c.final_files
             .iter()
             .map(|(k, v)| (k.clone(), Some(v.clone())))
             .collect())
+    } else if let Some(p) = &c.patch {
+        apply_patch(c, p)
     } else {
         replay_final(c).map(|(f, notes)| {
             unit.notes = notes;

@@ -11,8 +11,10 @@ pub mod l0;
 pub mod l1;
 pub mod l2;
 pub mod l3;
+pub mod propose;
 pub mod py;
 pub mod sarif;
+pub mod sarif_in;
 
 use py::PyFile;
 use rayon::prelude::*;
@@ -349,6 +351,9 @@ pub struct CaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<l1::TestOutcome>,
     pub artefacts: Vec<ArtefactResult>,
+    /// Proposed failure anchors from the findings, best first ([`propose`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposals: Vec<propose::Proposal>,
 }
 
 /// What the L2 tool did for the batch.
@@ -625,6 +630,7 @@ fn finish_case(
         notes: Vec::new(),
         tests: None,
         artefacts: Vec::new(),
+        proposals: Vec::new(),
     };
     c.notes.extend(u.notes.iter().cloned());
     if let Some(e) = &u.excluded {

@@ -8,6 +8,7 @@
 pub mod archive;
 mod canonical;
 pub mod case;
+pub mod run;
 pub mod score;
 pub mod text;
 

@@ -1,0 +1,273 @@
+//! Runs: one recorded agent run before confirmation = task + baseline + trace + the submitted
+//! result, with no failure anchor (that is what confirmation adds).
+//!
+//! A run folder holds `run.json` (`sage.run/1`): the case layout without `anchor`, plus an
+//! optional `patch` (the submission as a unified diff against the baseline) and `excluded`
+//! (why the harness recorded the run as invalid: timeout, incomplete generation). A case folder
+//! is also a run: its anchor is ignored ([`Run::from_case`]). [`discover`] finds both.
+
+use crate::case::{self, Case, CaseError, Metadata, TaskContext, TestSpec, TraceSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Version tag of the run manifest.
+pub const RUN_SCHEMA: &str = "sage.run/1";
+/// The manifest's file name inside a run folder.
+pub const RUN_MANIFEST_NAME: &str = "run.json";
+
+/// The manifest of one run, as written in `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunManifest {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// Stable id of the run (defaults to the folder name when empty).
+    #[serde(default)]
+    pub id: String,
+    pub trace: TraceSpec,
+    /// Artefact path → baseline file, relative to the run folder.
+    pub baseline: BTreeMap<String, String>,
+    /// Artefact path → the final file as submitted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub final_state: BTreeMap<String, String>,
+    /// The submission as a unified diff against the baseline (relative to the run folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    pub task: TaskContext,
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// Why the harness recorded this run as invalid (it is counted as excluded, not screened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TestSpec>,
+}
+
+/// A run loaded from disk.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    pub dir: PathBuf,
+    pub manifest: RunManifest,
+    /// Which manifest it came from (`run.json` or `case.json`).
+    pub manifest_path: PathBuf,
+    pub baselines: BTreeMap<String, String>,
+    pub final_files: BTreeMap<String, String>,
+    /// The submitted patch's text, when the manifest names one.
+    pub patch: Option<String>,
+}
+
+impl Run {
+    /// Load the run in `dir`: `run.json`, else `case.json` (a case with its anchor removed).
+    pub fn load(dir: &Path) -> Result<Run, CaseError> {
+        let rpath = dir.join(RUN_MANIFEST_NAME);
+        if !rpath.is_file() {
+            return Case::load(dir).map(Run::from_case);
+        }
+        let text = case::read_text(&rpath)?;
+        let manifest: RunManifest =
+            serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
+                path: rpath.display().to_string(),
+                msg: e.to_string(),
+            })?;
+        Run::from_manifest(dir, manifest)
+    }
+
+    /// A case seen as a run: everything but the anchor.
+    pub fn from_case(c: Case) -> Run {
+        let m = c.manifest;
+        Run {
+            id: c.id,
+            manifest_path: c.dir.join(case::MANIFEST_NAME),
+            dir: c.dir,
+            manifest: RunManifest {
+                schema: RUN_SCHEMA.into(),
+                id: m.id,
+                trace: m.trace,
+                baseline: m.baseline,
+                final_state: m.final_state,
+                patch: None,
+                task: m.task,
+                metadata: m.metadata,
+                excluded: None,
+                note: m.note,
+                tests: m.tests,
+            },
+            baselines: c.baselines,
+            final_files: c.final_files,
+            patch: None,
+        }
+    }
+
+    /// Build a run from a manifest whose relative paths resolve against `dir`.
+    pub fn from_manifest(dir: &Path, manifest: RunManifest) -> Result<Run, CaseError> {
+        let mpath = dir.join(RUN_MANIFEST_NAME);
+        let invalid = |msg: String| CaseError::Invalid {
+            path: mpath.display().to_string(),
+            msg,
+        };
+        if manifest.schema != RUN_SCHEMA {
+            return Err(invalid(format!(
+                "schema is {:?}, expected {:?}",
+                manifest.schema, RUN_SCHEMA
+            )));
+        }
+        if manifest.trace.files.is_empty() {
+            return Err(invalid("trace.files is empty".into()));
+        }
+        if manifest.baseline.is_empty() {
+            return Err(invalid(
+                "baseline names no artefact (a run needs the files the agent started from)".into(),
+            ));
+        }
+        let file = |what: &str, rel: &str| -> Result<String, CaseError> {
+            let p = dir.join(rel);
+            if !p.is_file() {
+                return Err(invalid(format!("{what}: file {} is missing", p.display())));
+            }
+            case::read_text(&p)
+        };
+        let mut baselines = BTreeMap::new();
+        for (a, f) in &manifest.baseline {
+            baselines.insert(a.clone(), file(&format!("baseline of {a:?}"), f)?);
+        }
+        let mut final_files = BTreeMap::new();
+        for (a, f) in &manifest.final_state {
+            final_files.insert(a.clone(), file(&format!("final_state of {a:?}"), f)?);
+        }
+        let patch = match &manifest.patch {
+            None => None,
+            Some(p) => Some(file("patch", p)?),
+        };
+        for f in &manifest.trace.files {
+            if !dir.join(f).is_file() {
+                return Err(invalid(format!(
+                    "trace file {} is missing",
+                    dir.join(f).display()
+                )));
+            }
+        }
+        let id = if manifest.id.is_empty() {
+            dir.file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "run".into())
+        } else {
+            manifest.id.clone()
+        };
+        Ok(Run {
+            id,
+            dir: dir.to_path_buf(),
+            manifest,
+            manifest_path: mpath,
+            baselines,
+            final_files,
+            patch,
+        })
+    }
+
+    /// The framework: the trace's adapter name, else the metadata's.
+    pub fn framework(&self) -> Option<String> {
+        self.manifest
+            .trace
+            .framework
+            .clone()
+            .or_else(|| self.manifest.metadata.framework.clone())
+    }
+}
+
+/// Every run folder (holding `run.json` or `case.json`) under `root`, sorted by path.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
+    if !root.exists() {
+        return Err(CaseError::Io {
+            path: root.display().to_string(),
+            msg: "no such file or directory".into(),
+        });
+    }
+    let is_manifest = |n: &std::ffi::OsStr| n == RUN_MANIFEST_NAME || n == case::MANIFEST_NAME;
+    if root.is_file() {
+        return Ok(match root.file_name() {
+            Some(n) if is_manifest(n) => {
+                vec![root.parent().unwrap_or(Path::new(".")).to_path_buf()]
+            }
+            _ => Vec::new(),
+        });
+    }
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file() && is_manifest(e.file_name()))
+        .filter_map(|e| e.path().parent().map(Path::to_path_buf))
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    const RUN: &str = r#"{"schema":"sage.run/1","trace":{"files":["t.json"]},
+        "baseline":{"app.py":"base/app.py"},"patch":"p.diff",
+        "task":{"description":"fix it"},"metadata":{"framework":"aider"}}"#;
+
+    #[test]
+    fn a_run_loads_with_its_patch_and_no_anchor() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "run.json", RUN);
+        write(d.path(), "t.json", "[]");
+        write(d.path(), "base/app.py", "x = 1\n");
+        write(d.path(), "p.diff", "--- a/app.py\n+++ b/app.py\n");
+        let r = Run::load(d.path()).unwrap();
+        assert_eq!(r.baselines["app.py"], "x = 1\n");
+        assert!(r.patch.as_deref().unwrap().starts_with("--- a/app.py"));
+        assert_eq!(r.framework().as_deref(), Some("aider"));
+    }
+
+    #[test]
+    fn a_run_without_a_baseline_names_its_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "run.json",
+            &RUN.replace(r#"{"app.py":"base/app.py"}"#, "{}"),
+        );
+        write(d.path(), "t.json", "[]");
+        let e = Run::load(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("run.json") && e.contains("baseline names no artefact"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_missing_patch_file_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "run.json", RUN);
+        write(d.path(), "t.json", "[]");
+        write(d.path(), "base/app.py", "x = 1\n");
+        let e = Run::load(d.path()).unwrap_err().to_string();
+        assert!(e.contains("patch: file") && e.contains("p.diff"), "{e}");
+    }
+
+    #[test]
+    fn discover_finds_runs_and_cases() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "a/run.json", "{}");
+        write(d.path(), "b/case.json", "{}");
+        write(d.path(), "c/other.json", "{}");
+        let found = discover(d.path()).unwrap();
+        assert_eq!(found, vec![d.path().join("a"), d.path().join("b")]);
+    }
+}

@@ -5,6 +5,7 @@
 pub mod agree;
 mod annotate;
 mod cache;
+mod confirm;
 mod explain;
 mod judges;
 mod localize;
@@ -53,6 +54,8 @@ pub enum Command {
     View(view::Args),
     /// Screen agent patches L0-L3 for silent-failure candidates (paper §3.2.4).
     Screen(screen::ScreenArgs),
+    /// Manual confirmation of candidates: blinded packets out, sheets in, Table 3.
+    Confirm(confirm::Args),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
     Agree(agree::AgreeArgs),
     /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
@@ -77,6 +80,7 @@ pub fn run() -> i32 {
         Command::Screen(a) => screen::run(a),
         Command::Annotate(a) => annotate::run(a),
         Command::View(a) => view::run(a),
+        Command::Confirm(a) => confirm::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
         Command::Cache(a) => cache::run(a),

@@ -14,6 +14,7 @@ mod adapters_events;
 mod agree;
 mod architecture;
 mod corpus;
+mod funnel;
 mod judges;
 mod localize;
 mod reliability;

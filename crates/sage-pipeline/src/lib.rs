@@ -6,6 +6,7 @@
 //! The pipeline never parses flags, prints or exits: that is the CLI's job.
 
 pub mod annotate;
+pub mod confirm;
 pub mod from_results;
 pub mod localize;
 pub mod replay;

@@ -52,8 +52,10 @@ pub fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError
 }
 
 /// The submission applied to the baselines: every file section of the unified diff, in
-/// order. A section that does not apply is an error naming the patch and the file.
-pub fn apply_patch(r: &Run, patch: &str) -> Result<Finals, String> {
+/// order. A section that does not apply to a baseline is an error naming the patch and the
+/// file. A section that edits a file the run does not hold (the run keeps only part of the
+/// repository) cannot be applied and is returned as a note; new files are kept.
+pub fn apply_patch(r: &Run, patch: &str) -> Result<(Finals, Vec<String>), String> {
     let name = r.manifest.patch.as_deref().unwrap_or("patch");
     let parsed = sage_adapters::edits::unified_diffs(patch);
     if let Some(u) = parsed.uninterpreted.first() {
@@ -71,12 +73,22 @@ pub fn apply_patch(r: &Run, patch: &str) -> Result<Finals, String> {
         ));
     }
     let mut finals: Finals = BTreeMap::new();
+    let mut notes = Vec::new();
     for e in parsed.edits {
         let current = match finals.get(&e.path) {
             Some(c) => c.clone(),
             None => r.baselines.get(&e.path).cloned(),
         };
-        let applied = sage_history::apply(current.as_deref(), &e.op).map_err(|why| {
+        let held = current.is_some() || r.baselines.contains_key(&e.path);
+        let applied = sage_history::apply(current.as_deref(), &e.op);
+        if applied.is_err() && !held {
+            notes.push(format!(
+                "patch {name}: the section for {} edits a file the run does not hold (not screened)",
+                e.path
+            ));
+            continue;
+        }
+        let applied = applied.map_err(|why| {
             format!(
                 "{}: patch {name}: the section for {} does not apply: {why}",
                 r.dir.display(),
@@ -85,7 +97,7 @@ pub fn apply_patch(r: &Run, patch: &str) -> Result<Finals, String> {
         })?;
         finals.insert(e.path, applied.content);
     }
-    Ok(finals)
+    Ok((finals, notes))
 }
 
 /// Artefact → final content (None: deleted).
@@ -151,7 +163,10 @@ pub fn unit_from_run(c: &Run) -> Result<Unit, String> {
             .map(|(k, v)| (k.clone(), Some(v.clone())))
             .collect())
     } else if let Some(p) = &c.patch {
-        apply_patch(c, p)
+        apply_patch(c, p).map(|(f, notes)| {
+            unit.notes = notes;
+            f
+        })
     } else {
         replay_final(c).map(|(f, notes)| {
             unit.notes = notes;

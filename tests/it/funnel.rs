@@ -517,3 +517,202 @@ fn a_sarif_log_in_a_run_folder_becomes_the_first_proposal() {
     assert_eq!(p["category"], "vulnerability-introduced");
     assert_eq!(p["target_family"], true);
 }
+
+/// Run scripts/validate_sarif.py on `log`; `None` (after one printed line) when the
+/// validator is not installed (scripts/setup.sh installs it; CI has it).
+fn validate_sarif(log: &Path) -> Option<String> {
+    let out = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/validate_sarif.py"
+        ))
+        .arg(log)
+        .output();
+    match out {
+        Ok(o) if o.status.code() == Some(3) || o.status.code().is_none() => {
+            println!(
+                "skipped: SARIF validator unavailable ({})",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            None
+        }
+        Ok(o) => Some(format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            if o.status.success() { "" } else { "INVALID" }
+        )),
+        Err(e) => {
+            println!("skipped: SARIF validator unavailable (python3: {e})");
+            None
+        }
+    }
+}
+
+fn sarif_of_pair(base: &str, fin: &str) -> Value {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("app.orig.py"), base).unwrap();
+    std::fs::write(d.path().join("app.py"), fin).unwrap();
+    let out = sage()
+        .args(["screen", "--pairs"])
+        .arg(d.path())
+        .args(["--cwe", "CWE-78", "--no-bandit", "--format", "sarif"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn screen_sarif_carries_cwe_taxonomy_severity_fingerprints_baseline_state_and_suppressions() {
+    let base = "import subprocess\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n";
+    // The agent keeps the inherited shell call, adds an eval silenced with `# nosec`.
+    let fin = "import subprocess\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n\n\
+               def calc(expr):\n    return eval(expr)  # nosec\n";
+    let v = sarif_of_pair(base, fin);
+    let run = &v["runs"][0];
+    assert_eq!(run["taxonomies"][0]["name"], "CWE");
+    let taxa: Vec<&str> = run["taxonomies"][0]["taxa"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let rule = |id: &str| rules.iter().find(|r| r["id"] == id).unwrap();
+    let shell = rule("L3/SNK_SUBPROCESS_SHELL");
+    let rel = &shell["relationships"][0]["target"];
+    assert_eq!(rel["toolComponent"]["name"], "CWE");
+    assert_eq!(
+        taxa[rel["index"].as_u64().unwrap() as usize],
+        rel["id"].as_str().unwrap()
+    );
+    assert!(shell["properties"]["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t.as_str().unwrap().starts_with("external/cwe/cwe-")));
+    assert!(shell["properties"]["security-severity"].is_string());
+    let results = run["results"].as_array().unwrap();
+    let on_line = |rule: &str, line: u64| {
+        results
+            .iter()
+            .find(|r| {
+                r["ruleId"] == rule
+                    && r["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+            })
+            .unwrap_or_else(|| panic!("no {rule} on line {line}: {results:#?}"))
+    };
+    // Line 4 is inherited, line 7 is the agent's and carries its `# nosec`.
+    assert_eq!(
+        on_line("L3/SNK_SUBPROCESS_SHELL", 4)["baselineState"],
+        "unchanged"
+    );
+    let eval = on_line("L3/SNK_EVAL", 7);
+    assert_eq!(eval["baselineState"], "new");
+    assert_eq!(eval["suppressions"][0]["kind"], "inSource");
+    assert!(on_line("L3/SNK_SUBPROCESS_SHELL", 4)
+        .get("suppressions")
+        .is_none());
+    // Fingerprints survive moved lines (two blank lines on top) and differ between results.
+    let moved = sarif_of_pair(base, &format!("\n\n{fin}"));
+    let fps = |v: &Value| -> BTreeMap<String, String> {
+        v["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["partialFingerprints"]["sage/v1"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    r["ruleId"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(fps(&v), fps(&moved));
+    assert_eq!(fps(&v).len(), results.len());
+    // The whole log validates against the SARIF 2.1.0 schema.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("screen.sarif");
+    std::fs::write(&p, v.to_string()).unwrap();
+    if let Some(out) = validate_sarif(&p) {
+        assert!(!out.contains("INVALID"), "{out}");
+    }
+    // The validator can fail: a bad baselineState is reported.
+    let mut bad = v.clone();
+    bad["runs"][0]["results"][0]["baselineState"] = "bogus".into();
+    std::fs::write(&p, bad.to_string()).unwrap();
+    if let Some(out) = validate_sarif(&p) {
+        assert!(
+            out.contains("INVALID") && out.contains("baselineState"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn screen_sarif_of_susvibes_validates() {
+    let Some(sv) = susvibes() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("sv.sarif");
+    sage()
+        .arg("screen")
+        .arg(&sv)
+        .args(["--no-bandit", "--format", "sarif", "-o"])
+        .arg(&p)
+        .assert()
+        .success();
+    if let Some(out) = validate_sarif(&p) {
+        assert!(!out.contains("INVALID"), "{out}");
+    }
+}
+
+#[test]
+fn localize_sarif_locates_the_anchor_and_relates_the_origin_and_the_write() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("loc.sarif");
+    sage()
+        .args(["localize", CORPUS, "--no-write", "--sarif"])
+        .arg(&p)
+        .current_dir(d.path())
+        .assert()
+        .success();
+    let v = read_json(&p);
+    let run = &v["runs"][0];
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 15);
+    // ag2-defect-systemrandom: anchor on app.py line 16, origin turn 1 = introducing write 1
+    // (the case's expected block; tests/it/corpus.rs asserts the same through results.json).
+    let r = results
+        .iter()
+        .find(|r| r["properties"]["case"] == "ag2-defect-systemrandom")
+        .unwrap();
+    let loc = &r["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "app.py");
+    // The anchor `session['id'] = sysrand.randint(1, 100)` stands on line 16 of app.py as
+    // the trace's last write leaves it (chat.json /chat_history/3/content: message line 19,
+    // after three lines of prose and fence).
+    assert_eq!(loc["region"]["startLine"], 16);
+    let rel = r["relatedLocations"].as_array().unwrap();
+    assert!(rel[0]["message"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("origin: turn 1"));
+    assert!(rel[1]["message"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("introducing write 1"));
+    let b = rel[0]["physicalLocation"]["artifactLocation"]["uriBaseId"]
+        .as_str()
+        .unwrap();
+    assert!(run["originalUriBaseIds"][b]["uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("/ag2-defect-systemrandom/"));
+    assert_eq!(r["taxa"][0]["id"], "338");
+    if let Some(out) = validate_sarif(&p) {
+        assert!(!out.contains("INVALID"), "{out}");
+    }
+}

@@ -12,4 +12,5 @@ pub mod localize;
 pub mod replay;
 pub mod report;
 pub mod results;
+pub mod sarif_view;
 pub mod view;

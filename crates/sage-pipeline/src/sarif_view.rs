@@ -1,0 +1,264 @@
+//! A SARIF 2.1.0 view of localize results: one result per case and judge run, located at the
+//! failure anchor (the fragment's lines in the final artefact), with the origin turn and the
+//! introducing write as related locations into the trace (byte, line or JSON-pointer
+//! position of the raw record they come from). The anchor's CWE is a result-level `taxa`
+//! reference into the run's CWE taxonomy.
+//!
+//! Trace files are addressed relative to their case folder through one `originalUriBaseIds`
+//! entry per case (`CASE1`, `CASE2`, …), so the log stays valid when the artefact paths are
+//! repository paths.
+
+use crate::results::{CaseResult, ResultSet};
+use sage_screen::sarif::{cwe_relationship, cwe_taxonomy};
+use sage_trace::run::Run;
+use sage_trace::{CanonicalTrace, Locator, RawRef};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+fn region_of(raw: &RawRef) -> (Option<Value>, Option<String>) {
+    match &raw.at {
+        Locator::Bytes { start, end } => (
+            Some(json!({"byteOffset": start, "byteLength": end.saturating_sub(*start)})),
+            None,
+        ),
+        Locator::Lines { start, end } => (
+            Some(json!({"startLine": (*start).max(1), "endLine": (*end).max(*start).max(1)})),
+            None,
+        ),
+        Locator::Json {
+            line,
+            pointer,
+            inner,
+        } => (
+            line.map(|l| json!({"startLine": l.max(1)})),
+            Some(match inner {
+                Some(i) => format!("{pointer} → {i}"),
+                None => pointer.clone(),
+            }),
+        ),
+        Locator::Synthetic { .. } => (None, None),
+    }
+}
+
+fn related(id: usize, text: String, raw: &RawRef, base: &str) -> Option<Value> {
+    if matches!(raw.at, Locator::Synthetic { .. }) {
+        return None;
+    }
+    let (region, pointer) = region_of(raw);
+    let mut phys = json!({"artifactLocation": {"uri": raw.file, "uriBaseId": base}});
+    if let Some(r) = region {
+        phys["region"] = r;
+    }
+    let mut v = json!({"id": id, "message": {"text": text}, "physicalLocation": phys});
+    if let Some(p) = pointer {
+        v["properties"] = json!({"jsonPointer": p});
+    }
+    Some(v)
+}
+
+/// The turn's first raw record: its message, else its first tool call, else its first write.
+fn turn_raw(trace: &CanonicalTrace, turn: usize) -> Option<&RawRef> {
+    let t = trace.turns.iter().find(|t| t.index == turn)?;
+    t.message
+        .as_ref()
+        .map(|m| &m.raw)
+        .or_else(|| t.tool_calls.first().map(|c| &c.raw))
+        .or_else(|| t.writes.first().map(|w| &w.raw))
+}
+
+/// Write `n` (1-based, trace order).
+fn write_raw(trace: &CanonicalTrace, n: usize) -> Option<&RawRef> {
+    trace
+        .turns
+        .iter()
+        .flat_map(|t| t.writes.iter())
+        .nth(n.checked_sub(1)?)
+        .map(|w| &w.raw)
+}
+
+/// The anchor fragment's 1-based line span in the final artefact.
+fn anchor_lines(run: &Run, r: &CaseResult) -> Option<(usize, usize)> {
+    let frag = r.anchor.fragment.as_deref()?;
+    let unit = crate::replay::unit_from_run(run).ok()?;
+    let fin = unit
+        .artefacts
+        .iter()
+        .find(|a| a.path == r.anchor.artefact)?
+        .final_content
+        .clone()?;
+    let at = fin.find(frag)?;
+    let start = fin[..at].matches('\n').count() + 1;
+    Some((start, start + frag.matches('\n').count()))
+}
+
+fn file_uri(dir: &Path) -> String {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut s = abs.display().to_string().replace('\\', "/");
+    if !s.starts_with('/') {
+        s.insert(0, '/');
+    }
+    if !s.ends_with('/') {
+        s.push('/');
+    }
+    format!("file://{}", s.replace(' ', "%20"))
+}
+
+/// The result set as a SARIF 2.1.0 log. A case whose folder or trace can no longer be read
+/// keeps its result, without the locations that need them.
+pub fn to_sarif(set: &ResultSet) -> Value {
+    let mut cwes = BTreeSet::new();
+    for r in &set.results {
+        if let Some(c) = sage_screen::l3::parse_cwe(&r.anchor.cwe) {
+            cwes.insert(c);
+        }
+    }
+    let (taxonomy, cwe_index) = cwe_taxonomy(&cwes);
+    let mut rule_ids: BTreeMap<String, String> = BTreeMap::new();
+    let mut bases = serde_json::Map::new();
+    let mut results = Vec::new();
+    let mut case_base: BTreeMap<String, String> = BTreeMap::new();
+    for r in &set.results {
+        let v = serde_json::to_value(r).unwrap_or(Value::Null);
+        let origin = &v["origin"];
+        let kind = origin["origin_type"]
+            .as_str()
+            .or_else(|| origin["outcome"].as_str())
+            .unwrap_or("unknown")
+            .to_string();
+        let rule = format!("sage/origin/{kind}");
+        rule_ids.entry(rule.clone()).or_insert_with(|| {
+            format!("The origin of the silent failure is of type {kind} (SAGE origin rule).")
+        });
+        let n = case_base.len() + 1;
+        let base = case_base
+            .entry(r.case_dir.clone())
+            .or_insert_with(|| format!("CASE{n}"))
+            .clone();
+        bases.insert(
+            base.clone(),
+            json!({"uri": file_uri(Path::new(&r.case_dir))}),
+        );
+        let run = Run::load(Path::new(&r.case_dir)).ok();
+        let trace = run.as_ref().and_then(|run| {
+            let files: Vec<sage_adapters::SourceFile> = run
+                .manifest
+                .trace
+                .files
+                .iter()
+                .map(|f| sage_adapters::SourceFile::new(f.clone(), run.dir.join(f)))
+                .collect();
+            sage_adapters::normalize(&files, Some(&r.framework)).ok()
+        });
+        let mut region = None;
+        if let Some((s, e)) = run.as_ref().and_then(|run| anchor_lines(run, r)) {
+            region = Some(json!({"startLine": s, "endLine": e}));
+        }
+        let mut phys = json!({"artifactLocation": {"uri": r.anchor.artefact}});
+        if let Some(reg) = region {
+            phys["region"] = reg;
+        }
+        let origin_turn = origin["origin_turn"].as_u64().map(|x| x as usize);
+        let iw = &v["provenance"]["introducing_write"];
+        let mut rel = Vec::new();
+        if let (Some(t), Some(tr)) = (origin_turn, trace.as_ref()) {
+            if let Some(raw) = turn_raw(tr, t) {
+                rel.extend(related(1, format!("origin: turn {t} ({kind})"), raw, &base));
+            }
+        }
+        if let (Some(w), Some(tr)) = (iw["write"].as_u64(), trace.as_ref()) {
+            if let Some(raw) = write_raw(tr, w as usize) {
+                rel.extend(related(
+                    2,
+                    format!(
+                        "introducing write {w} (turn {})",
+                        iw["turn"].as_u64().unwrap_or(0)
+                    ),
+                    raw,
+                    &base,
+                ));
+            }
+        }
+        let message = match origin_turn {
+            Some(t) => format!(
+                "Silent failure ({}, {}): origin at turn {t} ({kind}). {}",
+                r.anchor.category.as_str(),
+                r.anchor.cwe,
+                r.anchor.description
+            ),
+            None => format!(
+                "Silent failure ({}, {}): no origin turn ({kind}). {}",
+                r.anchor.category.as_str(),
+                r.anchor.cwe,
+                r.anchor.description
+            ),
+        };
+        let fp = hex::encode(Sha256::digest(
+            format!(
+                "{}\0{}\0{}\0{}\0{}",
+                r.case_id,
+                r.anchor.artefact,
+                r.anchor.fragment.as_deref().unwrap_or(""),
+                r.judge.name,
+                r.run
+            )
+            .as_bytes(),
+        ));
+        let mut res = json!({
+            "ruleId": rule,
+            "level": "warning",
+            "message": {"text": message},
+            "locations": [{"physicalLocation": phys}],
+            "partialFingerprints": {"sage/v1": fp},
+            "properties": {
+                "case": r.case_id,
+                "judge": r.judge.name,
+                "run": r.run,
+                "origin": origin,
+                "provenance": v["provenance"]["provenance"],
+            }
+        });
+        if !rel.is_empty() {
+            res["relatedLocations"] = Value::Array(rel);
+        }
+        if let Some(c) = sage_screen::l3::parse_cwe(&r.anchor.cwe) {
+            let mut t = cwe_relationship(c, cwe_index[&c])["target"].clone();
+            t["id"] = json!(c.to_string());
+            res["taxa"] = json!([t]);
+        }
+        results.push(res);
+    }
+    let index: BTreeMap<&String, usize> =
+        rule_ids.keys().enumerate().map(|(i, k)| (k, i)).collect();
+    for r in results.iter_mut() {
+        let id = r["ruleId"].as_str().unwrap_or("").to_string();
+        if let Some(i) = index.get(&id) {
+            r["ruleIndex"] = json!(i);
+        }
+    }
+    let rules: Vec<Value> = rule_ids
+        .iter()
+        .map(|(id, text)| {
+            json!({"id": id, "shortDescription": {"text": text},
+                   "properties": {"tags": ["security", "silent-failure-origin"]}})
+        })
+        .collect();
+    json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "sage-localize",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+                "supportedTaxonomies": [{"name": "CWE", "index": 0}],
+            }},
+            "originalUriBaseIds": bases,
+            "taxonomies": [taxonomy],
+            "results": results,
+        }]
+    })
+}

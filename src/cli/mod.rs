@@ -12,6 +12,7 @@ mod localize;
 pub mod reliability;
 pub mod screen;
 mod shards;
+mod study;
 pub mod szz;
 mod view;
 
@@ -56,6 +57,9 @@ pub enum Command {
     Screen(screen::ScreenArgs),
     /// Manual confirmation of candidates: blinded packets out, sheets in, Table 3.
     Confirm(confirm::Args),
+    /// The whole funnel on a folder of runs: screen, propose, export; with --sheets: import,
+    /// Table 3, localize.
+    Study(study::Args),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
     Agree(agree::AgreeArgs),
     /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
@@ -81,6 +85,7 @@ pub fn run() -> i32 {
         Command::Annotate(a) => annotate::run(a),
         Command::View(a) => view::run(a),
         Command::Confirm(a) => confirm::run(a),
+        Command::Study(a) => study::run(a),
         Command::Agree(a) => Ok(agree::run(a)),
         Command::Szz(a) => Ok(szz::run(a)),
         Command::Cache(a) => cache::run(a),

@@ -716,3 +716,48 @@ fn localize_sarif_locates_the_anchor_and_relates_the_origin_and_the_write() {
         assert!(!out.contains("INVALID"), "{out}");
     }
 }
+
+#[test]
+fn study_runs_the_funnel_in_two_commands() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("study");
+    sage()
+        .args([
+            "study",
+            CORPUS,
+            "--no-bandit",
+            "--all",
+            "--sample",
+            "5",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("## Table 2."));
+    for f in [
+        "screen.json",
+        "screen.sarif",
+        "table2.md",
+        "packets/key.json",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let packets = out.join("packets");
+    fill_sheet(&packets, "R1", 0);
+    fill_sheet(&packets, "R2", 0);
+    sage()
+        .args(["study", CORPUS, "--out"])
+        .arg(&out)
+        .arg("--sheets")
+        .arg(packets.join("sheet-R1.csv"))
+        .arg(packets.join("sheet-R2.csv"))
+        .current_dir(d.path())
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("14 confirmed case folders"))
+        .stdout(predicates::str::contains("| Cohen's κ |"));
+    let set = read_json(&out.join("results/results.json"));
+    assert_eq!(set["results"].as_array().unwrap().len(), 14);
+    assert!(out.join("table3.md").is_file() && out.join("localize.sarif").is_file());
+}

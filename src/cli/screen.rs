@@ -102,7 +102,14 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
     }
     let mut external = Vec::new();
     for f in &a.sarif {
-        external.extend(sage_screen::sarif_in::read(f, &units).map_err(anyhow::Error::msg)?);
+        match sage_screen::sarif_in::read(f, &units) {
+            Ok(x) => external.extend(x),
+            // A bad log is bad input: named, exit 1, nothing screened on a partial view.
+            Err(e) => {
+                eprintln!("sage: error: {e}");
+                return Ok(super::EXIT_INPUT_FAILED);
+            }
+        }
     }
     let mut report = sage_screen::screen(&units, &opts);
     sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);

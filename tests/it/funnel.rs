@@ -478,7 +478,7 @@ fn bad_sheets_and_logs_name_the_file_and_line() {
         .args(["screen", CORPUS, "--no-bandit", "--sarif"])
         .arg(&log)
         .assert()
-        .failure()
+        .code(1)
         .stderr(predicates::str::contains(log.display().to_string()))
         .stderr(predicates::str::contains("SARIF version \"2.0.0\""));
 }

@@ -179,6 +179,7 @@ fn assert_complete_and_verified(
                     }
                     TurnOutcome::Administrative { .. } => assert_eq!(k + 1, 2),
                     TurnOutcome::Failed { reason, .. } => panic!("turn {} failed: {reason}", k + 1),
+                    TurnOutcome::ContextOverflow { .. } => panic!("turn {} overflowed", k + 1),
                 }
             }
         }
@@ -751,4 +752,149 @@ fn merged_shards_equal_the_unsharded_run() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("overlap"));
+}
+
+/// A long trace under a small context budget, for both APIs: every request fits the budget,
+/// carries turn k whole and no text of any later turn (each turn's `MARK-<i>-` sentinel is
+/// checked in every captured body), the recorded `context` matches what the body holds, the
+/// recorded hash is the body's, and a turn too large for any request is `context-overflow`
+/// while every other turn is still scored.
+#[test]
+fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
+    const N: usize = 90;
+    const HUGE: usize = 45;
+    const CONTEXT: u64 = 12_000;
+    let mut t = CanonicalTrace::new("test", vec!["long.md".into()]);
+    let mut raw = String::new();
+    for i in 1..=N {
+        let pad = if i == HUGE { 80_000 } else { 600 };
+        let text = format!(
+            "MARK-{i}- we validate the redirect target {}",
+            "y".repeat(pad)
+        );
+        raw.push_str(&text);
+        raw.push('\n');
+        let mut turn = Turn::new(
+            Actor::new("coder", Some("assistant")),
+            TurnKind::Implementation,
+        );
+        turn.message = Some(TextItem {
+            text,
+            raw: RawRef::lines("long.md", i, i),
+        });
+        t.push_turn(turn);
+    }
+    let mut store = RawStore::new();
+    store.insert("long.md", raw.into_bytes());
+    let traces = vec![(t, store)];
+    for spec in ["openai:fake-model", "anthropic:fake-model"] {
+        let server = FakeServer::start(Duration::ZERO);
+        let base = if spec.starts_with("openai") {
+            server.openai_base()
+        } else {
+            server.anthropic_base()
+        };
+        let ledger = tempfile::tempdir().unwrap();
+        let session = JudgeSession::new(
+            &config(),
+            JudgeOptions {
+                ledger_dir: Some(ledger.path().to_path_buf()),
+                concurrency: 8,
+                timeout: Some(Duration::from_secs(5)),
+                retry: Some(fast_retry()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let parsed = sage_judge::spec::JudgeSpec::parse(spec).unwrap();
+        let mut s = session.llm_settings(&parsed).unwrap().unwrap();
+        s.base_url = base;
+        s.api_key = sage_llm::ApiKey::new(KEY);
+        let mut llm = sage_judge::llm::LlmJudge::new(s, session.parts.clone()).unwrap();
+        llm.set_context_tokens(CONTEXT);
+        let budget = llm.prompt_budget();
+        let llm = Arc::new(llm);
+        let st = Setup {
+            judge: BuiltJudge {
+                judge: llm.clone(),
+                llm: Some(llm),
+            },
+            session,
+        };
+        let out = score(&st, &traces, 1);
+        assert!(out.stopped.is_none(), "{spec}: {:?}", out.stopped);
+        let ts = out.get(0, 0, 0, 1).unwrap();
+        let reqs = server.requests();
+        let by_hash: std::collections::HashMap<String, &Captured> = reqs
+            .iter()
+            .map(|r| {
+                use sha2::Digest;
+                (hex::encode(sha2::Sha256::digest(r.body.as_bytes())), r)
+            })
+            .collect();
+        for r in &reqs {
+            let k = scored_turn(r);
+            assert!(
+                (r.body.len() as u64).div_ceil(4) <= budget,
+                "{spec}: request for turn {k} is over budget"
+            );
+            for j in k + 1..=N {
+                assert!(
+                    !r.body.contains(&format!("MARK-{j}-")),
+                    "{spec}: turn {j} reached the request for turn {k}"
+                );
+            }
+            assert!(r.body.contains(&format!("MARK-{k}-")));
+        }
+        let mut digested = 0;
+        for o in &ts.turns {
+            match o {
+                TurnOutcome::Scored(s) => {
+                    let r = by_hash.get(&s.prompt_hash).expect("hash of a sent body");
+                    match &s.context {
+                        None => {
+                            for j in 1..=s.turn {
+                                assert!(r.body.contains(&format!("MARK-{j}-")));
+                            }
+                        }
+                        Some(c) => {
+                            digested += 1;
+                            assert_eq!(c.whole, vec![[c.digested[0][1] + 1, s.turn]]);
+                            assert_eq!(c.digested[0][0], 1);
+                            for j in 1..=s.turn {
+                                let whole = j > c.digested[0][1];
+                                assert_eq!(
+                                    r.body.contains(&format!("## Turn {j} (")),
+                                    whole,
+                                    "{spec}: turn {j} in the request for {}",
+                                    s.turn
+                                );
+                            }
+                            assert!(c.prompt_tokens <= c.budget_tokens);
+                        }
+                    }
+                }
+                TurnOutcome::ContextOverflow {
+                    turn,
+                    needed_tokens,
+                    budget_tokens,
+                } => {
+                    assert_eq!(*turn, HUGE, "{spec}");
+                    assert!(needed_tokens > budget_tokens);
+                }
+                other => panic!("{spec}: unexpected {other:?}"),
+            }
+        }
+        assert!(
+            matches!(ts.turns[HUGE - 1], TurnOutcome::ContextOverflow { .. }),
+            "{spec}"
+        );
+        assert!(digested > 30, "{spec}: only {digested} digested requests");
+        assert_eq!(
+            reqs.len(),
+            N - 1,
+            "{spec}: the overflowing turn is never sent"
+        );
+        assert_eq!(ts.failures(), vec![HUGE]);
+    }
 }

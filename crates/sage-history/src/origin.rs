@@ -513,6 +513,7 @@ mod tests {
                     quotes: vec![],
                     prompt_hash: String::new(),
                     attempts: 1,
+                    context: None,
                 })
             });
         }

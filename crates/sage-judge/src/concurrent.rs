@@ -186,6 +186,7 @@ pub async fn score_traces_concurrently(
                                     );
                                     Some(&st.turns_failed)
                                 }
+                                TurnOutcome::ContextOverflow { .. } => Some(&st.turns_overflowed),
                                 TurnOutcome::Administrative { .. } => None,
                             };
                             if let Some(c) = c {

@@ -32,6 +32,10 @@ pub struct Config {
     /// Model-name prefix → price; overrides the built-in table.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Model-name prefix → context budget in tokens; overrides
+    /// `rubrics/context-windows.toml`.
+    #[serde(default)]
+    pub context_windows: BTreeMap<String, u64>,
     /// Other sections, for other stages.
     #[serde(flatten)]
     pub other: BTreeMap<String, toml::Value>,
@@ -64,6 +68,44 @@ pub struct NamedJudge {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// Tokens one request may fill, prompt and output (default: the model's entry in
+    /// `rubrics/context-windows.toml`). Longer prefixes are digested (docs/judges.md).
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+}
+
+/// The embedded context budgets of known models (`rubrics/context-windows.toml`).
+pub const EMBEDDED_CONTEXT_WINDOWS: &str = include_str!("../rubrics/context-windows.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextWindowsFile {
+    default: u64,
+    models: BTreeMap<String, u64>,
+}
+
+fn embedded_windows() -> &'static ContextWindowsFile {
+    static W: std::sync::OnceLock<ContextWindowsFile> = std::sync::OnceLock::new();
+    W.get_or_init(|| {
+        toml::from_str(EMBEDDED_CONTEXT_WINDOWS).expect("the embedded context windows parse")
+    })
+}
+
+/// The context budget of `model`: `overrides` (`[context_windows]` in sage.toml) first, then
+/// the embedded table, longest model-name prefix wins; the table's `default` otherwise.
+pub fn default_context_tokens(model: &str, overrides: &BTreeMap<String, u64>) -> u64 {
+    let bare = model.rsplit('/').next().unwrap_or(model); // openrouter-style `vendor/model`
+    let best = |table: &BTreeMap<String, u64>| {
+        table
+            .iter()
+            .filter(|(p, _)| model.starts_with(p.as_str()) || bare.starts_with(p.as_str()))
+            .max_by_key(|(p, _)| p.len())
+            .map(|(_, v)| *v)
+    };
+    let w = embedded_windows();
+    best(overrides)
+        .or_else(|| best(&w.models))
+        .unwrap_or(w.default)
 }
 
 /// A config file that cannot be used.
@@ -101,6 +143,11 @@ impl Config {
             }
             if j.backend != "lexicon" && j.model.as_deref().is_none_or(str::is_empty) {
                 return Err(err(format!("judges.{name}: model is missing")));
+            }
+            if j.context_tokens.is_some_and(|t| t < 1024) {
+                return Err(err(format!(
+                    "judges.{name}: context_tokens must be at least 1024"
+                )));
             }
         }
         c.path = Some(PathBuf::from(path));
@@ -151,6 +198,31 @@ level = 2
         assert_eq!(c.judges["gpt"].model.as_deref(), Some("gpt-4.1-mini"));
         assert_eq!(c.prices["gpt-4.1-mini"].output, 1.6);
         assert!(c.other.contains_key("screen"));
+    }
+
+    #[test]
+    fn context_budgets_come_from_the_judge_the_table_or_the_default() {
+        let c = Config::parse(
+            "[judges.g]\nbackend = \"openai\"\nmodel = \"gpt-4o\"\ncontext_tokens = 50000\n\
+             [context_windows]\n\"my-local\" = 8192\n",
+            "sage.toml",
+        )
+        .unwrap();
+        assert_eq!(c.judges["g"].context_tokens, Some(50000));
+        let none = BTreeMap::new();
+        assert_eq!(default_context_tokens("gpt-4o-2024-08-06", &none), 100000);
+        assert_eq!(default_context_tokens("openai/gpt-4.1-mini", &none), 830000);
+        assert_eq!(default_context_tokens("claude-sonnet-4-5", &none), 160000);
+        assert_eq!(
+            default_context_tokens("my-local-7b", &c.context_windows),
+            8192
+        );
+        assert_eq!(default_context_tokens("something-else", &none), 32000);
+        assert!(Config::parse(
+            "[judges.g]\nbackend = \"openai\"\nmodel = \"m\"\ncontext_tokens = 10\n",
+            "s.toml"
+        )
+        .is_err());
     }
 
     #[test]

@@ -27,7 +27,7 @@ use serde::Serialize;
 /// The score records a judge produces (defined in `sage-trace`, where every later stage
 /// reads them).
 pub use sage_trace::score::{
-    Dimension, DimensionScore, JudgeId, Judgment, TraceScores, TurnOutcome, TurnScore,
+    ContextUse, Dimension, DimensionScore, JudgeId, Judgment, TraceScores, TurnOutcome, TurnScore,
     VerifiedQuote,
 };
 
@@ -43,6 +43,10 @@ pub struct TurnRequest<'a> {
     /// The trace's prefix hashes, when the caller computed them once for every turn.
     #[serde(skip)]
     chain: Option<&'a PrefixChain>,
+    /// How many turns of the prefix precede `turns[0]` (0 for a request built by
+    /// [`TurnRequest::prefix`]; non-zero only for a part made by [`TurnRequest::part`]).
+    #[serde(skip)]
+    offset: usize,
 }
 
 impl<'a> TurnRequest<'a> {
@@ -57,6 +61,7 @@ impl<'a> TurnRequest<'a> {
             turns: &trace.turns[..k],
             feedback: None,
             chain: None,
+            offset: 0,
         })
     }
 
@@ -68,13 +73,31 @@ impl<'a> TurnRequest<'a> {
         self
     }
 
+    /// Turns `from+1..=to` of this request (1-based, clamped to `1..=k`) as a request of
+    /// their own, for rendering part of a prefix (the context digest). It can only narrow the
+    /// prefix, never reach past turn k; its `k()` is `to`. A part is rendered, never hashed
+    /// as a request of the trace (its hash covers only its own turns).
+    pub fn part(&self, from: usize, to: usize) -> TurnRequest<'a> {
+        let k = self.k();
+        let to = to.clamp(self.offset + 1, k);
+        let from = from.clamp(self.offset, to - 1);
+        TurnRequest {
+            task: self.task,
+            turns: &self.turns[from - self.offset..to - self.offset],
+            feedback: self.feedback.clone(),
+            chain: None,
+            offset: from,
+        }
+    }
+
     /// The turn being scored.
     pub fn target(&self) -> &'a Turn {
         self.turns.last().expect("a prefix is never empty")
     }
 
+    /// The index of the turn being scored (1-based).
     pub fn k(&self) -> usize {
-        self.turns.len()
+        self.offset + self.turns.len()
     }
 
     /// The chained sha256 (hex) of the request's content: task context, turns 1..=k,
@@ -86,7 +109,9 @@ impl<'a> TurnRequest<'a> {
             Some(h) => h,
             None => {
                 fresh = PrefixChain::new(self.task, self.turns);
-                fresh.get(k).expect("a prefix is never empty")
+                fresh
+                    .get(self.turns.len())
+                    .expect("a prefix is never empty")
             }
         };
         prefix::request_hash(h, self.feedback.as_deref())
@@ -108,6 +133,10 @@ pub enum JudgeError {
     /// A spending limit was reached.
     #[error("budget reached: {0}")]
     Budget(String),
+    /// Turn k does not fit the judge's context budget even with every earlier turn
+    /// digested: a per-turn outcome, never a reason to stop.
+    #[error("context overflow: the smallest request for the turn needs ~{needed} tokens, the budget is {budget}")]
+    ContextOverflow { needed: u64, budget: u64 },
 }
 
 impl From<LlmError> for JudgeError {
@@ -138,6 +167,8 @@ pub struct JudgeAnswer {
     /// sha256 (hex) of the exact request body the backend sent (or replayed from its
     /// ledger); `None` for a judge that sends nothing, whose hash is [`TurnRequest::hash`].
     pub prompt_hash: Option<String>,
+    /// How the prefix was fitted into the context budget (`None`: every turn whole).
+    pub context: Option<ContextUse>,
 }
 
 /// A judge scores one turn from a prefix request.
@@ -158,6 +189,7 @@ pub trait Judge: Send + Sync {
             self.judge(req).await.map(|judgment| JudgeAnswer {
                 judgment,
                 prompt_hash: None,
+                context: None,
             })
         })
     }
@@ -309,11 +341,19 @@ where
                         quotes,
                         prompt_hash,
                         attempts: attempt,
+                        context: a.context,
                     }));
                 }
                 Err(e) => e,
             },
             Err(JudgeError::Invalid(e)) | Err(JudgeError::Transient(e)) => e,
+            Err(JudgeError::ContextOverflow { needed, budget }) => {
+                return Ok(TurnOutcome::ContextOverflow {
+                    turn: k,
+                    needed_tokens: needed,
+                    budget_tokens: budget,
+                })
+            }
             Err(e) => return Err(e),
         };
         reason = rejection;

@@ -300,15 +300,27 @@ impl JudgeSession {
         Ok(Some(s))
     }
 
+    /// The context budget of a judge: `context_tokens` of a named judge, else the model's
+    /// entry under `[context_windows]` or in the embedded table.
+    pub fn context_tokens(&self, spec: &JudgeSpec, model: &str) -> u64 {
+        if let JudgeSpec::Named(name) = spec {
+            if let Some(t) = self.config.judges.get(name).and_then(|j| j.context_tokens) {
+                return t;
+            }
+        }
+        crate::config::default_context_tokens(model, &self.config.context_windows)
+    }
+
     /// Build the judge named by `spec`.
     pub fn build(&self, spec: &str) -> Result<BuiltJudge, SpecError> {
         let parsed = JudgeSpec::parse(spec)?;
         match self.llm_settings(&parsed)? {
             Some(s) => {
-                let j = Arc::new(
-                    LlmJudge::new(s, self.parts.clone())
-                        .map_err(|e| SpecError::Other(e.to_string()))?,
-                );
+                let context = self.context_tokens(&parsed, &s.model);
+                let mut j = LlmJudge::new(s, self.parts.clone())
+                    .map_err(|e| SpecError::Other(e.to_string()))?;
+                j.set_context_tokens(context);
+                let j = Arc::new(j);
                 Ok(BuiltJudge {
                     judge: j.clone(),
                     llm: Some(j),
@@ -342,7 +354,11 @@ impl JudgeSession {
                     }
                     for run in 0..runs {
                         f.turns += 1;
-                        let (stored, body_len) = llm.probe(&req, CallInfo { run, attempt: 1 });
+                        let Ok((stored, body_len)) = llm.probe(&req, CallInfo { run, attempt: 1 })
+                        else {
+                            f.overflow += 1;
+                            continue;
+                        };
                         if stored {
                             f.in_ledger += 1;
                         } else {
@@ -416,6 +432,8 @@ pub struct JudgeForecast {
     pub output_tokens: u64,
     /// Upper bound: every prompt token at the uncached price, first attempts only.
     pub cost_usd: f64,
+    /// Turn-runs that cannot fit the judge's context budget (never sent).
+    pub overflow: u64,
     pub unpriced: bool,
 }
 
@@ -440,6 +458,13 @@ impl fmt::Display for Forecast {
                 "forecast {}: {} turn-runs, {} in the ledger, {} new calls, ~{} prompt + ~{} output tokens, ",
                 j.judge, j.turns, j.in_ledger, j.new_calls, j.prompt_tokens, j.output_tokens
             )?;
+            if j.overflow > 0 {
+                write!(
+                    f,
+                    "{} context-overflow (cannot fit the context budget), ",
+                    j.overflow
+                )?;
+            }
             if j.unpriced {
                 writeln!(
                     f,

@@ -94,6 +94,8 @@ pub fn price_for(model: &str, table: &BTreeMap<String, Price>) -> Option<Price> 
 pub struct RunStats {
     pub turns_scored: AtomicU64,
     pub turns_failed: AtomicU64,
+    /// Turns that could not fit the judge's context budget (outcome context-overflow).
+    pub turns_overflowed: AtomicU64,
     pub api_calls: AtomicU64,
     pub ledger_hits: AtomicU64,
     pub batch_hits: AtomicU64,
@@ -171,9 +173,10 @@ impl fmt::Display for RunStats {
         )?;
         writeln!(
             f,
-            "turns: {} scored, {} scoring failures; retries: {} transport, {} judgment",
+            "turns: {} scored, {} scoring failures, {} context-overflow; retries: {} transport, {} judgment",
             g(&self.turns_scored),
             g(&self.turns_failed),
+            g(&self.turns_overflowed),
             g(&self.http_retries),
             g(&self.judgment_retries)
         )?;

@@ -282,6 +282,13 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
             ),
             Some(TurnOutcome::Administrative { .. }) => "administrative (not scored)".into(),
             Some(TurnOutcome::Failed { reason, .. }) => format!("SCORING FAILED: {reason}"),
+            Some(TurnOutcome::ContextOverflow {
+                needed_tokens,
+                budget_tokens,
+                ..
+            }) => format!(
+                "CONTEXT OVERFLOW: needs ~{needed_tokens} tokens, the budget is {budget_tokens}"
+            ),
             None => "no score".into(),
         };
         let mut marks = Vec::new();

@@ -393,6 +393,13 @@ pub fn case_html(
             Some(TurnOutcome::Failed { reason, .. }) => {
                 let _ = write!(b, "<span class=\"badge b-fail\">scoring failed</span></div><div class=check-fail>{}</div>", esc(reason));
             }
+            Some(TurnOutcome::ContextOverflow {
+                needed_tokens,
+                budget_tokens,
+                ..
+            }) => {
+                let _ = write!(b, "<span class=\"badge b-fail\">context overflow</span></div><div class=check-fail>needs ~{needed_tokens} tokens, the judge's context budget is {budget_tokens}</div>");
+            }
             _ => b.push_str("</div>"),
         }
         if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {

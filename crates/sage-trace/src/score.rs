@@ -154,6 +154,24 @@ pub struct TurnScore {
     pub prompt_hash: String,
     /// How many attempts it took (1 = first answer accepted).
     pub attempts: u32,
+    /// Which earlier turns the judge saw whole and which only as a digest, when the prefix
+    /// did not fit the judge's context budget; absent when turns `1..=k` were all whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUse>,
+}
+
+/// How a prefix was fitted into a judge's context budget: turn ranges (inclusive, 1-based)
+/// sent whole and summarised in the digest. Turn k is always whole, and every range lies
+/// within `1..=k`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ContextUse {
+    pub whole: Vec<[usize; 2]>,
+    pub digested: Vec<[usize; 2]>,
+    /// The estimated prompt tokens of the request (about four bytes a token).
+    pub prompt_tokens: u64,
+    /// The budget the request was fitted into (the judge's `context_tokens` less the
+    /// output allowance).
+    pub budget_tokens: u64,
 }
 
 impl TurnScore {
@@ -185,6 +203,16 @@ pub enum TurnOutcome {
         /// Why the last attempt was rejected.
         reason: String,
     },
+    /// Turn k cannot be sent within the judge's context budget even with every earlier turn
+    /// digested (the task, turn k and the instruction alone are too long). Never sent; for
+    /// the origin rule it is an unscored turn, like a scoring failure.
+    ContextOverflow {
+        turn: usize,
+        /// Estimated prompt tokens of the smallest request for turn k.
+        needed_tokens: u64,
+        /// The budget it had to fit.
+        budget_tokens: u64,
+    },
 }
 
 impl TurnOutcome {
@@ -192,7 +220,9 @@ impl TurnOutcome {
     pub fn turn(&self) -> usize {
         match self {
             TurnOutcome::Scored(s) => s.turn,
-            TurnOutcome::Administrative { turn } | TurnOutcome::Failed { turn, .. } => *turn,
+            TurnOutcome::Administrative { turn }
+            | TurnOutcome::Failed { turn, .. }
+            | TurnOutcome::ContextOverflow { turn, .. } => *turn,
         }
     }
     /// The score, when the turn was scored.
@@ -228,7 +258,12 @@ impl TraceScores {
     pub fn failures(&self) -> Vec<usize> {
         self.turns
             .iter()
-            .filter(|o| matches!(o, TurnOutcome::Failed { .. }))
+            .filter(|o| {
+                matches!(
+                    o,
+                    TurnOutcome::Failed { .. } | TurnOutcome::ContextOverflow { .. }
+                )
+            })
             .map(TurnOutcome::turn)
             .collect()
     }

@@ -98,6 +98,8 @@ pub struct ExportReport {
     pub settled: usize,
     /// Estimated prompt tokens of the exported requests.
     pub prompt_tokens: u64,
+    /// Turn-runs that cannot fit the judge's context budget (never exported).
+    pub overflow: usize,
 }
 
 /// Write every call the run still needs: for each applicable turn and run, replay the
@@ -126,7 +128,7 @@ pub fn export_requests(
                 let mut settled = true;
                 for attempt in 1..=max_attempts.max(1) {
                     let rejection = match judge.lookup(&req, CallInfo { run, attempt }) {
-                        Lookup::Miss { id, body } => {
+                        Lookup::Miss { id, body, .. } => {
                             let line = export_line(provider, &id, &body);
                             writeln!(out, "{line}").map_err(|e| {
                                 JudgeError::Fatal(format!("cannot write the batch file: {e}"))
@@ -141,6 +143,12 @@ pub fn export_requests(
                                 Ok(_) => break,
                                 Err(e) => e,
                             }
+                        }
+                        // Nothing to send: the turn's outcome is context-overflow.
+                        Lookup::Stored(Err(JudgeError::ContextOverflow { .. })) => {
+                            rep.overflow += 1;
+                            settled = false;
+                            break;
                         }
                         Lookup::Stored(Err(JudgeError::Invalid(e)))
                         | Lookup::Stored(Err(JudgeError::Transient(e))) => e,

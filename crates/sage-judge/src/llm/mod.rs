@@ -8,6 +8,7 @@
 //! so a replay parses the very same bytes.
 
 pub mod batch;
+pub mod digest;
 pub mod ledger;
 pub mod prompt;
 
@@ -118,7 +119,11 @@ pub enum Lookup {
     /// Found in the ledger or an imported batch.
     Stored(Result<JudgeAnswer, JudgeError>),
     /// Not found: this body would have to be sent; `id` is its ledger id / batch custom_id.
-    Miss { id: String, body: Vec<u8> },
+    Miss {
+        id: String,
+        body: Vec<u8>,
+        context: Option<crate::ContextUse>,
+    },
 }
 
 /// Shared pieces every judge of one session uses.
@@ -159,6 +164,8 @@ pub struct LlmJudge {
     schema_ok: AtomicBool,
     successes: AtomicU64,
     refusals: AtomicU64,
+    /// Tokens one request may fill (prompt and output), as sage estimates them.
+    context_tokens: u64,
 }
 
 impl std::fmt::Debug for LlmJudge {
@@ -172,11 +179,25 @@ impl std::fmt::Debug for LlmJudge {
 /// Output tokens assumed for a forecast or a budget reservation.
 pub const EXPECTED_OUTPUT_TOKENS: u64 = 400;
 
+/// Output tokens kept free in the context budget when the judge sets no `max_tokens`.
+pub const DEFAULT_OUTPUT_ALLOWANCE: u32 = 2048;
+
+/// A request ready to send.
+#[derive(Debug, Clone)]
+pub struct BuiltRequest {
+    pub body: Vec<u8>,
+    /// sha256 (hex) of `body`: the score's `prompt_hash`.
+    pub hash: String,
+    /// How the prefix was fitted (`None`: every turn whole).
+    pub context: Option<crate::ContextUse>,
+}
+
 impl LlmJudge {
     pub fn new(s: LlmSettings, parts: SessionParts) -> Result<LlmJudge, JudgeError> {
         let secrets = s.api_key.iter().map(|k| k.expose().to_string()).collect();
         let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), secrets)?;
         Ok(LlmJudge {
+            context_tokens: crate::config::default_context_tokens(&s.model, &Default::default()),
             schema_ok: AtomicBool::new(s.json_schema),
             s,
             parts,
@@ -194,11 +215,25 @@ impl LlmJudge {
         &self.parts.stats
     }
 
-    /// The exact request body for `req` and its sha256.
-    pub fn request_body(&self, req: &TurnRequest<'_>) -> (Vec<u8>, String) {
-        let r = self.parts.rubric.render(req);
-        let out = if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed)
-        {
+    /// The judge's context budget: tokens one request may fill, prompt and output.
+    pub fn context_tokens(&self) -> u64 {
+        self.context_tokens
+    }
+
+    /// Set the context budget (`context_tokens` in `sage.toml`, or the model's default).
+    pub fn set_context_tokens(&mut self, tokens: u64) {
+        self.context_tokens = tokens;
+    }
+
+    /// Tokens a prompt may use: the context budget less the output allowance
+    /// (`max_tokens`, or 2,048 when unset).
+    pub fn prompt_budget(&self) -> u64 {
+        let out = u64::from(self.s.max_tokens.unwrap_or(DEFAULT_OUTPUT_ALLOWANCE));
+        self.context_tokens.saturating_sub(out)
+    }
+
+    fn output(&self) -> Output {
+        if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed) {
             Output::JsonObject
         } else {
             Output::Schema {
@@ -206,11 +241,33 @@ impl LlmJudge {
                 description: "Record the SAGE scores of the turn being scored.".into(),
                 schema: judgment_schema(),
             }
-        };
-        let v = sage_llm::request_body(&self.s, &r.to_prompt(), &out);
-        let body = serde_json::to_vec(&v).expect("a JSON value serializes");
+        }
+    }
+
+    fn body_of(&self, r: &prompt::RenderedPrompt, out: &Output) -> Vec<u8> {
+        let v = sage_llm::request_body(&self.s, &r.to_prompt(), out);
+        serde_json::to_vec(&v).expect("a JSON value serializes")
+    }
+
+    /// The exact request for `req`, fitted into the context budget ([`digest`]): its body,
+    /// the body's sha256, and which turns are whole or digested. A turn that cannot fit is
+    /// [`JudgeError::ContextOverflow`].
+    pub fn build_request(&self, req: &TurnRequest<'_>) -> Result<BuiltRequest, JudgeError> {
+        let out = self.output();
+        let measure = |r: &prompt::RenderedPrompt| (self.body_of(r, &out).len() as u64).div_ceil(4);
+        let fitted = digest::fit(&self.parts.rubric, req, self.prompt_budget(), &measure)?;
+        let body = self.body_of(&fitted.prompt, &out);
         let hash = hex::encode(Sha256::digest(&body));
-        (body, hash)
+        Ok(BuiltRequest {
+            body,
+            hash,
+            context: fitted.context,
+        })
+    }
+
+    /// The exact request body for `req` and its sha256 (see [`LlmJudge::build_request`]).
+    pub fn request_body(&self, req: &TurnRequest<'_>) -> Result<(Vec<u8>, String), JudgeError> {
+        self.build_request(req).map(|b| (b.body, b.hash))
     }
 
     pub fn endpoint(&self) -> String {
@@ -236,11 +293,17 @@ impl LlmJudge {
         })
     }
 
-    fn answer(&self, p: ParsedResponse, hash: String) -> Result<JudgeAnswer, JudgeError> {
+    fn answer(
+        &self,
+        p: ParsedResponse,
+        hash: String,
+        context: Option<crate::ContextUse>,
+    ) -> Result<JudgeAnswer, JudgeError> {
         p.judgment
             .map(|judgment| JudgeAnswer {
                 judgment,
                 prompt_hash: Some(hash),
+                context,
             })
             .map_err(JudgeError::Invalid)
     }
@@ -257,9 +320,13 @@ impl LlmJudge {
     }
 
     /// Whether the call is already answered (ledger or imported batch), and the size of its
-    /// request body; no side effects.
-    pub fn probe(&self, req: &TurnRequest<'_>, call: CallInfo) -> (bool, usize) {
-        let (body, hash) = self.request_body(req);
+    /// request body; no side effects. `Err` for a turn that overflows the context budget.
+    pub fn probe(
+        &self,
+        req: &TurnRequest<'_>,
+        call: CallInfo,
+    ) -> Result<(bool, usize), JudgeError> {
+        let (body, hash) = self.request_body(req)?;
         let key = self.ledger_key(&hash, call);
         let stored = self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))
             || self
@@ -267,18 +334,25 @@ impl LlmJudge {
                 .imports
                 .as_ref()
                 .is_some_and(|m| m.contains_key(&key.id()));
-        (stored, body.len())
+        Ok((stored, body.len()))
     }
 
     /// Look the call up in the ledger and in imported batch results, sending nothing.
     pub fn lookup(&self, req: &TurnRequest<'_>, call: CallInfo) -> Lookup {
-        let (body, hash) = self.request_body(req);
+        let BuiltRequest {
+            body,
+            hash,
+            context,
+        } = match self.build_request(req) {
+            Ok(b) => b,
+            Err(e) => return Lookup::Stored(Err(e)),
+        };
         let key = self.ledger_key(&hash, call);
         if let Some(l) = &self.parts.ledger {
             if let Some(e) = l.get(&key) {
                 if let Ok(p) = self.parse(e.response.as_bytes()) {
                     self.parts.stats.ledger_hits.fetch_add(1, Ordering::Relaxed);
-                    return Lookup::Stored(self.answer(p, hash));
+                    return Lookup::Stored(self.answer(p, hash, context));
                 }
             }
         }
@@ -303,20 +377,20 @@ impl LlmJudge {
                         return Lookup::Stored(Err(JudgeError::Fatal(e.to_string())));
                     }
                 }
-                return Lookup::Stored(self.answer(p, hash));
+                return Lookup::Stored(self.answer(p, hash, context));
             }
         }
-        Lookup::Miss { id, body }
+        Lookup::Miss { id, body, context }
     }
 
     async fn call(&self, req: &TurnRequest<'_>, call: CallInfo) -> Result<JudgeAnswer, JudgeError> {
         // At most two rounds: the second only after the server refused json_schema.
         for _ in 0..2 {
-            let (id, body) = match self.lookup(req, call) {
+            let (id, body, context) = match self.lookup(req, call) {
                 Lookup::Stored(a) => return a,
-                Lookup::Miss { id, body } => (id, body),
+                Lookup::Miss { id, body, context } => (id, body, context),
             };
-            match self.send(req, call, id, body).await {
+            match self.send(req, call, id, body, context).await {
                 Err(JudgeError::Invalid(m))
                     if self.s.provider == Provider::OpenAi
                         && self.schema_ok.load(Ordering::Relaxed)
@@ -344,6 +418,7 @@ impl LlmJudge {
         call: CallInfo,
         id: String,
         body: Vec<u8>,
+        context: Option<crate::ContextUse>,
     ) -> Result<JudgeAnswer, JudgeError> {
         let who = self.s.who();
         if self.parts.offline {
@@ -426,7 +501,7 @@ impl LlmJudge {
             l.put(&entry)
                 .map_err(|e| JudgeError::Fatal(format!("cannot record the judgment: {e}")))?;
         }
-        self.answer(parsed, hash)
+        self.answer(parsed, hash, context)
     }
 }
 

@@ -23,6 +23,21 @@ pub fn before_run(
     session: &JudgeSession,
     llm: &[BuiltJudge],
 ) -> anyhow::Result<Before> {
+    // Fatal errors first, once: a missing or refused key, an unknown model or endpoint.
+    if !flags.offline && flags.batch_export.is_none() {
+        let rt = super::runtime()?;
+        for j in llm {
+            let Some(judge) = &j.llm else { continue };
+            if let Err(e) = rt.block_on(judge.preflight()) {
+                let m = match e {
+                    sage_judge::JudgeError::Fatal(m) => m,
+                    other => other.to_string(),
+                };
+                eprintln!("sage: {m}");
+                return Ok(Before::Exit(super::EXIT_FATAL));
+            }
+        }
+    }
     // Cases are read here once more for the forecast; localize reports unreadable ones.
     let mut dirs = sage_trace::case::discover(root).unwrap_or_default();
     if let Some(sh) = &flags.shard {

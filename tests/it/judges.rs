@@ -898,3 +898,71 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
         assert_eq!(ts.failures(), vec![HUGE]);
     }
 }
+
+/// A refused key, an unknown model and a missing key are each reported once, before the
+/// forecast, with exit status 2, and no scoring request is sent (the corpus has 15 cases).
+#[test]
+fn fatal_errors_are_reported_once_up_front_with_exit_2() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let work = tempfile::tempdir().unwrap();
+    let run = |base: &str, spec: &str, key: Option<&str>| {
+        let mut cmd = assert_cmd::Command::cargo_bin("sage").unwrap();
+        cmd.current_dir(work.path())
+            .env("OPENAI_BASE_URL", base)
+            .env("ANTHROPIC_BASE_URL", base)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .arg("localize")
+            .arg(&corpus)
+            .args(["--judge", spec, "--no-progress", "--no-write"])
+            .args(["--ledger", "ledger", "--timeout", "5"]);
+        if let Some(k) = key {
+            cmd.env("OPENAI_API_KEY", k).env("ANTHROPIC_API_KEY", k);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let refused =
+        FakeServer::with_faults(Duration::ZERO, Arc::new(|_, _, _| Fault::Status(401, None)));
+    let ok = FakeServer::start(Duration::ZERO);
+    let cases = [
+        (
+            refused.openai_base(),
+            "openai:fake-model",
+            Some(KEY),
+            "the API key was refused",
+        ),
+        (
+            ok.openai_base(),
+            "openai:no-such-model",
+            Some(KEY),
+            "unknown model",
+        ),
+        (
+            ok.anthropic_base(),
+            "anthropic:no-such-model",
+            Some(KEY),
+            "HTTP 404",
+        ),
+        (
+            ok.openai_base(),
+            "openai:fake-model",
+            None,
+            "OPENAI_API_KEY is not set",
+        ),
+    ];
+    for (base, spec, key, said) in cases {
+        let (code, stderr) = run(&base, spec, key);
+        assert_eq!(code, Some(2), "{spec}: {stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{spec}: {stderr}");
+        assert!(
+            !stderr.contains("forecast"),
+            "{spec}: checked after the forecast"
+        );
+        assert!(!stderr.contains(KEY));
+    }
+    assert!(refused.requests().is_empty() && ok.requests().is_empty());
+}

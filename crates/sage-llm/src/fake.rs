@@ -135,7 +135,7 @@ impl FakeServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request received so far.
+    /// Every request received so far (POSTs: model lookups are not kept).
     pub fn requests(&self) -> Vec<Captured> {
         self.captured.lock().map(|c| c.clone()).unwrap_or_default()
     }
@@ -202,11 +202,26 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
         *c - 1
     };
     if let Ok(mut c) = st.captured.lock() {
-        c.push(req.clone());
+        if !head.starts_with("GET ") {
+            c.push(req.clone());
+        }
     }
     let fault = (st.plan)(&req, n, times);
-    tokio::time::sleep(st.latency).await;
-    let (status, extra, body) = respond(&req, &fault).await;
+    let get = head.starts_with("GET ");
+    let (status, extra, body) = if get {
+        // A model lookup before scoring: answered at once, faults by status only.
+        match fault {
+            Fault::Status(code, _) => (
+                code,
+                String::new(),
+                json!({"error": {"message": format!("injected HTTP {code}")}}).to_string(),
+            ),
+            _ => model_lookup(&req.path),
+        }
+    } else {
+        tokio::time::sleep(st.latency).await;
+        respond(&req, &fault).await
+    };
     let reason = match status {
         200 => "OK",
         401 => "Unauthorized",
@@ -221,6 +236,32 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
     sock.write_all(resp.as_bytes()).await?;
     sock.write_all(body.as_bytes()).await?;
     sock.shutdown().await
+}
+
+/// Models the fake server knows (any other name is unknown to it).
+pub const FAKE_MODELS: &[&str] = &["fake-model", "gpt-4.1-mini", "gpt-4o-mini", "claude-fake"];
+
+/// `GET /v1/models` (OpenAI-compatible list) or `GET /v1/models/{id}` (Anthropic).
+fn model_lookup(path: &str) -> (u16, String, String) {
+    if path.ends_with("/models") {
+        let data: Vec<Value> = FAKE_MODELS.iter().map(|m| json!({"id": m})).collect();
+        return (200, String::new(), json!({"data": data}).to_string());
+    }
+    let id = path.rsplit('/').next().unwrap_or_default();
+    if FAKE_MODELS.contains(&id) {
+        (
+            200,
+            String::new(),
+            json!({"id": id, "type": "model"}).to_string(),
+        )
+    } else {
+        (
+            404,
+            String::new(),
+            json!({"error": {"type": "not_found_error", "message": format!("model: {id}")}})
+                .to_string(),
+        )
+    }
 }
 
 async fn respond(req: &Captured, fault: &Fault) -> (u16, String, String) {

@@ -132,6 +132,29 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
+        self.send(url, headers, Some(body), who, key_var).await
+    }
+
+    /// GET `url` (a model lookup before any scoring), retrying transient failures like
+    /// [`Transport::post`].
+    pub async fn get(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        who: &str,
+        key_var: &str,
+    ) -> Result<HttpOk, LlmError> {
+        self.send(url, headers, None, who, key_var).await
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+        who: &str,
+        key_var: &str,
+    ) -> Result<HttpOk, LlmError> {
         let started = Instant::now();
         let mut retries = 0u32;
         loop {
@@ -168,15 +191,18 @@ impl Transport {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &[u8],
+        body: Option<&[u8]>,
         who: &str,
         key_var: &str,
     ) -> Result<(u16, Vec<u8>), TryError> {
-        let mut rb = self
-            .client
-            .post(url)
-            .header("content-type", "application/json")
-            .body(body.to_vec());
+        let mut rb = match body {
+            Some(body) => self
+                .client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_vec()),
+            None => self.client.get(url),
+        };
         for (k, v) in headers {
             rb = rb.header(*k, v.as_str());
         }

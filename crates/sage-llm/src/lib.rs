@@ -221,6 +221,41 @@ pub fn endpoint(s: &LlmSettings) -> String {
     }
 }
 
+/// Where to look the model up before scoring: the model list of an OpenAI-compatible server
+/// (`GET {base}/models`, which vLLM, llama.cpp, Ollama, OpenRouter and LiteLLM serve too), or
+/// the model itself on the Anthropic API (`GET {base}/v1/models/{model}`).
+pub fn models_url(s: &LlmSettings) -> String {
+    let base = s.base_url.trim_end_matches('/');
+    match s.provider {
+        Provider::OpenAi => format!("{base}/models"),
+        Provider::Anthropic => {
+            let v1 = if base.ends_with("/v1") { "" } else { "/v1" };
+            format!("{base}{v1}/models/{}", s.model)
+        }
+    }
+}
+
+/// Whether an OpenAI-compatible model list (`{"data": [{"id": ...}]}`) names `model`:
+/// `Some(false)` only when the list is readable, non-empty and lacks it (exactly, as
+/// `model:latest`, or without a `vendor/` prefix); `None` when the list says nothing usable.
+pub fn model_listed(list: &[u8], model: &str) -> Option<bool> {
+    let v: serde_json::Value = serde_json::from_slice(list).ok()?;
+    let ids: Vec<&str> = v
+        .get("data")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("id").and_then(serde_json::Value::as_str))
+        .collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let bare = |x: &str| x.rsplit('/').next().unwrap_or(x).to_string();
+    Some(
+        ids.iter()
+            .any(|id| *id == model || *id == format!("{model}:latest") || bare(id) == bare(model)),
+    )
+}
+
 /// The authentication and version headers of one request.
 pub fn auth_headers(s: &LlmSettings, key: &ApiKey) -> Vec<(&'static str, String)> {
     match s.provider {

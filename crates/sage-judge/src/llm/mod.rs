@@ -270,6 +270,57 @@ impl LlmJudge {
         self.build_request(req).map(|b| (b.body, b.hash))
     }
 
+    /// The checks that must not wait for the first case: the key is set, the server answers,
+    /// the key is accepted and the model is known (`GET` of the model list or the model, which
+    /// costs nothing). A failure is fatal and trips the session, so it is reported once,
+    /// before the forecast. A server without a model list is not an error: its model is then
+    /// checked by the first request.
+    pub async fn preflight(&self) -> Result<(), JudgeError> {
+        let who = self.s.who();
+        let Some(key) = &self.s.api_key else {
+            return Err(JudgeError::Fatal(format!(
+                "{who}: {} is not set; set it, or pass --offline to answer from the ledger only",
+                self.s.key_var
+            )));
+        };
+        let url = sage_llm::models_url(&self.s);
+        let headers = sage_llm::auth_headers(&self.s, key);
+        let res = self
+            .transport
+            .get(&url, &headers, &who, &self.s.key_var)
+            .await;
+        let fatal = match res {
+            Ok(ok) => match (self.s.provider, sage_llm::model_listed(&ok.body, &self.s.model)) {
+                (Provider::OpenAi, Some(false)) => Some(format!(
+                    "{who}: unknown model: {url} does not list {:?}; check the model name and the base URL",
+                    self.s.model
+                )),
+                _ => None,
+            },
+            // An OpenAI-compatible server without a model list: nothing to check here.
+            Err(sage_llm::LlmError::Fatal(m))
+                if self.s.provider == Provider::OpenAi && m.contains("HTTP 404") =>
+            {
+                None
+            }
+            Err(sage_llm::LlmError::Fatal(m)) => Some(m),
+            Err(sage_llm::LlmError::Transient(m)) => {
+                Some(format!("{who}: the server cannot be reached: {m}"))
+            }
+            Err(_) => None,
+        };
+        match fatal {
+            None => Ok(()),
+            Some(m) => {
+                let e = JudgeError::Fatal(m);
+                if let Ok(mut t) = self.parts.tripped.lock() {
+                    t.get_or_insert(e.clone());
+                }
+                Err(e)
+            }
+        }
+    }
+
     pub fn endpoint(&self) -> String {
         sage_llm::endpoint(&self.s)
     }

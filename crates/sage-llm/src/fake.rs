@@ -64,6 +64,9 @@ pub struct FakeServer {
 }
 
 struct State {
+    /// Hashes of every request-body prefix seen, at [`CACHE_STEP`]-byte boundaries: the
+    /// simulated prefix cache.
+    prefixes: Mutex<std::collections::HashSet<u64>>,
     captured: Arc<Mutex<Vec<Captured>>>,
     seen: Mutex<std::collections::HashMap<String, usize>>,
     n: AtomicUsize,
@@ -84,6 +87,7 @@ impl FakeServer {
             captured: captured.clone(),
             seen: Mutex::default(),
             n: AtomicUsize::new(0),
+            prefixes: Mutex::default(),
             latency,
             plan,
         });
@@ -220,7 +224,9 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
         }
     } else {
         tokio::time::sleep(st.latency).await;
-        respond(&req, &fault).await
+        let (status, extra, body) = respond(&req, &fault).await;
+        let cached = cached_prefix(&st, req.body.as_bytes());
+        (status, extra, with_cached_tokens(body, cached))
     };
     let reason = match status {
         200 => "OK",
@@ -236,6 +242,58 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
     sock.write_all(resp.as_bytes()).await?;
     sock.write_all(body.as_bytes()).await?;
     sock.shutdown().await
+}
+
+/// The simulated prefix cache works in steps of this many bytes (about 1,024 tokens, the
+/// OpenAI minimum), from the first step on.
+pub const CACHE_STEP: usize = 4096;
+
+/// Bytes of `body` served from the simulated cache: the longest prefix, in whole steps, that
+/// an earlier request also began with. Every step of `body` is then cached.
+fn cached_prefix(st: &State, body: &[u8]) -> usize {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut cached = 0;
+    let mut set = st.prefixes.lock().unwrap_or_else(|p| p.into_inner());
+    let mut hit = true;
+    for (i, chunk) in body.chunks(CACHE_STEP).enumerate() {
+        if chunk.len() < CACHE_STEP {
+            break;
+        }
+        h.write(chunk);
+        let key = h.finish();
+        if hit && set.contains(&key) {
+            cached = (i + 1) * CACHE_STEP;
+        } else {
+            hit = false;
+            set.insert(key);
+        }
+    }
+    cached
+}
+
+/// Put the cached share of the prompt into a 200 answer's usage, as each API reports it.
+fn with_cached_tokens(body: String, cached_bytes: usize) -> String {
+    let Ok(mut v) = serde_json::from_str::<Value>(&body) else {
+        return body;
+    };
+    let cached = (cached_bytes / 4) as u64;
+    if let Some(u) = v.get_mut("usage").and_then(Value::as_object_mut) {
+        if let Some(total) = u.get("prompt_tokens").and_then(Value::as_u64) {
+            u.insert(
+                "prompt_tokens_details".into(),
+                json!({"cached_tokens": cached.min(total)}),
+            );
+        } else if let Some(total) = u.get("input_tokens").and_then(Value::as_u64) {
+            let c = cached.min(total);
+            u.insert("input_tokens".into(), json!(total - c));
+            u.insert("cache_read_input_tokens".into(), json!(c));
+        } else {
+            return body;
+        }
+        return v.to_string();
+    }
+    body
 }
 
 /// Models the fake server knows (any other name is unknown to it).

@@ -86,13 +86,15 @@ pub fn before_run(
         )?;
         f.flush()?;
         eprintln!(
-            "sage: wrote {} request(s) for {} to {} (~{} prompt tokens); {} turn-run(s) already settled by the ledger. \
+            "sage: wrote {} request(s) for {} to {} (~{} prompt tokens); {} turn-run(s) already settled by the ledger; \
+             {} turn-run(s) cannot fit the context budget (context-overflow). \
              Submit the file to the provider's batch API, then re-run with --batch-import RESULTS.jsonl",
             rep.requests,
             judge.settings().who(),
             file.display(),
             rep.prompt_tokens,
-            rep.settled
+            rep.settled,
+            rep.overflow
         );
         return Ok(Before::Exit(super::EXIT_OK));
     }

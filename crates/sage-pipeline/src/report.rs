@@ -269,7 +269,7 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
         let outcome = r.scores.iter().find(|s| s.turn() == t.turn);
         let scores = match outcome {
             Some(TurnOutcome::Scored(s)) => format!(
-                "TR {} DI {} VR {} SA {}{}",
+                "TR {} DI {} VR {} SA {}{}{}",
                 s.score(Dimension::TR),
                 s.score(Dimension::DI),
                 s.score(Dimension::VR),
@@ -278,6 +278,10 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
                     "  opportunity"
                 } else {
                     ""
+                },
+                match s.context.as_ref().and_then(|c| c.digested.first()) {
+                    Some([a, b]) => format!("  (turns {a}-{b} digested)"),
+                    None => String::new(),
                 }
             ),
             Some(TurnOutcome::Administrative { .. }) => "administrative (not scored)".into(),

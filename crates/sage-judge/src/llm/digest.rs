@@ -48,14 +48,24 @@ pub struct Fitted {
 }
 
 fn est(s: &str) -> u64 {
-    // JSON-escaped length, as the text appears in the request body.
-    let escaped = serde_json::to_string(s).map(|j| j.len()).unwrap_or(s.len());
-    (escaped as u64).div_ceil(4) + BLOCK_OVERHEAD_TOKENS
+    // About the JSON-escaped length, as the text appears in the request body: quotes,
+    // backslashes and control characters take two bytes or more (six for `\u00XX`; counted
+    // as six, an overestimate for `\n` and `\t`). The final request is measured exactly.
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    ((s.len() + extra + 2) as u64).div_ceil(4) + BLOCK_OVERHEAD_TOKENS
 }
 
 /// Fit `req` into `budget` tokens. `measure` returns the estimated prompt tokens of the whole
 /// request (body) a rendered prompt becomes; it decides, the per-block estimates only guide
-/// the search.
+/// the search. The prompt returned is always the last one measured (callers may keep the
+/// body they built for it).
 pub fn fit(
     rubric: &Rubric,
     req: &TurnRequest<'_>,
@@ -141,7 +151,7 @@ pub fn fit(
             if g == 1 {
                 let rounded = d.div_ceil(BOUNDARY_STEP) * BOUNDARY_STEP;
                 let whole_before = k - 1 - d;
-                if rounded <= k - 1 && (k - 1 - rounded) * 2 >= whole_before {
+                if rounded < k && (k - 1 - rounded) * 2 >= whole_before {
                     choice = rounded;
                 }
             }

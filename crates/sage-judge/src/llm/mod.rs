@@ -254,9 +254,16 @@ impl LlmJudge {
     /// [`JudgeError::ContextOverflow`].
     pub fn build_request(&self, req: &TurnRequest<'_>) -> Result<BuiltRequest, JudgeError> {
         let out = self.output();
-        let measure = |r: &prompt::RenderedPrompt| (self.body_of(r, &out).len() as u64).div_ceil(4);
+        // `fit` measures its chosen prompt last, so the last body measured is the one to send.
+        let last = std::cell::RefCell::new(Vec::new());
+        let measure = |r: &prompt::RenderedPrompt| {
+            let body = self.body_of(r, &out);
+            let n = (body.len() as u64).div_ceil(4);
+            *last.borrow_mut() = body;
+            n
+        };
         let fitted = digest::fit(&self.parts.rubric, req, self.prompt_budget(), &measure)?;
-        let body = self.body_of(&fitted.prompt, &out);
+        let body = last.into_inner();
         let hash = hex::encode(Sha256::digest(&body));
         Ok(BuiltRequest {
             body,

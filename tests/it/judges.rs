@@ -986,3 +986,44 @@ fn fatal_errors_are_reported_once_up_front_with_exit_2() {
     }
     assert!(refused.requests().is_empty() && ok.requests().is_empty());
 }
+
+/// A provider that counts more tokens than sage estimated and refuses turn 3 as too long
+/// (HTTP 413): that turn is `context-overflow`, not retried and not a reason to stop; every
+/// other turn is scored.
+#[test]
+fn a_provider_refusal_as_too_long_is_context_overflow() {
+    let server = FakeServer::with_faults(
+        Duration::ZERO,
+        Arc::new(|c: &Captured, _, _| {
+            if scored_turn(c) == 3 {
+                Fault::Status(413, None)
+            } else {
+                Fault::None
+            }
+        }),
+    );
+    let ledger = tempfile::tempdir().unwrap();
+    let st = setup(
+        "openai:fake-model",
+        &server.openai_base(),
+        ledger.path(),
+        |_| {},
+    );
+    let out = score(&st, &[trace("a", 6)], 1);
+    assert!(out.stopped.is_none(), "{:?}", out.stopped);
+    let ts = out.get(0, 0, 0, 1).unwrap();
+    assert!(matches!(
+        ts.turns[2],
+        TurnOutcome::ContextOverflow { turn: 3, .. }
+    ));
+    assert_eq!(ts.failures(), vec![3]);
+    let sent3 = server
+        .requests()
+        .iter()
+        .filter(|c| scored_turn(c) == 3)
+        .count();
+    assert_eq!(sent3, 1, "a too-long turn is not retried");
+    for k in [1, 4, 5, 6] {
+        assert!(ts.score(k).is_some(), "turn {k}");
+    }
+}

@@ -110,6 +110,22 @@ pub fn judgment_from_value(v: Value) -> Result<Judgment, String> {
     serde_json::from_value(v).map_err(|e| format!("the answer does not match the schema: {e}"))
 }
 
+/// Whether a refusal says the request is longer than the model's context window (HTTP 413,
+/// or the providers' wording for it on a 400).
+fn too_long(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "http 413",
+        "context_length_exceeded",
+        "maximum context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
 /// Batch results loaded by `--batch-import`: ledger id (`custom_id`) → raw response body.
 pub type BatchResults = HashMap<String, Vec<u8>>;
 
@@ -517,6 +533,14 @@ impl LlmJudge {
                     }
                 }
                 if let JudgeError::Invalid(m) = &e {
+                    // The provider counts more tokens than sage estimated: the turn does not
+                    // fit this model, which is its outcome, not a refusal of every request.
+                    if too_long(m) {
+                        return Err(JudgeError::ContextOverflow {
+                            needed: (body.len() as u64).div_ceil(4),
+                            budget: self.prompt_budget(),
+                        });
+                    }
                     // A server that refuses every request (a parameter it lacks) would fail
                     // each turn slowly; stop once it is clear nothing gets through.
                     let n = self.refusals.fetch_add(1, Ordering::Relaxed) + 1;

@@ -310,8 +310,14 @@ fn group_lines(facts: &[Facts], g: usize) -> Vec<(usize, usize, String)> {
 /// Whitespace collapsed to single spaces, at most `n` characters (an ellipsis marks a cut),
 /// so no trace text can start a line of its own inside the digest.
 fn one_line(s: &str, n: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= n {
+    // Only the head can survive the cut, so only the head is flattened (a turn's message may
+    // be megabytes long, and every request digests every earlier turn).
+    let head_end = s.char_indices().nth(n * 4).map_or(s.len(), |(i, _)| i);
+    let flat = s[..head_end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if flat.chars().count() <= n && head_end == s.len() {
         flat
     } else {
         let mut t: String = flat.chars().take(n).collect();

@@ -40,8 +40,11 @@ pub struct ScreenArgs {
     /// Do not run Bandit (L2 is reported as not run).
     #[arg(long)]
     pub no_bandit: bool,
-    /// The Bandit executable (default: `bandit` on PATH, else `python3 -m bandit`).
-    #[arg(long, conflicts_with = "no_bandit")]
+    /// The Bandit executable. Default: `bandit` on PATH, else the project's `.venv/bin/bandit`
+    /// (scripts/setup.sh puts it there; looked for in the current folder and in the checkout
+    /// sage was built from), else `~/.local/bin/bandit` (pipx, pip --user), else
+    /// `python3 -m bandit`.
+    #[arg(long, env = "SAGE_BANDIT", conflicts_with = "no_bandit")]
     pub bandit: Option<PathBuf>,
     /// Timeout of a case's tests, in seconds (a case's tests.timeout_secs wins).
     #[arg(long, default_value_t = 60)]
@@ -54,6 +57,29 @@ pub struct ScreenArgs {
     /// Write the output here instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+}
+
+/// Where scripts/setup.sh may have put Bandit when it is not on PATH: a project-local
+/// virtual environment (so no root and no system pip is needed), or pipx / `pip --user`.
+fn default_bandit() -> BanditMode {
+    let on_path = std::process::Command::new("bandit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if on_path {
+        return BanditMode::Auto;
+    }
+    let mut places = vec![
+        PathBuf::from(".venv/bin/bandit"),
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/bandit")),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        places.push(PathBuf::from(home).join(".local/bin/bandit"));
+    }
+    places
+        .into_iter()
+        .find(|p| p.is_file())
+        .map_or(BanditMode::Auto, BanditMode::Path)
 }
 
 pub fn run(a: ScreenArgs) -> Result<i32> {
@@ -81,7 +107,7 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
         } else if let Some(b) = &a.bandit {
             BanditMode::Path(b.clone())
         } else {
-            BanditMode::Auto
+            default_bandit()
         },
         test_timeout: Duration::from_secs(a.test_timeout),
     };

@@ -9,7 +9,10 @@ use sage_trace::{CanonicalTrace, RawStore};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
+/// The real samples (`../shared/traces`).
+fn traces() -> PathBuf {
+    super::need::shared_path("traces")
+}
 
 /// (snapshot name, expected framework, files relative to the traces folder).
 const SAMPLES: &[(&str, &str, &[&str])] = &[
@@ -77,7 +80,7 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
 fn normalize(files: &[&str], extra_args: &[&str]) -> (CanonicalTrace, String) {
     let out = Command::cargo_bin("sage")
         .unwrap()
-        .current_dir(TRACES)
+        .current_dir(traces())
         .arg("normalize")
         .args(files)
         .args(extra_args)
@@ -174,6 +177,9 @@ fn summary(t: &CanonicalTrace) -> String {
 
 #[test]
 fn golden_samples() {
+    if super::need::missing_shared("traces") {
+        return;
+    }
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
     settings.set_prepend_module_to_snapshot(false);
@@ -181,13 +187,16 @@ fn golden_samples() {
         let (t, stderr) = normalize(files, &[]);
         assert_eq!(t.framework, *framework, "{name}: detected {}", t.framework);
         assert!(stderr.contains("raw pointers: all"), "{name}: {stderr}");
-        assert_raw_refs_verify(&t, Path::new(TRACES));
+        assert_raw_refs_verify(&t, &traces());
         settings.bind(|| insta::assert_snapshot!(format!("adapters_chat__{name}"), summary(&t)));
     }
 }
 
 #[test]
 fn forced_framework_and_counts_on_stderr() {
+    if super::need::missing_shared("traces") {
+        return;
+    }
     let (t, stderr) = normalize(
         &["who-and-when/hand_crafted_24.json"],
         &["--framework", "who-and-when"],
@@ -198,7 +207,7 @@ fn forced_framework_and_counts_on_stderr() {
     // A wrong forced framework fails with a message naming the file, exit 1.
     Command::cargo_bin("sage")
         .unwrap()
-        .current_dir(TRACES)
+        .current_dir(traces())
         .args([
             "normalize",
             "who-and-when/hand_crafted_24.json",
@@ -214,6 +223,9 @@ fn forced_framework_and_counts_on_stderr() {
 
 #[test]
 fn adapter_file_overrides_the_embedded_mapping() {
+    if super::need::missing_shared("traces") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let text = sage_adapters::EMBEDDED_MAPPINGS
         .iter()
@@ -243,7 +255,7 @@ fn adapter_file_overrides_the_embedded_mapping() {
     std::fs::write(&p, "[adapter]\nname = 1\n").unwrap();
     Command::cargo_bin("sage")
         .unwrap()
-        .current_dir(TRACES)
+        .current_dir(traces())
         .args([
             "normalize",
             "who-and-when/hand_crafted_24.json",
@@ -348,7 +360,7 @@ fn sample_bytes() -> Vec<(String, &'static str, Vec<u8>)> {
     SAMPLES
         .iter()
         .map(|(_, fw, files)| {
-            let p = PathBuf::from(TRACES).join(files[0]);
+            let p = traces().join(files[0]);
             (files[0].to_string(), *fw, std::fs::read(p).unwrap())
         })
         .collect()
@@ -359,6 +371,9 @@ proptest! {
 
     #[test]
     fn mutated_samples_never_panic(which in 0..SAMPLES.len(), ms in proptest::collection::vec(mutation(), 1..4)) {
+        if super::need::missing_shared("traces") {
+            return Ok(());
+        }
         let samples = sample_bytes();
         let (name, fw, bytes) = &samples[which];
         let data = mutate(bytes, &ms);

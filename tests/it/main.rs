@@ -17,6 +17,7 @@ mod corpus;
 mod funnel;
 mod judges;
 mod localize;
+mod need;
 mod reliability;
 mod replay_fidelity;
 mod screen;

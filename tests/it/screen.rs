@@ -6,21 +6,15 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/security");
 const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/l3_reference.tsv");
 
 fn sage() -> Command {
     Command::cargo_bin("sage").expect("binary builds")
 }
 
+/// `../shared/security/<rel>`; the tests that read it first check `missing_shared("security")`.
 fn shared(rel: &str) -> PathBuf {
-    let p = Path::new(SHARED).join(rel);
-    assert!(
-        p.exists(),
-        "{} missing: these tests need ../shared/security",
-        p.display()
-    );
-    p
+    super::need::shared_path("security").join(rel)
 }
 
 fn run_json(args: &[&str]) -> (Value, i32) {
@@ -42,7 +36,11 @@ fn bandit_available() -> bool {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    ok("bandit", &["--version"]) || ok("python3", &["-m", "bandit", "--version"])
+    // The places `sage screen` looks (scripts/setup.sh installs into the project's .venv).
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/bandit");
+    ok("bandit", &["--version"])
+        || ok(venv, &["--version"])
+        || ok("python3", &["-m", "bandit", "--version"])
 }
 
 /// The golden pairs of shared/security/l3/examples as a --pairs folder.
@@ -59,6 +57,9 @@ fn golden_pairs() -> tempfile::TempDir {
 
 #[test]
 fn golden_examples_score_like_the_reference() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     let d = golden_pairs();
     let (v, code) = run_json(&[
         "screen",
@@ -196,6 +197,9 @@ fn summary_line(v: &Value) -> String {
 
 #[test]
 fn datasets_screen_without_bandit() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     let rows = dataset_rows();
     assert_eq!(rows.len(), 221);
     let d = dataset_csv(&rows);
@@ -256,10 +260,11 @@ fn datasets_screen_without_bandit() {
 
 #[test]
 fn datasets_screen_with_bandit() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     if !bandit_available() {
-        eprintln!(
-            "SKIPPED datasets_screen_with_bandit: bandit is not installed (run scripts/setup.sh)"
-        );
+        super::need::skip("needs Bandit, which is not installed (bash scripts/setup.sh)");
         return;
     }
     let rows = dataset_rows();
@@ -363,6 +368,9 @@ fn case_json(final_state: bool, tests: Option<&str>) -> String {
 
 #[test]
 fn cases_with_tests_and_exclusions() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     let d = tempfile::tempdir().unwrap();
     let orig = std::fs::read_to_string(shared("l3/examples/orig.py")).unwrap();
     let weak = std::fs::read_to_string(shared("l3/examples/weak_fix.py")).unwrap();
@@ -446,6 +454,9 @@ fn cases_with_tests_and_exclusions() {
 
 #[test]
 fn sarif_has_the_2_1_0_structure() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     let d = golden_pairs();
     let out = sage()
         .args([
@@ -488,6 +499,9 @@ fn sarif_has_the_2_1_0_structure() {
 
 #[test]
 fn table_output_and_usage_errors() {
+    if super::need::missing_shared("security") {
+        return;
+    }
     let d = golden_pairs();
     sage()
         .args([

@@ -458,14 +458,14 @@ impl Repo {
 
 /// Where the shared SZZ datasets live.
 pub fn datasets() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/szz/datasets"
-    ))
+    super::need::shared_path("szz/datasets")
 }
 
 #[test]
 fn loaders_read_the_four_real_dataset_formats() {
+    if super::need::missing_shared("szz/datasets") {
+        return;
+    }
     use sage_szz::dataset::{load, DatasetFormat};
     let d = datasets();
     let v = load(&d.join("vszz/verified_cve_with_versions_C.json"), None).unwrap();

@@ -68,7 +68,18 @@ fn gwet_weights(p: &Value) -> AgreementWeights {
 
 #[test]
 fn all_reference_vectors_match() {
-    let text = std::fs::read_to_string(VECTORS).expect("read vectors.json");
+    let Ok(text) = std::fs::read_to_string(VECTORS) else {
+        // On a clone without ../shared: one line, not a failure, except in CI, which has it
+        // (tests/it/need.rs does the same for the integration tests).
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(!ci, "{VECTORS} missing; CI must run every test");
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED all_reference_vectors_match: needs {VECTORS}, which is missing"
+        );
+        return;
+    };
     let doc: Value = serde_json::from_str(&text).expect("parse vectors.json");
     let cases = doc["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 118);

@@ -1463,7 +1463,16 @@ mod tests {
         let (Some(orig), Some(weak), Some(good)) =
             (read("orig.py"), read("weak_fix.py"), read("good_fix.py"))
         else {
-            panic!("shared/security/l3/examples missing; the golden test needs them");
+            // On a clone without ../shared: one line, not a failure, except in CI, which has
+            // it (tests/it/need.rs does the same for the integration tests).
+            let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+            assert!(!ci, "{EX} missing; CI must run every test");
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED golden_examples_match_reference: needs {EX}, which is missing"
+            );
+            return;
         };
         let rules = Rules::builtin();
         let o = PyFile::parse(&orig);

@@ -3,5 +3,5 @@
 mod cli;
 
 fn main() {
-    std::process::exit(cli::run());
+    std::process::exit(cli::run().code());
 }

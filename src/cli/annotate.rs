@@ -34,6 +34,10 @@ pub enum Action {
         /// condition or cwe.
         #[arg(long, value_name = "FIELD")]
         stratify_by: Option<String>,
+        /// Replace an existing OUT/key.json (the old one is kept as key.<time>.json): the
+        /// sheets of the earlier export can only be imported with it.
+        #[arg(long)]
+        force: bool,
     },
     /// Validate a filled sheet and store its labels for `sage reliability`.
     Import {
@@ -51,6 +55,18 @@ pub enum Action {
     },
 }
 
+/// Whether a sheet identifies its rows by packet id only (so it needs the key).
+fn names_packets_only(text: &str) -> bool {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let Ok(h) = rdr.headers() else {
+        return false;
+    };
+    let has = |n: &str| h.iter().any(|c| c.trim().eq_ignore_ascii_case(n));
+    has("packet_id") && !has("case_id")
+}
+
 /// Read a results file or folder.
 pub fn read_results(path: &Path) -> anyhow::Result<sage_pipeline::results::ResultSet> {
     sage_pipeline::results::ResultSet::read(path).map_err(anyhow::Error::msg)
@@ -65,7 +81,27 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             sample,
             seed,
             stratify_by,
+            force,
         } => {
+            let key_path = out.join("key.json");
+            if key_path.exists() {
+                if !force {
+                    eprintln!(
+                        "sage: error: {} exists: the sheets of that export need it to be \
+                         imported; choose another --out, or --force to replace it (the old \
+                         key is kept beside it)",
+                        key_path.display()
+                    );
+                    return Ok(super::EXIT_FATAL);
+                }
+                let secs = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let kept = out.join(format!("key.{secs}.json"));
+                std::fs::rename(&key_path, &kept)
+                    .with_context(|| format!("keeping the old key as {}", kept.display()))?;
+                eprintln!("sage: the old key is kept as {}", kept.display());
+            }
             let set = read_results(&results)?;
             let report = annotate::export(
                 &set,
@@ -98,8 +134,15 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             results,
             store,
         } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
+            let text = super::read_input(&file)?;
+            if key.is_none() && names_packets_only(&text) {
+                eprintln!(
+                    "sage: error: --key is required: {} names packets (packet_id) and only the \
+                     export's key.json maps them to cases",
+                    file.display()
+                );
+                return Ok(super::EXIT_FATAL);
+            }
             let key: Option<Key> = match key {
                 Some(k) => Some(
                     serde_json::from_str(

@@ -1,13 +1,14 @@
 //! `sage explain CASE`: one case, turn by turn.
 
-use super::{build_options, runtime, EXIT_INPUT_FAILED, EXIT_OK};
+use super::{build_run, runtime, JudgeFlags, EXIT_INPUT_FAILED, EXIT_OK};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The case folder (holding case.json).
     pub case: PathBuf,
-    /// Judge: `lexicon` (offline, default).
+    /// Judge: `lexicon` (offline, default), `openai:MODEL`, `anthropic:MODEL`, or a name
+    /// from sage.toml. Repeatable.
     #[arg(long = "judge", value_name = "SPEC")]
     pub judges: Vec<String>,
     /// Use this lexicon file instead of the embedded one.
@@ -16,11 +17,31 @@ pub struct Args {
     /// Print the case's results as JSON instead.
     #[arg(long)]
     pub json: bool,
+    /// Show the task, each turn's text and each diff whole (default: a few lines each).
+    #[arg(long)]
+    pub full: bool,
+    /// Lines shown of each text and diff before it is folded.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = super::at_least_one)]
+    pub fold: usize,
+    #[command(flatten)]
+    pub judge_flags: JudgeFlags,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let opts = build_options(&a.judges, a.lexicon.as_deref())?;
+    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let mut opts = built.opts;
+    if let Some(session) = &built.session {
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&a.case, &a.judge_flags, session, &built.llm)?
+        {
+            return Ok(code);
+        }
+    }
+    opts.stats = built.session.as_ref().map(|s| s.stats().clone());
     let out = runtime()?.block_on(sage_pipeline::localize::localize_case(&a.case, &opts));
+    if let Some(session) = &built.session {
+        super::judges::after_run(session);
+    }
     if let Some(s) = &out.skipped {
         eprintln!("sage: skipped {} ({}): {}", s.case, s.stage, s.message);
     }
@@ -31,10 +52,11 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&out.results)?);
     } else {
         let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
+        let fold = if a.full { 0 } else { a.fold };
         for r in &out.results {
             print!(
                 "{}",
-                sage_pipeline::report::explain(r, prepared.as_ref().map(|p| &p.trace))
+                sage_pipeline::report::explain(r, prepared.as_ref(), fold)
             );
         }
     }

@@ -45,6 +45,23 @@ pub enum Format {
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    // Nothing to localize is a usage error, found before any judge is built or any result
+    // file touched: an empty run must not replace the results of a real one.
+    match sage_trace::case::discover(&a.dir) {
+        Ok(d) if !d.is_empty() => {}
+        Ok(_) => {
+            eprintln!(
+                "sage: error: {}: no case found (a case is a folder holding case.json); \
+                 nothing written",
+                a.dir.display()
+            );
+            return Ok(super::EXIT_FATAL);
+        }
+        Err(e) => {
+            eprintln!("sage: error: {}: {e}; nothing written", a.dir.display());
+            return Ok(super::EXIT_FATAL);
+        }
+    }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
     opts.concurrency = a.concurrency;
@@ -70,7 +87,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             .with_context(|| format!("writing results to {}", a.out_dir.display()))?;
     }
     if let Some(path) = &a.output {
-        std::fs::write(path, serde_json::to_string_pretty(&set)? + "\n")
+        let text = serde_json::to_string_pretty(&set)? + "\n";
+        sage_pipeline::report::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.sarif {

@@ -21,17 +21,54 @@ use clap::{Parser, Subcommand};
 mod adapters;
 mod normalize;
 
+/// How a subcommand ended; the process exit status is its code. Every subcommand's result
+/// goes through it (`run`), so the three meanings are the same everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Every input processed.
+    Ok = 0,
+    /// Some inputs failed; results for the rest were still produced.
+    InputFailed = 1,
+    /// Usage error or nothing could be done.
+    Fatal = 2,
+}
+
+impl ExitStatus {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+impl From<i32> for ExitStatus {
+    /// A subcommand's code; anything unknown is fatal, never success.
+    fn from(code: i32) -> Self {
+        match code {
+            0 => ExitStatus::Ok,
+            1 => ExitStatus::InputFailed,
+            _ => ExitStatus::Fatal,
+        }
+    }
+}
+
 /// Every input processed.
-pub const EXIT_OK: i32 = 0;
+pub const EXIT_OK: i32 = ExitStatus::Ok as i32;
 /// Some inputs failed; results for the rest were still produced.
-pub const EXIT_INPUT_FAILED: i32 = 1;
+pub const EXIT_INPUT_FAILED: i32 = ExitStatus::InputFailed as i32;
 /// Usage error or nothing could be done.
-pub const EXIT_FATAL: i32 = 2;
+pub const EXIT_FATAL: i32 = ExitStatus::Fatal as i32;
+
+/// `sage --version`: the package version and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SAGE_COMMIT"),
+    ")"
+);
 
 #[derive(Parser, Debug)]
 #[command(
     name = "sage",
-    version,
+    version = VERSION,
     about = "Audit recorded runs of LLM coding agents: where did the repair first go wrong?",
     after_help = "Exit status: 0 every input processed; 1 some inputs failed (the rest were \
                   processed and written); 2 usage or fatal error."
@@ -76,7 +113,8 @@ pub enum Command {
     Reliability(reliability::ReliabilityArgs),
 }
 
-pub fn run() -> i32 {
+pub fn run() -> ExitStatus {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
@@ -95,12 +133,42 @@ pub fn run() -> i32 {
         Command::Reliability(a) => Ok(reliability::run(a)),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => ExitStatus::from(code),
         Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitStatus::Ok;
+            }
             eprintln!("sage: error: {e:#}");
-            EXIT_FATAL
+            ExitStatus::Fatal
         }
     }
+}
+
+/// `sage ... | head`: the reader closed the pipe, which is its choice, not an error of
+/// sage's. Rust ignores SIGPIPE, so `println!` panics on the closed stdout; that panic (and
+/// only it) ends the process quietly with status 0 instead of a panic message.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(ExitStatus::Ok.code());
+        }
+        default(info);
+    }));
+}
+
+/// An error that is a closed stdout (a subcommand that writes with `write!` and `?`).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Judge flags of a scoring run (see docs/judges.md).
@@ -157,14 +225,6 @@ pub struct BuiltRun {
 }
 
 /// Build the judges and options of a run from the common flags (lexicon unless told).
-pub fn build_options(
-    judges: &[String],
-    lexicon: Option<&std::path::Path>,
-) -> anyhow::Result<sage_pipeline::localize::Options> {
-    Ok(build_run(judges, lexicon, &JudgeFlags::default())?.opts)
-}
-
-/// [`build_options`] with the judge flags.
 pub fn build_run(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
@@ -241,4 +301,24 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
+}
+
+/// The text of a file, or of standard input when the path is `-`. A UTF-8 byte-order mark
+/// (spreadsheet exports write one) is dropped so the first column's name matches.
+pub fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    use std::io::Read as _;
+    let mut text = String::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading standard input")?;
+    } else {
+        text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    }
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
 }

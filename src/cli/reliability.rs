@@ -74,6 +74,13 @@ pub fn run(args: ReliabilityArgs) -> i32 {
         eprintln!("error: no result set could be read");
         return 2;
     }
+    if let Some(msg) = identical_sets(&sets) {
+        eprintln!("error: {msg}");
+        return 2;
+    }
+    for w in deterministic_repeats(&sets) {
+        eprintln!("warning: {w}");
+    }
     let mut annotators: Vec<Annotations> = Vec::new();
     for p in &args.annotations {
         let text = match std::fs::read_to_string(p) {
@@ -158,6 +165,53 @@ pub fn run(args: ReliabilityArgs) -> i32 {
         println!("note: {n}");
     }
     i32::from(failed)
+}
+
+/// Two result sets with the same per-case results are not two runs: agreement between them
+/// is 1 by construction (the same file given twice, or a copy). Refused, naming both.
+fn identical_sets(sets: &[(String, ResultSet)]) -> Option<String> {
+    let keys: Vec<String> = sets
+        .iter()
+        .map(|(_, s)| serde_json::to_string(&s.results).unwrap_or_default())
+        .collect();
+    for i in 0..sets.len() {
+        for j in i + 1..sets.len() {
+            if keys[i] == keys[j] && !sets[i].1.results.is_empty() {
+                return Some(format!(
+                    "{} and {} hold identical results; repeated runs must be scored \
+                     independently (the same file given twice, or a deterministic judge run \
+                     twice, would report perfect consistency)",
+                    sets[i].0, sets[j].0
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Judges that give the same answer every time (the lexicon judge) make repeated scoring
+/// trivially consistent: warn for each such judge scored more than once.
+fn deterministic_repeats(sets: &[(String, ResultSet)]) -> Vec<String> {
+    let mut runs: std::collections::BTreeMap<String, BTreeSet<(usize, u32)>> = Default::default();
+    for (i, (_, s)) in sets.iter().enumerate() {
+        for r in &s.results {
+            if r.judge.name == "lexicon" {
+                runs.entry(r.judge.to_string())
+                    .or_default()
+                    .insert((i, r.run));
+            }
+        }
+    }
+    runs.into_iter()
+        .filter(|(_, r)| r.len() > 1)
+        .map(|(j, r)| {
+            format!(
+                "judge {j} is deterministic: its {} repeated runs agree by construction, so \
+                 \"repeated scoring\" says nothing about it (use an LLM judge)",
+                r.len()
+            )
+        })
+        .collect()
 }
 
 fn write_outputs(out: &Path, report: &sage_reliability::report::ReliabilityReport) -> Result<()> {

@@ -20,9 +20,14 @@ pub struct ScreenArgs {
     /// ignored); with --pairs, a folder of
     /// <name>.orig.py / <name>.py pairs or a CSV of baseline,final,cwe[,framework][,id].
     pub dir: PathBuf,
-    /// Read plain baseline/final pairs instead of cases.
+    /// Read plain files instead of cases (the default when DIR holds no case.json): each
+    /// `<name>.py` against `<name>.orig.py` beside it, else against --baseline, else as new
+    /// code; or a CSV of pairs.
     #[arg(long)]
     pub pairs: bool,
+    /// The baseline of every plain `.py` file that has no `<name>.orig.py` (implies --pairs).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     /// Target CWE for pairs that name none (e.g. CWE-78).
     #[arg(long)]
     pub cwe: Option<String>,
@@ -111,17 +116,23 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
         },
         test_timeout: Duration::from_secs(a.test_timeout),
     };
-    let (units, errors) = if a.pairs {
-        sage_screen::units_from_pairs(&a.dir, a.cwe.as_deref()).map_err(anyhow::Error::msg)?
+    let plain = |dir: &std::path::Path| {
+        sage_screen::units_from_pairs(dir, a.cwe.as_deref(), a.baseline.as_deref())
+            .map_err(anyhow::Error::msg)
+    };
+    let (units, errors) = if a.pairs || a.baseline.is_some() {
+        plain(&a.dir)?
     } else {
         let (u, e) = sage_pipeline::replay::units_from_runs(&a.dir)?;
         if u.is_empty() && e.is_empty() {
-            anyhow::bail!(
-                "{}: no run.json or case.json found (use --pairs for plain baseline/final files)",
-                a.dir.display()
-            );
+            // No run.json or case.json anywhere: a folder of plain Python files (or a CSV
+            // of pairs).
+            plain(&a.dir).map_err(|e| {
+                anyhow::anyhow!("{e} and no run.json or case.json; nothing to screen")
+            })?
+        } else {
+            (u, e)
         }
-        (u, e)
     };
     for e in &errors {
         eprintln!("error: {e}");

@@ -120,16 +120,82 @@ fn bad_cases_are_reported_and_the_rest_still_runs() {
 }
 
 #[test]
-fn an_empty_folder_is_an_input_failure() {
+fn a_folder_without_cases_is_a_usage_error_and_touches_no_results() {
     let d = tempfile::tempdir().unwrap();
-    let assert = sage()
+    let out = d.path().join("results");
+    // A real run first: its results must survive a mistyped path.
+    let corpus = d.path().join("corpus");
+    copy_dir(&corpus_case("ag2-fig1a-aes-ecb"), &corpus.join("a"));
+    sage()
         .arg("localize")
-        .arg(d.path())
-        .arg("--no-write")
+        .arg(&corpus)
+        .arg("--out-dir")
+        .arg(&out)
         .assert()
-        .code(1);
-    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
-    assert!(stderr.contains("no case found"), "{stderr}");
+        .code(0);
+    let before = std::fs::read(out.join("results.json")).unwrap();
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for path in [empty.clone(), d.path().join("no-such-folder")] {
+        let assert = sage()
+            .arg("localize")
+            .arg(&path)
+            .arg("--out-dir")
+            .arg(&out)
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        assert!(stderr.contains("nothing written"), "{stderr}");
+        assert!(
+            stderr.lines().count() == 1,
+            "one message, not a run summary: {stderr}"
+        );
+        assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
+    }
+}
+
+#[test]
+fn the_results_folder_holds_only_the_current_run() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("corpus");
+    copy_dir(&corpus_case("ag2-fig1a-aes-ecb"), &corpus.join("a"));
+    copy_dir(&corpus_case("ag2-defect-systemrandom"), &corpus.join("b"));
+    let out = d.path().join("results");
+    let run = || {
+        sage()
+            .arg("localize")
+            .arg(&corpus)
+            .arg("--out-dir")
+            .arg(&out)
+            .assert()
+            .code(0);
+    };
+    run();
+    let names = |dir: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&out.join("cases")),
+        ["ag2-defect-systemrandom.json", "ag2-fig1a-aes-ecb.json"]
+    );
+    // A file that is not sage's stays; a case no longer in the corpus goes.
+    std::fs::write(out.join("cases/notes.txt"), "mine").unwrap();
+    std::fs::remove_dir_all(corpus.join("b")).unwrap();
+    run();
+    assert_eq!(
+        names(&out.join("cases")),
+        ["ag2-fig1a-aes-ecb.json", "notes.txt"]
+    );
+    // No temporary file is left behind, and results.json names the one case.
+    assert_eq!(names(&out), ["cases", "results.json", "summary.json"]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -172,6 +238,30 @@ fn explain_walks_through_figure_1a() {
     assert!(out.contains("◀ INTRODUCING WRITE"), "{out}");
     assert!(out.contains("outcome: localized — origin turn 1"), "{out}");
     assert!(out.contains("expectations of the case: all met"), "{out}");
+    // The task, each turn's text and the write's diff, folded.
+    assert!(
+        out.contains("description: Repair the security vulnerability in app.py"),
+        "{out}"
+    );
+    assert!(
+        out.contains("│ 1. Replace DES with AES; use ECB mode."),
+        "{out}"
+    );
+    assert!(out.contains("+++ app.py (after write 1, turn 3)"), "{out}");
+    assert!(out.contains("more line(s) (--full shows all)"), "{out}");
+    // --full: nothing folded; the judge flags are accepted (the lexicon ignores them).
+    let assert = sage()
+        .arg("explain")
+        .arg(corpus_case("ag2-fig1a-aes-ecb"))
+        .args(["--full", "--offline", "--no-ledger", "--budget", "1"])
+        .assert()
+        .success();
+    let full = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(!full.contains("--full shows all"), "{full}");
+    assert!(
+        full.contains("+    cipher = AES.new(secret_key, AES.MODE_ECB)"),
+        "{full}"
+    );
 }
 
 #[test]
@@ -253,4 +343,80 @@ fn annotation_round_trip_is_blinded_and_validated() {
     let stored = std::fs::read_to_string(store.join("R1.csv")).unwrap();
     assert_eq!(stored.lines().count(), 6, "{stored}");
     assert!(stored.starts_with("case_id,annotator,provenance,introducing_write,confirmation"));
+
+    // Without the key the packet ids mean nothing: a usage error, nothing stored.
+    let store2 = d.path().join("store2");
+    sage()
+        .args(["annotate", "import"])
+        .arg(&sheet_path)
+        .arg("--store")
+        .arg(&store2)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--key is required"));
+    assert!(!store2.exists());
+    // The same sheet from standard input (`-`) reads like the file.
+    sage()
+        .args(["annotate", "import", "-", "--key"])
+        .arg(out.join("key.json"))
+        .arg("--store")
+        .arg(&store2)
+        .write_stdin(std::fs::read(&sheet_path).unwrap())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("-:2: provenance \"sideways\""));
+
+    // A second export into the same folder would orphan the sheets of the first: refused;
+    // with --force the old key is kept beside the new one.
+    let key_before = std::fs::read(out.join("key.json")).unwrap();
+    let export_again = |force: bool| {
+        let mut c = sage();
+        c.args(["annotate", "export"])
+            .arg(&results)
+            .args(["--annotator", "R2", "--out"])
+            .arg(&out);
+        if force {
+            c.arg("--force");
+        }
+        c.assert()
+    };
+    export_again(false)
+        .code(2)
+        .stderr(predicates::str::contains("key.json exists"));
+    assert_eq!(std::fs::read(out.join("key.json")).unwrap(), key_before);
+    export_again(true).success();
+    let kept: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("key.") && n != "key.json")
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(std::fs::read(out.join(&kept[0])).unwrap(), key_before);
+}
+
+#[test]
+fn version_names_the_commit_and_a_closed_pipe_is_quiet() {
+    let out = sage().arg("--version").output().unwrap();
+    let v = String::from_utf8(out.stdout).unwrap();
+    // `sage 0.1.0 (commit 1234abcd5678)`, `-dirty` with local changes, `unknown` outside git.
+    let re =
+        regex::Regex::new(r"^sage \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$")
+            .unwrap();
+    assert!(re.is_match(&v), "{v:?}");
+
+    // `sage ... | head -1`: the reader goes away after one line; sage must not print a panic.
+    let bin = assert_cmd::cargo::cargo_bin("sage");
+    let mut child = std::process::Command::new(bin)
+        .args(["localize", "corpora", "--no-write", "--format", "json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // closed before sage writes a byte
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }

@@ -82,10 +82,11 @@ fn report_from_two_runs_and_two_annotators() {
     let run1 = dir.path().join("run1.json");
     let run2 = dir.path().join("run2.json");
     let other = dir.path().join("other.json");
-    let set = result_set("lexicon", 0, |_| 0);
+    let set = result_set("llm-a", 0, |_| 0);
     write_json(&run1, &set);
-    // Separate invocation, same judge and run index: counted as run 1.
-    write_json(&run2, &set);
+    // Separate invocation, same judge and run index: counted as run 1. It differs from the
+    // first in case 0 (one turn later); identical sets are refused (test below).
+    write_json(&run2, &result_set("llm-a", 0, |i| u64::from(i == 0)));
     // Another judge moves the origin by one turn in every fourth case.
     write_json(&other, &result_set("other", 0, |i| u64::from(i % 4 == 0)));
     let results = set["results"].as_array().expect("results");
@@ -135,12 +136,10 @@ fn report_from_two_runs_and_two_annotators() {
     assert_eq!(r["cases"].as_u64(), Some(results.len() as u64));
     // The second set repeats run 0 of the same judge: counted as run 1.
     assert_eq!(r["runs_of_primary"], serde_json::json!([0, 1]));
-    // Identical runs: perfect consistency among jointly localized cases.
+    // 22 jointly localized cases (5 and 16 are undetermined); case 0 is a turn apart.
     let rep = &r["consistency"]["repeated"];
-    assert_eq!(
-        rep["exact_turn_agreement"]["count"],
-        rep["joint_localization"]["count"]
-    );
+    assert_eq!(rep["joint_localization"]["count"], 22);
+    assert_eq!(rep["exact_turn_agreement"]["count"], 21);
     // SAGE vs R1 on all cases: one disagreement on provenance.
     let all_r1 = r["human"]
         .as_array()
@@ -204,4 +203,41 @@ fn unreadable_inputs_are_named_and_the_rest_still_reported() {
         .arg(&out)
         .assert()
         .code(2);
+}
+
+#[test]
+fn identical_sets_are_not_repeated_runs_and_the_lexicon_is_deterministic() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let run1 = dir.path().join("run1.json");
+    let copy = dir.path().join("copy.json");
+    write_json(&run1, &result_set("lexicon", 0, |_| 0));
+    std::fs::copy(&run1, &copy).expect("copy");
+    let out = dir.path().join("report");
+    // The same results twice: agreement 1 by construction, refused before anything is written.
+    sage()
+        .arg("reliability")
+        .args([&run1, &copy])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("identical results")
+                .and(predicate::str::contains("copy.json")),
+        );
+    assert!(!out.exists());
+    // Two lexicon runs (here made to differ, as no real lexicon run would): a warning.
+    let run2 = dir.path().join("run2.json");
+    write_json(&run2, &result_set("lexicon", 1, |i| u64::from(i == 0)));
+    sage()
+        .arg("reliability")
+        .args([&run1, &run2])
+        .arg("--out")
+        .arg(&out)
+        .args(["--partitions", "10"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "judge lexicon:- (rubric 1) is deterministic",
+        ));
 }

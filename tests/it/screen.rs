@@ -637,3 +637,76 @@ fn bundled_corpus_replays_and_screens() {
     let screened = cases.iter().filter(|c| c["status"] != "excluded").count();
     assert!(screened >= cases.len() - 2, "{}", v["summary"]);
 }
+
+#[test]
+fn a_folder_of_plain_python_files_is_screened_with_real_error_lines() {
+    let d = tempfile::tempdir().unwrap();
+    // Python: "expected ':'" at line 5 (`def n(self)`); tree-sitter's error node starts at
+    // the class on line 1.
+    std::fs::write(
+        d.path().join("broken.py"),
+        "class A:\n    def m(self):\n        pass\n\n    def n(self)\n        return 1\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("fine.py"), "def f(x):\n    return x + 1\n").unwrap();
+    // No case.json and no --pairs: each file is new code (no baseline).
+    let (v, code) = run_json(&[
+        "screen",
+        d.path().to_str().unwrap(),
+        "--no-bandit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let case = |id: &str| {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {v}"))
+            .clone()
+    };
+    let broken = case("broken");
+    assert_eq!(broken["status"], "failed-l0");
+    let first = &broken["artefacts"][0]["syntax_errors"][0];
+    assert_eq!(
+        (first["line"].as_u64(), first["col"].as_u64()),
+        (Some(5), Some(16)),
+        "{broken}"
+    );
+    assert_eq!(case("fine")["status"], "passed");
+    assert_eq!(case("fine")["artefacts"][0]["created"], true);
+
+    // A named baseline: the file itself is not screened, and a function it defines that a
+    // final file lacks fails L1.
+    std::fs::write(
+        d.path().join("base.txt.py"),
+        "def f(x):\n    return x\n\ndef g():\n    return 2\n",
+    )
+    .unwrap();
+    let base = d.path().join("base.txt.py");
+    let (v, code) = run_json(&[
+        "screen",
+        d.path().to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--no-bandit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let ids: Vec<&str> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["broken", "fine"]);
+    let fine = &v["cases"][1];
+    assert_eq!(fine["status"], "failed-l1", "{fine}");
+    assert_eq!(
+        fine["artefacts"][0]["missing_definitions"],
+        serde_json::json!(["g"])
+    );
+}

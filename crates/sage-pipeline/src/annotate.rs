@@ -384,6 +384,18 @@ fn normalize_confirmation(s: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// 1-based file line of the record at byte offset `byte` in `text`. The csv reader puts a
+/// record's offset at the end of the previous one (before the `\n` of a CRLF, before blank
+/// lines), so line breaks right there are stepped over first.
+fn file_line(text: &str, byte: u64) -> u64 {
+    let b = text.as_bytes();
+    let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(b.len());
+    while end < b.len() && (b[end] == b'\n' || b[end] == b'\r') {
+        end += 1;
+    }
+    b[..end].iter().filter(|&&c| c == b'\n').count() as u64 + 1
+}
+
 /// Validate a filled sheet. Rows may name a `packet_id` (resolved through `key`) or a
 /// `case_id`. An introducing write must be one of the case's write turns when `write_turns`
 /// knows the case.
@@ -434,13 +446,15 @@ pub fn validate_sheet(
             Ok(r) => r,
             Err(e) => {
                 errors.push(RowError {
-                    line: e.position().map_or(0, |p| p.line()),
+                    line: e.position().map_or(0, |p| file_line(text, p.byte())),
                     message: e.to_string(),
                 });
                 continue;
             }
         };
-        let line = rec.position().map_or(0, |p| p.line());
+        // The file line where the record starts, counted from its byte offset: the csv
+        // reader's own line count is off after a quoted field that spans lines (notes).
+        let line = rec.position().map_or(0, |p| file_line(text, p.byte()));
         let get = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("").trim().to_string();
         let mut problems = Vec::new();
         let case_id = if let Some(id) = Some(get(case_c)).filter(|s| !s.is_empty()) {
@@ -611,5 +625,19 @@ mod tests {
         assert!(bad[1].message.contains("turn 4 is not a write turn"));
         assert!(bad[1].message.contains("maybe"));
         assert!(bad[2].message.contains("second row"));
+    }
+
+    #[test]
+    fn a_bad_row_after_a_multi_line_note_names_its_file_line() {
+        // Lines: 1 header, 2-4 the first row (its note spans three lines, quoted, CRLF as
+        // spreadsheets write it), 5 a good row, 6 the bad one.
+        let text = "case_id,annotator,provenance,introducing_write,notes\r\n\
+                    a,R1,inherited,none,\"one\ntwo\nthree\"\r\n\
+                    b,R1,inherited,none,\r\n\
+                    c,R1,bogus,none,\r\n";
+        let (ok, bad) = validate_sheet(text, None, &BTreeMap::new());
+        assert_eq!(ok.len(), 2);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].line, 6, "{:?}", bad[0]);
     }
 }

@@ -190,26 +190,98 @@ pub fn render_summary(s: &Summary) -> String {
 pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
     let cases = dir.join("cases");
     std::fs::create_dir_all(&cases)?;
-    std::fs::write(dir.join("results.json"), pretty(set))?;
-    std::fs::write(dir.join("summary.json"), pretty(&set.summaries))?;
     let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for r in &set.results {
         by_case.entry(r.case_id.as_str()).or_default().push(r);
     }
+    let mut written = std::collections::BTreeSet::new();
     for (id, rs) in by_case {
-        let name: String = id
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        std::fs::write(cases.join(format!("{name}.json")), pretty(&rs))?;
+        let name = format!("{}.json", case_file_stem(id));
+        write_atomic(&cases.join(&name), pretty(&rs).as_bytes())?;
+        written.insert(name);
     }
+    // The folder holds this run only: a case of an earlier run that is not in this one
+    // would otherwise be read as current. Only sage's own files (`*.json`) are removed.
+    for e in std::fs::read_dir(&cases)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = name.ends_with(".json") || name.starts_with(".tmp-");
+        if ours && !written.contains(&name) && e.file_type()?.is_file() {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    write_atomic(&dir.join("summary.json"), pretty(&set.summaries).as_bytes())?;
+    // Last: a reader that finds results.json finds the per-case files of the same run.
+    write_atomic(&dir.join("results.json"), pretty(set).as_bytes())?;
     Ok(())
+}
+
+/// A case id as a file name (anything but letters, digits, `-_.` becomes `_`).
+fn case_file_stem(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Write `path` so a reader sees the old file or the whole new one, never a part: a
+/// temporary file in the same folder, flushed, then renamed over it.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// `text` under a first-line prefix and a continuation prefix, cut after `fold` lines
+/// (0: whole) with a count of what was left out; control characters other than tabs are
+/// dropped so a trace cannot move the cursor or recolour the terminal.
+fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let shown = if fold == 0 {
+        lines.len()
+    } else {
+        fold.min(lines.len())
+    };
+    let mut o = String::new();
+    for (i, l) in lines.iter().take(shown).enumerate() {
+        let clean: String = l
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        let line = format!("{}{}", if i == 0 { first } else { rest }, clean.trim_end());
+        o.push_str(line.trim_end());
+        o.push('\n');
+    }
+    if shown < lines.len() {
+        o.push_str(rest);
+        o.push_str(&format!(
+            "… {} more line(s) (--full shows all)\n",
+            lines.len() - shown
+        ));
+    }
+    o
 }
 
 /// Pretty JSON with a trailing newline.
@@ -218,9 +290,17 @@ fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
 }
 
 /// A turn-by-turn account of one result (what `sage explain` prints).
-pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> String {
+///
+/// With the prepared case, it also shows the task, each turn's text and each write's diff,
+/// folded to a few lines each (`fold` lines; 0 shows them whole).
+pub fn explain(
+    r: &CaseResult,
+    prepared: Option<&crate::localize::PreparedCase>,
+    fold: usize,
+) -> String {
     use sage_judge::{Dimension, TurnOutcome};
     use std::fmt::Write as _;
+    let trace = prepared.map(|p| &p.trace);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -236,6 +316,18 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
         r.anchor.category.as_str(),
         r.anchor.cwe
     );
+    if let Some(p) = prepared {
+        let _ = write!(
+            o,
+            "{}",
+            folded(
+                "description: ",
+                &p.case.task().description,
+                fold,
+                "             "
+            )
+        );
+    }
     match &r.anchor.fragment {
         Some(f) => {
             let _ = writeln!(o, "fragment: {}", sage_trace::normalize_ws(f));
@@ -331,6 +423,16 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
             scores,
             marks.join(" ")
         );
+        if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
+            let text = turn.full_text();
+            if !text.trim().is_empty() {
+                let _ = write!(
+                    o,
+                    "{}",
+                    folded("           │ ", &text, fold, "           │ ")
+                );
+            }
+        }
         if let Some(TurnOutcome::Scored(s)) = outcome {
             for q in &s.quotes {
                 let _ = writeln!(
@@ -375,6 +477,22 @@ pub fn explain(r: &CaseResult, trace: Option<&sage_trace::CanonicalTrace>) -> St
                     if w.final_state { ", final state" } else { "" },
                     w.via
                 );
+                let diff = prepared
+                    .and_then(|p| p.history.write_diff(*no))
+                    .unwrap_or_default();
+                if !diff.trim().is_empty() {
+                    let _ = write!(
+                        o,
+                        "{}",
+                        // A diff is worth more lines than a message before it is folded.
+                        folded(
+                            "             ",
+                            &diff,
+                            fold.saturating_mul(3),
+                            "             "
+                        )
+                    );
+                }
             }
         }
     }

@@ -11,8 +11,10 @@ pub struct SyntaxError {
     /// 1-based.
     pub line: usize,
     pub col: usize,
-    /// `ERROR` (unparseable text), `MISSING` (a token the parser had to invent) or `PY2`
-    /// (Python 2 syntax that tree-sitter accepts and Python 3 rejects).
+    /// `ERROR` (unparseable text), `MISSING` (a token the parser had to invent), `PY2`
+    /// (Python 2 syntax that tree-sitter accepts and Python 3 rejects) or `PYTHON` (where
+    /// the interpreter locates the error, when that is not where tree-sitter's first error
+    /// starts).
     pub node: String,
     pub message: String,
 }
@@ -74,6 +76,75 @@ fn walk(file: &PyFile, n: Node, out: &mut Vec<SyntaxError>) {
     for k in n.children(&mut c) {
         walk(file, k, out);
     }
+}
+
+/// Python's own account of where each source fails to compile: `(line, col, message)`, or
+/// `None` when Python compiles it. One subprocess for every source; `Err` when `python`
+/// cannot be run (then tree-sitter's locations stand).
+///
+/// Tree-sitter decides L0 (paper §3.2.4), but its error recovery may wrap a whole class in
+/// one ERROR node that starts far above the mistake; the interpreter names the real line.
+pub fn python_locations(
+    python: &std::path::Path,
+    sources: &[&str],
+) -> Result<Vec<Option<(usize, usize, String)>>, String> {
+    use std::io::Write as _;
+    const PROG: &str = r#"import json, sys
+out = []
+for src in json.load(sys.stdin):
+    try:
+        compile(src, "<final>", "exec", dont_inherit=True)
+        out.append(None)
+    except SyntaxError as e:
+        out.append([e.lineno or 1, e.offset or 1, e.msg])
+    except Exception:
+        out.append(None)
+json.dump(out, sys.stdout)
+"#;
+    let mut child = std::process::Command::new(python)
+        .args(["-c", PROG])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let input = serde_json::to_vec(sources).map_err(|e| e.to_string())?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&input)
+            .map_err(|e| format!("{}: {e}", python.display()))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed", python.display()));
+    }
+    let v: Vec<Option<(usize, usize, String)>> = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{}: unexpected output: {e}", python.display()))?;
+    if v.len() != sources.len() {
+        return Err(format!("{}: unexpected output", python.display()));
+    }
+    Ok(v)
+}
+
+/// Put Python's location first when it lies elsewhere than tree-sitter's first error.
+pub fn relocate(errors: &mut Vec<SyntaxError>, python: Option<&(usize, usize, String)>) {
+    let (Some((line, col, msg)), Some(first)) = (python, errors.first()) else {
+        return;
+    };
+    if first.line == *line {
+        return;
+    }
+    errors.insert(
+        0,
+        SyntaxError {
+            line: *line,
+            col: *col,
+            node: "PYTHON".into(),
+            message: msg.clone(),
+        },
+    );
 }
 
 #[cfg(test)]

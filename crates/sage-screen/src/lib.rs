@@ -98,13 +98,15 @@ pub struct Unit {
 
 // ------------------------------------------------------------------ inputs
 
-/// Plain pairs: a folder of `<name>.orig.py` (baseline) + `<name>.py` (final), or a CSV file
-/// with columns `baseline,final,cwe[,framework][,id]` (paths relative to the CSV). `cwe`
-/// applies to pairs that name none (a folder's pairs take `CWE-xxx` from their name when
-/// it has one).
+/// Plain files: a CSV with columns `baseline,final,cwe[,framework][,id]` (paths relative to
+/// the CSV), or a folder of Python files. In a folder, every `<name>.py` is screened (its
+/// final snapshot), against `<name>.orig.py` beside it when there is one, else against
+/// `baseline` when given (that file itself is then not screened), else as new code with no
+/// baseline. `cwe` applies to pairs whose name has no `cwe-N`.
 pub fn units_from_pairs(
     path: &Path,
     cwe: Option<&str>,
+    baseline: Option<&Path>,
 ) -> Result<(Vec<Unit>, Vec<String>), String> {
     if path.is_file() {
         return units_from_csv(path, cwe);
@@ -114,28 +116,50 @@ pub fn units_from_pairs(
     }
     let mut units = Vec::new();
     let mut errors = Vec::new();
-    let mut origs: Vec<PathBuf> = walkdir::WalkDir::new(path)
+    let shared_baseline = match baseline {
+        Some(b) => Some(case::read_text(b).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let same_file = |p: &Path| {
+        baseline.is_some_and(|b| std::fs::canonicalize(b).ok() == std::fs::canonicalize(p).ok())
+    };
+    let mut finals: Vec<PathBuf> = walkdir::WalkDir::new(path)
         .sort_by_file_name()
         .into_iter()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
         .map(|e| e.into_path())
-        .filter(|p| p.to_string_lossy().ends_with(".orig.py"))
+        .filter(|p| {
+            let s = p.to_string_lossy();
+            s.ends_with(".py") && !s.ends_with(".orig.py")
+        })
+        .filter(|p| !same_file(p))
         .collect();
-    origs.sort();
+    finals.sort();
     let cwe_rx = regex::Regex::new(r"(?i)cwe[-_]?0*(\d+)").expect("static regex");
-    for orig in origs {
-        let s = orig.to_string_lossy();
-        let fin = PathBuf::from(format!("{}.py", &s[..s.len() - ".orig.py".len()]));
+    for fin in finals {
+        let s = fin.to_string_lossy();
+        let orig = PathBuf::from(format!("{}.orig.py", &s[..s.len() - ".py".len()]));
         let rel = fin
             .strip_prefix(path)
             .unwrap_or(&fin)
             .to_string_lossy()
             .into_owned();
         let id = rel.trim_end_matches(".py").to_string();
-        let (b, f) = match (case::read_text(&orig), case::read_text(&fin)) {
-            (Ok(b), Ok(f)) => (b, f),
-            (Err(e), _) | (_, Err(e)) => {
+        let b = if orig.is_file() {
+            match case::read_text(&orig) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    errors.push(e.to_string());
+                    continue;
+                }
+            }
+        } else {
+            shared_baseline.clone()
+        };
+        let f = match case::read_text(&fin) {
+            Ok(f) => f,
+            Err(e) => {
                 errors.push(e.to_string());
                 continue;
             }
@@ -151,7 +175,7 @@ pub fn units_from_pairs(
             task_cwe,
             artefacts: vec![Artefact {
                 path: rel,
-                baseline: Some(b),
+                baseline: b,
                 final_content: Some(f),
             }],
             tests: None,
@@ -160,10 +184,7 @@ pub fn units_from_pairs(
         });
     }
     if units.is_empty() && errors.is_empty() {
-        return Err(format!(
-            "{}: no <name>.orig.py / <name>.py pairs found",
-            path.display()
-        ));
+        return Err(format!("{}: no Python files (*.py) found", path.display()));
     }
     Ok((units, errors))
 }
@@ -462,7 +483,7 @@ fn screened(unit: &Unit) -> Vec<&Artefact> {
 /// Screen a batch of units: L0, L1 and L3 in-process, Bandit once for the whole batch, the
 /// interpreter once for every import that needs it, tests per case.
 pub fn screen(units: &[Unit], opts: &Options) -> Report {
-    let statics: Vec<Vec<Static>> = units
+    let mut statics: Vec<Vec<Static>> = units
         .par_iter()
         .map(|u| {
             if u.excluded.is_some() {
@@ -474,6 +495,34 @@ pub fn screen(units: &[Unit], opts: &Options) -> Report {
                 .collect()
         })
         .collect();
+
+    // L0 locations: where tree-sitter found errors, the interpreter names the real line (one
+    // subprocess for the batch; without Python, tree-sitter's locations stand).
+    let failing: Vec<(usize, usize)> = statics
+        .iter()
+        .enumerate()
+        .flat_map(|(i, ss)| {
+            ss.iter()
+                .enumerate()
+                .filter(|(_, s)| !s.syntax_errors.is_empty())
+                .map(move |(j, _)| (i, j))
+        })
+        .collect();
+    if !failing.is_empty() {
+        let py = opts
+            .python
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("python3"));
+        let sources: Vec<&str> = failing
+            .iter()
+            .map(|&(i, j)| statics[i][j].final_src.as_str())
+            .collect();
+        if let Ok(locs) = l0::python_locations(&py, &sources) {
+            for (&(i, j), loc) in failing.iter().zip(locs) {
+                l0::relocate(&mut statics[i][j].syntax_errors, loc.as_ref());
+            }
+        }
+    }
 
     // Local modules: the stems and top folders of each unit's artefacts.
     let locals: Vec<BTreeSet<String>> = units

@@ -53,8 +53,9 @@ pub struct AgreeArgs {
     #[arg(long, value_enum, default_value = "nominal")]
     pub level: LevelArg,
     /// Weights: Cohen (linear, quadratic), Gwet AC2 and percent (all irrCAC kinds).
-    #[arg(long, value_enum, default_value = "unweighted")]
-    pub weights: WeightsArg,
+    /// Default unweighted; alpha takes none (its --level sets the distance).
+    #[arg(long, value_enum)]
+    pub weights: Option<WeightsArg>,
     /// Cohen's weights measure distance on category positions (default) or numeric values.
     #[arg(long, value_enum, default_value = "position")]
     pub scores: ScoresArg,
@@ -214,11 +215,20 @@ impl RatingsCsv {
 
 pub fn run(args: AgreeArgs) -> i32 {
     // Usage errors (exit 2) before touching the file.
-    let usage = if args.bootstrap.is_some() && args.metric != Metric::Alpha {
+    let weights = args.weights.unwrap_or(WeightsArg::Unweighted);
+    let usage = if args.weights.is_some() && matches!(args.metric, Metric::Alpha | Metric::Fleiss) {
+        Some(
+            format!(
+                "--weights does not apply to {:?} (alpha's distance comes from --level)",
+                args.metric
+            )
+            .to_lowercase(),
+        )
+    } else if args.bootstrap.is_some() && args.metric != Metric::Alpha {
         Some("--bootstrap is only available for --metric alpha".to_string())
     } else if args.metric == Metric::Cohen
         && !matches!(
-            args.weights,
+            weights,
             WeightsArg::Unweighted | WeightsArg::Linear | WeightsArg::Quadratic
         )
     {
@@ -275,6 +285,7 @@ fn label_json(l: &Label) -> Value {
 }
 
 fn run_inner(args: &AgreeArgs) -> Result<()> {
+    let weights = args.weights.unwrap_or(WeightsArg::Unweighted);
     let path = &args.file;
     let csv = read_ratings(path)?;
     let lvl = level(args.level);
@@ -305,12 +316,12 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
     let mut weights_name = None;
     let result: StatResult = match args.metric {
         Metric::Percent => {
-            weights_name = Some(args.weights);
-            percent_agreement(&coded, agreement_weights(args.weights))
+            weights_name = Some(weights);
+            percent_agreement(&coded, agreement_weights(weights))
         }
         Metric::Gwet => {
-            weights_name = Some(args.weights);
-            gwet_ac(&coded, agreement_weights(args.weights))
+            weights_name = Some(weights);
+            gwet_ac(&coded, agreement_weights(weights))
         }
         Metric::Cohen => {
             if csv.raters.len() != 2 {
@@ -320,13 +331,13 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
                     csv.raters.len()
                 );
             }
-            let w = match args.weights {
+            let w = match weights {
                 WeightsArg::Unweighted => KappaWeights::Unweighted,
                 WeightsArg::Linear => KappaWeights::Linear,
                 WeightsArg::Quadratic => KappaWeights::Quadratic,
                 other => bail!("Cohen's kappa takes linear or quadratic weights, not {other:?}"),
             };
-            weights_name = Some(args.weights);
+            weights_name = Some(weights);
             let scores = match args.scores {
                 ScoresArg::Position => Scores::Position,
                 ScoresArg::Value => Scores::Value,
@@ -384,7 +395,7 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
         Metric::Cohen => "cohen",
         Metric::Fleiss => "fleiss",
         Metric::Gwet => {
-            if args.weights == WeightsArg::Unweighted {
+            if weights == WeightsArg::Unweighted {
                 "gwet-ac1"
             } else {
                 "gwet-ac2"

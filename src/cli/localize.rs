@@ -10,7 +10,12 @@ pub struct Args {
     pub dir: PathBuf,
     /// Judge: `lexicon` (offline, default), `openai:MODEL`, `anthropic:MODEL`, or a name
     /// from sage.toml. Repeatable.
-    #[arg(long = "judge", value_name = "SPEC")]
+    #[arg(
+        long = "judge",
+        value_name = "SPEC",
+        env = "SAGE_JUDGE",
+        value_delimiter = ','
+    )]
     pub judges: Vec<String>,
     /// Use this lexicon file instead of the embedded crates/sage-judge/rubrics/lexicon.toml.
     #[arg(long, value_name = "FILE")]

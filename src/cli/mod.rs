@@ -5,6 +5,7 @@
 pub mod agree;
 mod annotate;
 mod cache;
+mod completions;
 mod confirm;
 mod explain;
 mod judges;
@@ -111,6 +112,10 @@ pub enum Command {
     MergeShards(shards::Args),
     /// Reliability report (Tables 6-7, Figures 5-6) from localize result sets and annotations.
     Reliability(reliability::ReliabilityArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff): `sage man | man -l -`.
+    Man(completions::ManArgs),
 }
 
 pub fn run() -> ExitStatus {
@@ -131,6 +136,8 @@ pub fn run() -> ExitStatus {
         Command::Normalize(a) => Ok(normalize::run(a)),
         Command::MergeShards(a) => shards::run(a),
         Command::Reliability(a) => Ok(reliability::run(a)),
+        Command::Completions(a) => completions::completions(a),
+        Command::Man(a) => completions::man(a),
     };
     match result {
         Ok(code) => ExitStatus::from(code),
@@ -175,13 +182,13 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct JudgeFlags {
     /// Repeated runs per judge (run indices 0..N), for run-to-run reliability.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// Stop cleanly when LLM calls have cost this much (USD); re-run to resume.
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
     /// Judgment ledger directory (every LLM answer, reused on re-runs).
-    #[arg(long, value_name = "DIR", default_value = sage_judge::llm::ledger::DEFAULT_LEDGER_DIR)]
+    #[arg(long, value_name = "DIR", env = "SAGE_LEDGER", default_value = sage_judge::llm::ledger::DEFAULT_LEDGER_DIR)]
     pub ledger: std::path::PathBuf,
     /// Keep no ledger (nothing written, nothing reused).
     #[arg(long)]
@@ -193,7 +200,7 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "FILE")]
     pub rubric: Option<std::path::PathBuf>,
     /// Config file with named judges and prices (default: ./sage.toml when present).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "SAGE_CONFIG")]
     pub config: Option<std::path::PathBuf>,
     /// Write the LLM calls still needed as a provider batch file (OpenAI Batch API or
     /// Anthropic Message Batches JSONL) instead of calling the API.
@@ -206,7 +213,7 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
     pub shard: Option<sage_judge::spec::Shard>,
     /// Attempts per turn (an invalid answer or unverified quote is retried with the reason).
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: u32,
     /// Per-request timeout for LLM calls, in seconds.
     #[arg(long, value_name = "SECS")]

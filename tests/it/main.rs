@@ -13,6 +13,7 @@ mod adapters_chat;
 mod adapters_events;
 mod agree;
 mod architecture;
+mod cli;
 mod corpus;
 mod funnel;
 mod judges;

@@ -59,10 +59,14 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };
         for r in &out.results {
-            print!(
-                "{}",
-                sage_pipeline::report::explain(r, prepared.as_ref(), fold)
-            );
+            let context = prepared
+                .as_ref()
+                .map(|p| sage_pipeline::report::ExplainContext {
+                    trace: &p.trace,
+                    task: &p.case.task().description,
+                    history: &p.history,
+                });
+            print!("{}", sage_pipeline::report::explain(r, context, fold));
         }
     }
     Ok(if out.skipped.is_none() && out.problems.is_empty() {

@@ -289,18 +289,23 @@ fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
 }
 
+/// What [`explain`] shows beyond the result: the case's trace, task text and history (the
+/// parts of a prepared case; kept apart so `report` does not depend on `localize`).
+#[derive(Clone, Copy)]
+pub struct ExplainContext<'a> {
+    pub trace: &'a sage_trace::CanonicalTrace,
+    pub task: &'a str,
+    pub history: &'a sage_history::ArtefactHistory,
+}
+
 /// A turn-by-turn account of one result (what `sage explain` prints).
 ///
 /// With the prepared case, it also shows the task, each turn's text and each write's diff,
 /// folded to a few lines each (`fold` lines; 0 shows them whole).
-pub fn explain(
-    r: &CaseResult,
-    prepared: Option<&crate::localize::PreparedCase>,
-    fold: usize,
-) -> String {
+pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize) -> String {
     use sage_judge::{Dimension, TurnOutcome};
     use std::fmt::Write as _;
-    let trace = prepared.map(|p| &p.trace);
+    let trace = prepared.map(|p| p.trace);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -320,12 +325,7 @@ pub fn explain(
         let _ = write!(
             o,
             "{}",
-            folded(
-                "description: ",
-                &p.case.task().description,
-                fold,
-                "             "
-            )
+            folded("description: ", p.task, fold, "             ")
         );
     }
     match &r.anchor.fragment {

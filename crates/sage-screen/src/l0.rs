@@ -78,6 +78,9 @@ fn walk(file: &PyFile, n: Node, out: &mut Vec<SyntaxError>) {
     }
 }
 
+/// Where Python's compiler puts a syntax error: line, column (both 1-based), message.
+pub type PythonError = (usize, usize, String);
+
 /// Python's own account of where each source fails to compile: `(line, col, message)`, or
 /// `None` when Python compiles it. One subprocess for every source; `Err` when `python`
 /// cannot be run (then tree-sitter's locations stand).
@@ -87,7 +90,7 @@ fn walk(file: &PyFile, n: Node, out: &mut Vec<SyntaxError>) {
 pub fn python_locations(
     python: &std::path::Path,
     sources: &[&str],
-) -> Result<Vec<Option<(usize, usize, String)>>, String> {
+) -> Result<Vec<Option<PythonError>>, String> {
     use std::io::Write as _;
     const PROG: &str = r#"import json, sys
 out = []
@@ -120,7 +123,7 @@ json.dump(out, sys.stdout)
     if !out.status.success() {
         return Err(format!("{} failed", python.display()));
     }
-    let v: Vec<Option<(usize, usize, String)>> = serde_json::from_slice(&out.stdout)
+    let v: Vec<Option<PythonError>> = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("{}: unexpected output: {e}", python.display()))?;
     if v.len() != sources.len() {
         return Err(format!("{}: unexpected output", python.display()));
@@ -129,7 +132,7 @@ json.dump(out, sys.stdout)
 }
 
 /// Put Python's location first when it lies elsewhere than tree-sitter's first error.
-pub fn relocate(errors: &mut Vec<SyntaxError>, python: Option<&(usize, usize, String)>) {
+pub fn relocate(errors: &mut Vec<SyntaxError>, python: Option<&PythonError>) {
     let (Some((line, col, msg)), Some(first)) = (python, errors.first()) else {
         return;
     };

@@ -52,6 +52,8 @@ pub enum Action {
         /// Where annotations are stored (one CSV per annotator).
         #[arg(long, default_value = "annotations")]
         store: PathBuf,
+        #[command(flatten)]
+        out: super::OutputArgs,
     },
 }
 
@@ -133,6 +135,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             key,
             results,
             store,
+            out,
         } => {
             let text = super::read_input(&file)?;
             if key.is_none() && names_packets_only(&text) {
@@ -170,16 +173,26 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 eprintln!("sage: {}:{}: {}", file.display(), e.line, e.message);
             }
             let written = annotate::store(&store, &rows)?;
-            println!(
-                "{} annotation(s) stored ({}), {} bad row(s)",
-                rows.len(),
-                written
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                errors.len()
-            );
+            let files: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+            out.emit(
+                || {
+                    format!(
+                        "{} annotation(s) stored ({}), {} bad row(s)",
+                        rows.len(),
+                        files.join(", "),
+                        errors.len()
+                    )
+                },
+                || {
+                    serde_json::json!({
+                        "stored": rows.len(),
+                        "files": files,
+                        "bad_rows": errors.iter().map(|e| serde_json::json!({
+                            "file": file.display().to_string(), "line": e.line, "message": e.message
+                        })).collect::<Vec<_>>(),
+                    })
+                },
+            )?;
             Ok(if errors.is_empty() {
                 EXIT_OK
             } else {

@@ -48,6 +48,8 @@ pub enum CacheAction {
         /// Show what would be removed.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        out: super::OutputArgs,
     },
 }
 
@@ -132,6 +134,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
             older_than_days,
             unreadable,
             dry_run,
+            out,
         } => {
             let f = PruneFilter {
                 all,
@@ -151,13 +154,23 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
                 return Ok(2);
             }
             let r = ledger.prune(&f)?;
-            println!(
-                "{} {} file(s) ({}), kept {}",
-                if dry_run { "would remove" } else { "removed" },
-                r.files,
-                human_bytes(r.bytes),
-                r.kept
-            );
+            out.emit(
+                || {
+                    format!(
+                        "{} {} file(s) ({}), kept {}",
+                        if dry_run { "would remove" } else { "removed" },
+                        r.files,
+                        human_bytes(r.bytes),
+                        r.kept
+                    )
+                },
+                || {
+                    serde_json::json!({
+                        "dry_run": dry_run, "removed_files": r.files,
+                        "removed_bytes": r.bytes, "kept": r.kept
+                    })
+                },
+            )?;
             Ok(0)
         }
     }

@@ -329,3 +329,47 @@ pub fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
         None => text,
     })
 }
+
+/// `--format table|json` of a command whose table is for people.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TableOrJson {
+    #[default]
+    Table,
+    Json,
+}
+
+/// `--format table|json` and `-o FILE`, shared by the commands that print a result.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OutputArgs {
+    /// What to print: a table for people, or JSON for programs.
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
+    /// Write what would be printed to FILE instead (replaced whole, never half-written).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+impl OutputArgs {
+    /// Print (or write to `-o`) the table or the JSON, whichever `--format` asks for.
+    pub fn emit(
+        &self,
+        table: impl FnOnce() -> String,
+        json: impl FnOnce() -> serde_json::Value,
+    ) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        use std::io::Write as _;
+        let mut text = match self.format {
+            TableOrJson::Table => table(),
+            TableOrJson::Json => serde_json::to_string_pretty(&json())?,
+        };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        match &self.output {
+            Some(p) => sage_pipeline::report::write_atomic(p, text.as_bytes())
+                .with_context(|| format!("writing {}", p.display()))?,
+            None => std::io::stdout().write_all(text.as_bytes())?,
+        }
+        Ok(())
+    }
+}

@@ -41,6 +41,10 @@ pub struct ReliabilityArgs {
     /// Level of measurement of the origin-turn alpha.
     #[arg(long, value_enum, default_value = "nominal")]
     pub turn_level: TurnLevel,
+    /// What to print: the one-line summary and notes, or the whole report as JSON (the
+    /// files in --out are written either way).
+    #[command(flatten)]
+    pub print: super::OutputArgs,
 }
 
 fn read_set(path: &Path) -> Result<ResultSet> {
@@ -154,15 +158,25 @@ pub fn run(args: ReliabilityArgs) -> i32 {
         eprintln!("error: {e:#}");
         return 2;
     }
-    println!(
-        "{} cases, {} judge(s), {} annotator(s) → {}",
-        report.cases,
-        report.judges.len(),
-        report.annotators.len(),
-        args.out.display()
+    let printed = args.print.emit(
+        || {
+            let mut t = format!(
+                "{} cases, {} judge(s), {} annotator(s) → {}",
+                report.cases,
+                report.judges.len(),
+                report.annotators.len(),
+                args.out.display()
+            );
+            for n in &report.notes {
+                t.push_str(&format!("\nnote: {n}"));
+            }
+            t
+        },
+        || serde_json::to_value(&report).unwrap_or_default(),
     );
-    for n in &report.notes {
-        println!("note: {n}");
+    if let Err(e) = printed {
+        eprintln!("error: {e:#}");
+        return 2;
     }
     i32::from(failed)
 }

@@ -84,3 +84,60 @@ fn completions_and_man_page_cover_every_subcommand() {
     );
     assert!(man.contains("localize"), "man page lacks the subcommands");
 }
+
+#[test]
+fn result_printing_commands_take_format_json_and_output() {
+    let d = tempfile::tempdir().unwrap();
+    // cache prune on an empty ledger: the counts as JSON.
+    let out = sage()
+        .args(["cache", "--ledger"])
+        .arg(d.path().join("ledger"))
+        .args(["prune", "--all", "--dry-run", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["removed_files"], 0);
+    assert_eq!(v["dry_run"], true);
+
+    // annotate import: the stored count and the bad rows, to a file with -o.
+    let sheet = d.path().join("sheet.csv");
+    std::fs::write(
+        &sheet,
+        "case_id,annotator,provenance,introducing_write\na,R1,inherited,none\nb,R1,bogus,none\n",
+    )
+    .unwrap();
+    let report = d.path().join("import.json");
+    sage()
+        .args(["annotate", "import"])
+        .arg(&sheet)
+        .arg("--store")
+        .arg(d.path().join("store"))
+        .args(["--format", "json", "-o"])
+        .arg(&report)
+        .assert()
+        .code(1)
+        .stdout("");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(v["stored"], 1);
+    assert_eq!(v["bad_rows"][0]["line"], 3);
+
+    // reliability: the whole report on stdout.
+    let run = d.path().join("run.json");
+    sage()
+        .args(["localize", "corpora", "--no-write", "--output"])
+        .arg(&run)
+        .assert()
+        .success();
+    let out = sage()
+        .arg("reliability")
+        .arg(&run)
+        .arg("--out")
+        .arg(d.path().join("rel"))
+        .args(["--partitions", "10", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "sage.reliability/1");
+}

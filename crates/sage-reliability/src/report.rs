@@ -684,11 +684,41 @@ struct Panel<'a> {
     series: Vec<(String, Vec<Bar>)>,
 }
 
+/// Axis ticks from `lo` to at least `hi` at a round step (1, 2, 2.5 or 5 × 10^k, about four
+/// intervals), and the decimals that print each tick exactly (a tick at 0.25 is labelled
+/// `0.25`, not `0.2`; a count axis to 22 gets 0, 10, 20, 30, not 5.5 labelled `6`).
+fn ticks(lo: f64, hi: f64) -> (Vec<f64>, usize) {
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let raw = span / 4.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let m = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * mag >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0);
+    let step = m * mag;
+    let mut decimals = if step >= 1.0 && step.fract() == 0.0 {
+        0
+    } else {
+        (-step.log10()).ceil().max(0.0) as usize
+    };
+    if m == 2.5 && step < 10.0 {
+        decimals += 1;
+    }
+    let n = ((span / step) - 1e-9).ceil().max(1.0) as usize;
+    // Rounded to the printed decimals, so 3 × 0.2 is the 0.6 its label says.
+    let scale = 10f64.powi(decimals as i32);
+    let at = |k: usize| ((lo + step * k as f64) * scale).round() / scale;
+    ((0..=n).map(at).collect(), decimals)
+}
+
 fn panel_svg(out: &mut String, p: &Panel, x0: f64, y0: f64, w: f64, h: f64) {
     let (left, bottom, top) = (50.0, 40.0, 30.0);
     let plot_w = w - left - 10.0;
     let plot_h = h - bottom - top;
-    let y = |v: f64| y0 + top + plot_h * (1.0 - (v - p.y_min) / (p.y_max - p.y_min));
+    let (tick_values, decimals) = ticks(p.y_min, p.y_max);
+    // The axis ends at the last tick, so every tick is drawn where its label says.
+    let y_max = *tick_values.last().unwrap_or(&p.y_max);
+    let y = |v: f64| y0 + top + plot_h * (1.0 - (v - p.y_min) / (y_max - p.y_min));
     let _ = writeln!(
         out,
         r#"<text x="{:.1}" y="{:.1}" font-size="13" font-weight="bold">{}</text>"#,
@@ -696,21 +726,15 @@ fn panel_svg(out: &mut String, p: &Panel, x0: f64, y0: f64, w: f64, h: f64) {
         y0 + 16.0,
         esc(p.title)
     );
-    for k in 0..=4 {
-        let v = p.y_min + (p.y_max - p.y_min) * k as f64 / 4.0;
+    for &v in &tick_values {
         let yy = y(v);
         let _ = writeln!(
             out,
-            r##"<line x1="{:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            r##"<line x1="{:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{v:.decimals$}</text>"##,
             x0 + left,
             x0 + left + plot_w,
             x0 + left - 4.0,
             yy + 3.0,
-            if p.y_max > 1.5 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.1}")
-            }
         );
     }
     let _ = writeln!(
@@ -724,7 +748,7 @@ fn panel_svg(out: &mut String, p: &Panel, x0: f64, y0: f64, w: f64, h: f64) {
     let ns = p.series.len().max(1);
     let gw = plot_w / ng as f64;
     let bw = gw * 0.8 / ns as f64;
-    let base = y(p.y_min.max(0.0).min(p.y_max));
+    let base = y(p.y_min.max(0.0).min(y_max));
     for (gi, g) in p.groups.iter().enumerate() {
         let gx = x0 + left + gw * gi as f64;
         let _ = writeln!(
@@ -739,7 +763,7 @@ fn panel_svg(out: &mut String, p: &Panel, x0: f64, y0: f64, w: f64, h: f64) {
                 continue;
             };
             let bx = gx + gw * 0.1 + bw * si as f64;
-            let vy = y(v.clamp(p.y_min, p.y_max));
+            let vy = y(v.clamp(p.y_min, y_max));
             let (top_y, height) = if vy < base {
                 (vy, base - vy)
             } else {
@@ -783,6 +807,17 @@ fn panel_svg(out: &mut String, p: &Panel, x0: f64, y0: f64, w: f64, h: f64) {
 }
 
 fn svg_doc(panels: &[Panel], w: f64, h: f64) -> String {
+    // A panel with no value at all (no repeated runs, a single judge) is left out rather
+    // than drawn as an empty frame that reads like zeros.
+    let panels: Vec<&Panel> = panels
+        .iter()
+        .filter(|p| p.series.iter().any(|(_, v)| v.iter().any(Option::is_some)))
+        .collect();
+    if panels.is_empty() {
+        return format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"40\" font-family=\"sans-serif\"><text x=\"10\" y=\"25\" font-size=\"12\">No data for this figure (see reliability.md for why).</text></svg>\n"
+        );
+    }
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" viewBox="0 0 {w} {}" font-family="sans-serif">"#,
         h * panels.len() as f64,
@@ -1066,5 +1101,40 @@ mod tests {
         let f6 = figure6_svg(&r);
         assert!(f5.starts_with("<svg") && f5.trim_end().ends_with("</svg>"));
         assert!(f6.contains("Introducing write"));
+    }
+
+    #[test]
+    fn ticks_sit_at_the_values_they_print() {
+        // 0..1 in quarters: the quarter ticks print as 0.25 and 0.75 (not 0.2 / 0.8).
+        let (t, d) = ticks(0.0, 1.0);
+        assert_eq!(t, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+        assert_eq!(d, 2);
+        // 22 cases: a round step of 10 and the axis extended to 30 (not 5.5 printed "6").
+        assert_eq!(ticks(0.0, 22.0), (vec![0.0, 10.0, 20.0, 30.0], 0));
+        assert_eq!(ticks(0.0, 100.0), (vec![0.0, 25.0, 50.0, 75.0, 100.0], 0));
+        assert_eq!(ticks(0.0, 8.0), (vec![0.0, 2.0, 4.0, 6.0, 8.0], 0));
+        // Every printed label parses back to the tick's own value.
+        for hi in [1.0, 3.0, 7.0, 22.0, 40.0, 100.0, 0.6] {
+            let (t, d) = ticks(0.0, hi);
+            assert!(*t.last().unwrap() >= hi);
+            for v in t {
+                let label = format!("{v:.d$}");
+                assert_eq!(label.parse::<f64>().unwrap(), v, "{hi}: {label}");
+            }
+        }
+    }
+
+    #[test]
+    fn figure5_leaves_out_a_panel_with_no_data() {
+        // One judge only: panel (b) (differences between judges) has nothing to draw.
+        let mut inp = input();
+        inp.sources.retain(|s| s.judge == "a");
+        let r = build(&inp);
+        assert!(r.consistency.cross_judge.is_none());
+        let f5 = figure5_svg(&r);
+        assert!(f5.contains("(a) Agreement on the score"), "{f5}");
+        assert!(!f5.contains("(b) Score difference"), "{f5}");
+        let full = figure5_svg(&build(&input()));
+        assert!(full.contains("(b) Score difference"));
     }
 }

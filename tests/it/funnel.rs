@@ -7,21 +7,18 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const SUSVIBES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/susvibes");
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpora");
 
 fn sage() -> Command {
     Command::cargo_bin("sage").expect("binary builds")
 }
 
+/// `../shared/susvibes`, or `None` after the one-line skip (a failure under CI).
 fn susvibes() -> Option<PathBuf> {
-    let p = PathBuf::from(SUSVIBES);
-    if p.join("cases").is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: {} is absent", p.display());
-        None
+    if super::need::missing_shared("susvibes/cases") {
+        return None;
     }
+    Some(super::need::shared_path("susvibes"))
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -521,7 +518,14 @@ fn a_sarif_log_in_a_run_folder_becomes_the_first_proposal() {
 /// Run scripts/validate_sarif.py on `log`; `None` (after one printed line) when the
 /// validator is not installed (scripts/setup.sh installs it; CI has it).
 fn validate_sarif(log: &Path) -> Option<String> {
-    let out = std::process::Command::new("python3")
+    // scripts/setup.sh installs the validator into the project's .venv when it can.
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python");
+    let python = if Path::new(venv).is_file() {
+        venv
+    } else {
+        "python3"
+    };
+    let out = std::process::Command::new(python)
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/scripts/validate_sarif.py"
@@ -530,10 +534,10 @@ fn validate_sarif(log: &Path) -> Option<String> {
         .output();
     match out {
         Ok(o) if o.status.code() == Some(3) || o.status.code().is_none() => {
-            println!(
-                "skipped: SARIF validator unavailable ({})",
+            super::need::skip(&format!(
+                "needs the SARIF validator (bash scripts/setup.sh): {}",
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
+            ));
             None
         }
         Ok(o) => Some(format!(
@@ -542,7 +546,7 @@ fn validate_sarif(log: &Path) -> Option<String> {
             if o.status.success() { "" } else { "INVALID" }
         )),
         Err(e) => {
-            println!("skipped: SARIF validator unavailable (python3: {e})");
+            super::need::skip(&format!("needs the SARIF validator ({python}: {e})"));
             None
         }
     }

@@ -1,7 +1,8 @@
 //! `sage adapters [--format table|json] [--show NAME]`: the trace formats sage reads, the
-//! versions covered, and where each mapping lives.
+//! versions covered, and where each mapping lives. `sage adapters detect FILE...`: every
+//! adapter's score on the file, the evidence and the verdict.
 
-use clap::{Args as ClapArgs, ValueEnum};
+use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use comfy_table::Table;
 use sage_adapters::{self, EMBEDDED_MAPPINGS};
 
@@ -12,6 +13,19 @@ pub struct Args {
     /// Print the embedded mapping file of this adapter (a starting point for `--adapter`).
     #[arg(long)]
     pub show: Option<String>,
+    #[command(subcommand)]
+    pub action: Option<Action>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Action {
+    /// Score every adapter on FILE (a sample across the whole file) and print the evidence:
+    /// the file's structure, each adapter's score and matched rule, and the verdict.
+    /// Exit 1 when some file has no verdict (not a trace, not recognized, ambiguous).
+    Detect {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -21,6 +35,9 @@ pub enum Format {
 }
 
 pub fn run(args: Args) -> i32 {
+    if let Some(Action::Detect { files }) = &args.action {
+        return detect(files, args.format);
+    }
     if let Some(name) = &args.show {
         return match EMBEDDED_MAPPINGS.iter().find(|(n, _)| n == name) {
             Some((_, text)) => {
@@ -63,4 +80,43 @@ pub fn run(args: Args) -> i32 {
         }
     }
     0
+}
+
+fn detect(files: &[std::path::PathBuf], format: Format) -> i32 {
+    let reg = sage_adapters::registry();
+    let mut rc = 0;
+    let mut all = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        match sage_adapters::detect::detect_file(&reg, f, &name) {
+            Ok(d) => {
+                if d.verdict().is_err() {
+                    rc = 1;
+                }
+                match format {
+                    Format::Table => print!("{}", d.report()),
+                    Format::Json => all.push(d),
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                rc = 1;
+            }
+        }
+    }
+    if let Format::Json = format {
+        let v: Vec<_> = all
+            .iter()
+            .map(|d| {
+                let mut j = serde_json::to_value(d).unwrap_or_default();
+                j["verdict"] = match d.verdict() {
+                    Ok(c) => serde_json::json!({"framework": c.framework}),
+                    Err(e) => serde_json::json!({"error": e}),
+                };
+                j
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+    rc
 }

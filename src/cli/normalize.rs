@@ -22,6 +22,10 @@ pub struct Args {
     pub adapter: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    /// Accept a trace that yields no agent-authored turn (by default an error naming what
+    /// was found instead).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -48,7 +52,12 @@ pub fn run(args: Args) -> i32 {
         .iter()
         .map(|p| SourceFile::new(p.display().to_string(), p))
         .collect();
-    let trace = match sage_adapters::normalize_with(&files, args.framework.as_deref(), mapping) {
+    let opts = sage_adapters::NormalizeOptions {
+        framework: args.framework.clone(),
+        mapping,
+        allow_empty: args.allow_empty,
+    };
+    let trace = match sage_adapters::normalize_opts(&files, opts) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

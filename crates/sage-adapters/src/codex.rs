@@ -45,7 +45,7 @@ impl Adapter for Codex {
         if t.contains("\"originator\"") && t.contains("codex") {
             return 70;
         }
-        0
+        legacy_score(t)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
@@ -74,6 +74,29 @@ impl Adapter for Codex {
     }
 }
 
+/// The legacy "direct" rollout: a `{id, timestamp, instructions}` header line, bare
+/// Responses-API items (`function_call` with `call_id`, `reasoning`, `message`) and
+/// `{"record_type": "state"}` markers.
+fn legacy_score(t: &str) -> u8 {
+    let first: Value = match serde_json::from_str(first_line(t.as_bytes())) {
+        Ok(v) => v,
+        Err(_) => Value::Null,
+    };
+    let header = first.get("instructions").is_some()
+        && first.get("id").is_some()
+        && first.get("type").is_none();
+    let state =
+        t.contains("{\"record_type\":\"state\"}") || t.contains("\"record_type\": \"state\"");
+    let items = t.contains("{\"type\":\"function_call\"") && t.contains("\"call_id\"")
+        || t.contains("{\"type\":\"reasoning\"")
+        || t.contains("{\"type\":\"message\",\"role\":");
+    match (header, state, items) {
+        (true, true, true) => 90,
+        (true, _, true) | (_, true, true) => 80,
+        _ => 0,
+    }
+}
+
 struct Ctx {
     b: TraceBuilder,
     file: String,
@@ -91,6 +114,22 @@ impl Ctx {
     }
 
     fn line(&mut self, n: usize, v: &Value) {
+        // Legacy "direct" rollouts (2025): a header line `{id, timestamp, instructions}`, bare
+        // response items, and `{"record_type": "state"}` markers between them.
+        if v.get("record_type").is_some() && v.get("type").is_none() {
+            self.open = None;
+            self.b.drop_record(
+                self.raw(n, ""),
+                "rollout state record (record_type, no content)",
+            );
+            return;
+        }
+        if v.get("type").is_none() && v.get("instructions").is_some() && v.get("id").is_some() {
+            self.open = None;
+            self.b
+                .admin("session header", &value_text(v), self.raw(n, ""));
+            return;
+        }
         let (ty, payload, pp) = match (s(v, "type"), v.get("payload")) {
             (Some(t), Some(p)) => (t.to_string(), p.clone(), "/payload".to_string()),
             // Older rollouts: the response item itself.
@@ -199,6 +238,9 @@ impl Ctx {
                 self.b
                     .call(at, tool_call(id, name, &args, self.raw(n, &ap)));
                 // apply_patch: the custom tool's input, or a shell command's argument.
+                // Where the patch text is inside the arguments, when they are JSON text in a
+                // string (`shell` heredocs: `{"command": ["bash", "-lc", "apply_patch <<..."]}`).
+                let mut inner: Option<String> = None;
                 let patch = if args.contains("*** Begin Patch") {
                     if ty == "custom_tool_call" {
                         Some(args.clone())
@@ -207,10 +249,17 @@ impl Ctx {
                             a.get("command").and_then(|c| match c {
                                 Value::Array(xs) => xs
                                     .iter()
-                                    .filter_map(Value::as_str)
-                                    .find(|x| x.contains("*** Begin Patch"))
-                                    .map(str::to_string),
-                                Value::String(x) => Some(x.clone()),
+                                    .enumerate()
+                                    .filter_map(|(k, x)| x.as_str().map(|x| (k, x)))
+                                    .find(|(_, x)| x.contains("*** Begin Patch"))
+                                    .map(|(k, x)| {
+                                        inner = Some(format!("/command/{k}"));
+                                        x.to_string()
+                                    }),
+                                Value::String(x) => {
+                                    inner = Some("/command".into());
+                                    Some(x.clone())
+                                }
                                 _ => None,
                             })
                         })
@@ -220,7 +269,11 @@ impl Ctx {
                 };
                 if let Some(patch) = patch {
                     let first = self.b.trace.turns[at].writes.len();
-                    let raw = self.raw(n, &ap);
+                    let string_args = p.get("arguments").is_some_and(Value::is_string);
+                    let raw = match (&inner, string_args) {
+                        (Some(i), true) => RawRef::json_inner(&self.file, Some(n), &ap, i),
+                        _ => self.raw(n, &ap),
+                    };
                     let mut count = 0;
                     for w in apply_patch_writes(&patch, &self.roots, &raw) {
                         match w {

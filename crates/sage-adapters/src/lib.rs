@@ -10,6 +10,7 @@ pub mod ag2;
 pub mod aider;
 pub mod camel;
 pub mod deepagents;
+pub mod detect;
 pub mod edits;
 pub mod mapping;
 
@@ -91,6 +92,11 @@ pub trait Adapter: Send + Sync {
     /// How sure the adapter is that `head` (the first bytes of the main file) is its format:
     /// 0 = not mine, 100 = certain.
     fn detect(&self, head: &[u8]) -> u8;
+    /// Why [`Adapter::detect`] scored `sample` as it did, for `sage adapters detect`
+    /// (mapping formats report the matched rule instead).
+    fn detect_evidence(&self, sample: &[u8]) -> String {
+        format!("detector score {} on the sample", self.detect(sample))
+    }
     /// Normalize the trace whose files are `files` (the first is the main trace).
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
     /// The embedded mapping file this adapter reads its field paths from, if any
@@ -201,21 +207,25 @@ pub fn by_name(name: &str) -> Option<Box<dyn Adapter>> {
 /// How many bytes of the main file detection looks at.
 pub const DETECT_BYTES: usize = 64 * 1024;
 
-/// Detect the format of `path` from its content.
+/// Detect the format of `path` from its content (a sample across the whole file, see
+/// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
+/// file is or which adapters tie.
 pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
-    use std::io::Read;
     let name = path.display().to_string();
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| AdapterError::new(&name, None, format!("cannot read: {e}")))?;
-    let mut head = Vec::with_capacity(DETECT_BYTES);
-    f.by_ref()
-        .take(DETECT_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| AdapterError::new(&name, None, format!("cannot read: {e}")))?;
-    detect_among(registry(), &head, &name)
+    let reg = registry();
+    let d = detect::detect_file(&reg, path, &name)?;
+    let best = d
+        .verdict()
+        .map_err(|e| AdapterError::new(&name, None, e))?
+        .framework
+        .clone();
+    reg.into_iter()
+        .find(|a| a.name() == best)
+        .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
 }
 
-/// The adapter among `candidates` that scores `head` highest.
+/// The adapter among `candidates` that scores `head` highest (no margin, no evidence: the
+/// building block of tests; files go through [`detect`]).
 pub fn detect_among(
     candidates: Vec<Box<dyn Adapter>>,
     head: &[u8],
@@ -254,18 +264,48 @@ pub fn read_head(path: &Path, name: &str) -> Result<Vec<u8>, AdapterError> {
     Ok(head)
 }
 
+/// How to normalize a trace.
+#[derive(Debug, Clone, Default)]
+pub struct NormalizeOptions {
+    /// Force this adapter instead of detecting one; refused when its detector does not
+    /// recognise the file (the detector's evidence is in the error).
+    pub framework: Option<String>,
+    /// Field paths replacing the embedded mapping of the adapter it names (`--adapter FILE`);
+    /// the user's mapping is trusted, so the structural check of a forced framework is skipped.
+    pub mapping: Option<Mapping>,
+    /// Accept a trace with no agent-authored turn (else it is an error naming what was found).
+    pub allow_empty: bool,
+}
+
 /// Normalize a trace, with the named adapter or the detected one, its field paths taken from
 /// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
-/// adapter it names, or defines a new format.
+/// adapter it names, or defines a new format. A trace without an agent-authored turn is an
+/// error (see [`normalize_opts`] for `allow_empty`).
 pub fn normalize_with(
     files: &[SourceFile],
     framework: Option<&str>,
     mapping: Option<Mapping>,
 ) -> Result<CanonicalTrace, AdapterError> {
+    normalize_opts(
+        files,
+        NormalizeOptions {
+            framework: framework.map(String::from),
+            mapping,
+            allow_empty: false,
+        },
+    )
+}
+
+/// Normalize a trace with `opts`.
+pub fn normalize_opts(
+    files: &[SourceFile],
+    opts: NormalizeOptions,
+) -> Result<CanonicalTrace, AdapterError> {
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
-    if let Some(m) = mapping {
+    let framework = opts.framework.as_deref();
+    let trace = if let Some(m) = opts.mapping {
         let target = framework.unwrap_or(m.name()).to_string();
         let adapter: Box<dyn Adapter> = match by_name(&target) {
             Some(a) => match a.with_mapping(m) {
@@ -280,25 +320,107 @@ pub fn normalize_with(
             },
             None => Box::new(MappingAdapter::new(m)),
         };
-        return adapter.normalize(files);
-    }
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
-    let adapter = match framework {
-        Some(n) => by_name(n).ok_or_else(|| {
-            AdapterError::new(
-                &main.name,
-                None,
-                format!("unknown framework {n:?}; see `sage adapters`"),
-            )
-        })?,
-        None => detect(&main.path).map_err(|mut e| {
-            e.file = main.name.clone();
-            e
-        })?,
+        adapter.normalize(files)?
+    } else {
+        let adapter = match framework {
+            Some(n) => {
+                let a = by_name(n).ok_or_else(|| {
+                    AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("unknown framework {n:?}; see `sage adapters`"),
+                    )
+                })?;
+                check_forced(&a, main)?;
+                a
+            }
+            None => detect(&main.path).map_err(|mut e| {
+                e.file = main.name.clone();
+                e
+            })?,
+        };
+        adapter.normalize(files)?
     };
-    adapter.normalize(files)
+    if !opts.allow_empty {
+        if let Some(why) = no_agent_turn(&trace) {
+            return Err(AdapterError::new(&main.name, None, why));
+        }
+    }
+    Ok(trace)
+}
+
+/// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
+/// export would otherwise give a made-up trace.
+fn check_forced(a: &Box<dyn Adapter>, main: &SourceFile) -> Result<(), AdapterError> {
+    let reg = registry();
+    let d = detect::detect_file(&reg, &main.path, &main.name)?;
+    if let Some(what) = &d.not_a_trace {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!("not a trace: {what}"),
+        ));
+    }
+    if d.score_of(a.name()) > 0 {
+        return Ok(());
+    }
+    let found = if d.candidates.is_empty() {
+        format!(
+            "no adapter recognises it (the file is {})",
+            d.structure.join("; ")
+        )
+    } else {
+        d.candidates
+            .iter()
+            .take(3)
+            .map(|c| format!("{} scores {} ({})", c.framework, c.score, c.evidence))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Err(AdapterError::new(
+        &main.name,
+        None,
+        format!(
+            "--framework {} refused: its detector does not recognise this file's structure; {found}",
+            a.name()
+        ),
+    ))
+}
+
+/// `Some(what was found instead)` when `trace` has no agent-authored turn.
+pub fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
+    let agent = trace
+        .turns
+        .iter()
+        .filter(|t| t.kind != sage_trace::TurnKind::Administrative)
+        .count();
+    if agent > 0 {
+        return None;
+    }
+    let admin = trace.turns.len();
+    let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+    for d in &trace.dropped {
+        *reasons.entry(d.reason.as_str()).or_default() += 1;
+    }
+    let mut found = format!(
+        "{admin} administrative turns, {} dropped records",
+        trace.dropped.len()
+    );
+    let top: Vec<String> = {
+        let mut r: Vec<_> = reasons.into_iter().collect();
+        r.sort_by(|a, b| b.1.cmp(&a.1));
+        r.into_iter()
+            .take(3)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect()
+    };
+    if !top.is_empty() {
+        found.push_str(&format!(" ({})", top.join("; ")));
+    }
+    Some(format!(
+        "no agent-authored turn in this {} trace: found {found}; is it the right format? (--allow-empty accepts it)",
+        trace.framework
+    ))
 }
 
 /// Check that every item of `trace` points to raw text that holds it: each text item of each

@@ -377,6 +377,30 @@ impl Mapping {
             .unwrap_or(0)
     }
 
+    /// The best matching `[[detect]]` rule, as text (`sage adapters detect`).
+    pub fn detect_evidence(&self, head: &[u8]) -> Option<String> {
+        let head = String::from_utf8_lossy(head);
+        self.file
+            .detect
+            .iter()
+            .filter(|r| {
+                r.all.iter().all(|n| head.contains(n.as_str()))
+                    && (r.any.is_empty() || r.any.iter().any(|n| head.contains(n.as_str())))
+                    && !r.none.iter().any(|n| head.contains(n.as_str()))
+            })
+            .max_by_key(|r| r.score)
+            .map(|r| {
+                let mut s = format!("mapping rule: all of {:?}", r.all);
+                if !r.any.is_empty() {
+                    s.push_str(&format!(", any of {:?}", r.any));
+                }
+                if !r.none.is_empty() {
+                    s.push_str(&format!(", none of {:?}", r.none));
+                }
+                s
+            })
+    }
+
     /// Normalize one trace file with this mapping.
     pub fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files

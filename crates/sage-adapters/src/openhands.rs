@@ -36,7 +36,13 @@ impl Adapter for OpenHands {
         let lead = t.trim_start();
         let v0_event = (t.contains("\"action\":") || t.contains("\"action\": "))
             && (t.contains("\"observation\"") || t.contains("\"source\""));
+        // A SWE-agent trajectory also has `action`, `observation` and `history` keys.
+        let swe_agent = (t.contains("\"trajectory\": [") || t.contains("\"trajectory\":["))
+            && (t.contains("\"message_type\"")
+                || t.contains("\"execution_time\"")
+                || t.contains("\"is_demo\""));
         if !v0_event
+            || swe_agent
             || t.contains("\"kind\": \"ActionEvent\"")
             || t.contains("\"kind\":\"ActionEvent\"")
         {

@@ -329,13 +329,19 @@ impl Ctx {
                                 .and_then(Value::as_bool)
                                 .unwrap_or(false),
                         };
-                        self.add(at, file, op, "edit_replace", &cp);
+                        let string_args = c
+                            .pointer("/function/arguments")
+                            .is_some_and(Value::is_string);
+                        self.add_arg(at, file, op, "edit_replace", &cp, "/replace", string_args);
                     }
                     "str_replace_editor" => {
                         if failed {
                             continue;
                         }
-                        self.str_replace_editor(at, &args, &cp);
+                        let string_args = c
+                            .pointer("/function/arguments")
+                            .is_some_and(Value::is_string);
+                        self.str_replace_editor(at, &args, &cp, string_args);
                     }
                     "bash" => {
                         if let Some(cmd) = s(&args, "command") {
@@ -438,7 +444,7 @@ impl Ctx {
         }
     }
 
-    fn str_replace_editor(&mut self, at: usize, args: &Value, cp: &str) {
+    fn str_replace_editor(&mut self, at: usize, args: &Value, cp: &str, string_args: bool) {
         let Some(path) = s(args, "path") else { return };
         let a = self.roots.rel(path);
         let op = match s(args, "command") {
@@ -464,12 +470,40 @@ impl Ctx {
             _ => None,
         };
         match op {
-            Some(op) => self.add(at, a, op, "str_replace_editor", cp),
+            Some(op) => {
+                let field = match op {
+                    WriteOp::FullContent { .. } => "/file_text",
+                    _ => "/new_str",
+                };
+                self.add_arg(at, a, op, "str_replace_editor", cp, field, string_args)
+            }
             None => self.b.drop_record(
                 self.raw(cp),
                 format!("str_replace_editor on {a} not interpreted"),
             ),
         }
+    }
+
+    /// A write whose new text is the argument `field` of a call: when the arguments are JSON
+    /// text in a string, the pointer goes into it (the escaped string would not hold text
+    /// with quotes or backslashes verbatim).
+    #[allow(clippy::too_many_arguments)]
+    fn add_arg(
+        &mut self,
+        at: usize,
+        artefact: String,
+        op: WriteOp,
+        via: &str,
+        p: &str,
+        field: &str,
+        string_args: bool,
+    ) {
+        if !string_args {
+            return self.add(at, artefact, op, via, p);
+        }
+        self.written.insert(artefact.clone());
+        let raw = RawRef::json_inner(&self.file, None, p, field);
+        self.b.write(at, write(artefact, op, via, false, raw));
     }
 
     fn add(&mut self, at: usize, artefact: String, op: WriteOp, via: &str, p: &str) {

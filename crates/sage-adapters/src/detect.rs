@@ -1,0 +1,491 @@
+//! Format detection from evidence sampled across the whole file, and the refusal of files that
+//! are not traces.
+//!
+//! Detection used to look at the first 64 KiB only, so a key that a format writes late (the
+//! Who&When labels after a long `history`, a legacy Codex rollout whose first line is a bare
+//! header) was never seen. The sample is now the head plus windows spread evenly over the rest
+//! of the file, each cut at line boundaries so that no needle is made up by joining two windows
+//! and every window is valid UTF-8 when the file is. Every adapter scores the same sample; the
+//! best wins only by [`MARGIN`] over a different adapter, and the scores, the matched rules and
+//! the file's structure are kept as evidence (`sage adapters detect FILE`).
+
+use crate::{Adapter, AdapterError, DETECT_BYTES};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// How many windows beyond the head are sampled.
+pub const WINDOWS: usize = 8;
+/// The size of one window.
+pub const WINDOW_BYTES: usize = 16 * 1024;
+/// The best adapter must score at least this much more than the next different one.
+pub const MARGIN: u8 = 10;
+
+/// What detection read of a file.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The head, then the windows, joined by newlines.
+    pub bytes: Vec<u8>,
+    /// The file's size.
+    pub file_bytes: u64,
+    /// Whether the sample is the whole file.
+    pub whole: bool,
+    /// Byte offsets (in the file) of the windows after the head.
+    pub windows: Vec<u64>,
+}
+
+/// Read the sample of `path`: the whole file when it is small, else the first
+/// [`DETECT_BYTES`] and [`WINDOWS`] windows of [`WINDOW_BYTES`] spread up to the end.
+pub fn sample(path: &Path, name: &str) -> Result<Sample, AdapterError> {
+    let err = |e: std::io::Error| AdapterError::new(name, None, format!("cannot read: {e}"));
+    let mut f = std::fs::File::open(path).map_err(err)?;
+    let len = f.metadata().map_err(err)?.len();
+    let budget = (DETECT_BYTES + WINDOWS * WINDOW_BYTES) as u64;
+    if len <= budget {
+        let mut bytes = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut bytes).map_err(err)?;
+        return Ok(Sample {
+            bytes,
+            file_bytes: len,
+            whole: true,
+            windows: vec![],
+        });
+    }
+    let mut bytes = Vec::with_capacity(budget as usize + WINDOWS);
+    f.by_ref()
+        .take(DETECT_BYTES as u64)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    let rest = len - DETECT_BYTES as u64;
+    let mut windows = Vec::new();
+    for k in 1..=WINDOWS as u64 {
+        // Window k ends at head + k/WINDOWS of the rest: the last one ends at the file's end.
+        let end = DETECT_BYTES as u64 + rest * k / WINDOWS as u64;
+        let start = end.saturating_sub(WINDOW_BYTES as u64);
+        f.seek(SeekFrom::Start(start)).map_err(err)?;
+        let mut w = Vec::with_capacity(WINDOW_BYTES);
+        f.by_ref()
+            .take(end - start)
+            .read_to_end(&mut w)
+            .map_err(err)?;
+        // Keep whole lines only (the last window keeps the file's end).
+        let from = w.iter().position(|&b| b == b'\n').map(|p| p + 1);
+        let to = if end == len {
+            Some(w.len())
+        } else {
+            w.iter().rposition(|&b| b == b'\n')
+        };
+        if let (Some(a), Some(b)) = (from, to) {
+            if a < b {
+                bytes.push(b'\n');
+                bytes.extend_from_slice(&w[a..b]);
+                windows.push(start + a as u64);
+            }
+        }
+    }
+    Ok(Sample {
+        bytes,
+        file_bytes: len,
+        whole: false,
+        windows,
+    })
+}
+
+/// One adapter's score on a sample.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Candidate {
+    pub framework: String,
+    pub score: u8,
+    /// The rule that matched (mapping formats) or the detector's verdict.
+    pub evidence: String,
+}
+
+/// The outcome of detecting one file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Detection {
+    pub file: String,
+    pub file_bytes: u64,
+    /// `whole file` or `head + N windows`.
+    pub sampled: String,
+    /// What the file is, structurally (shape, keys and record types seen).
+    pub structure: Vec<String>,
+    /// Every adapter with a score above 0, best first.
+    pub candidates: Vec<Candidate>,
+    /// What the file is when it is not a trace (a JSON Schema, a patch, a report...).
+    pub not_a_trace: Option<String>,
+}
+
+impl Detection {
+    /// The winner, or why there is none.
+    pub fn verdict(&self) -> Result<&Candidate, String> {
+        if let Some(what) = &self.not_a_trace {
+            return Err(format!("not a trace: {what}"));
+        }
+        let Some(best) = self.candidates.first() else {
+            return Err(format!(
+                "format not recognized (no adapter scores it; the file is {}); pass --framework NAME (see `sage adapters`)",
+                self.structure.join("; ")
+            ));
+        };
+        if let Some(second) = self.candidates.get(1) {
+            if best.score < second.score.saturating_add(MARGIN) {
+                return Err(format!(
+                    "format ambiguous: {} scores {} and {} scores {} (margin {MARGIN} needed); pass --framework NAME",
+                    best.framework, best.score, second.framework, second.score
+                ));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The evidence as text, one fact a line (what `sage adapters detect` prints).
+    pub fn report(&self) -> String {
+        let mut s = format!(
+            "{}: {} bytes, sampled {}\n",
+            self.file, self.file_bytes, self.sampled
+        );
+        for l in &self.structure {
+            s.push_str(&format!("  structure: {l}\n"));
+        }
+        if self.candidates.is_empty() {
+            s.push_str("  no adapter scores it\n");
+        }
+        for c in &self.candidates {
+            s.push_str(&format!(
+                "  {:>3}  {:<14} {}\n",
+                c.score, c.framework, c.evidence
+            ));
+        }
+        match self.verdict() {
+            Ok(c) => s.push_str(&format!("  verdict: {}\n", c.framework)),
+            Err(e) => s.push_str(&format!("  verdict: {e}\n")),
+        }
+        s
+    }
+
+    /// The score and evidence of `framework` (0 when it does not score).
+    pub fn score_of(&self, framework: &str) -> u8 {
+        self.candidates
+            .iter()
+            .find(|c| c.framework == framework)
+            .map(|c| c.score)
+            .unwrap_or(0)
+    }
+}
+
+/// Score every adapter of `candidates` on the sample of `path`.
+pub fn detect_file(
+    candidates: &[Box<dyn Adapter>],
+    path: &Path,
+    name: &str,
+) -> Result<Detection, AdapterError> {
+    let s = sample(path, name)?;
+    Ok(detect_sample(candidates, &s, name))
+}
+
+/// Score every adapter on a sample already read.
+pub fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &str) -> Detection {
+    let structure = structure(s);
+    let not_a_trace = not_a_trace(s);
+    let mut scored: Vec<Candidate> = candidates
+        .iter()
+        .filter_map(|a| {
+            let score = a.detect(&s.bytes);
+            if score == 0 {
+                return None;
+            }
+            let evidence = match a.mapping().and_then(|m| m.detect_evidence(&s.bytes)) {
+                Some(rule) => rule,
+                None => a.detect_evidence(&s.bytes),
+            };
+            Some(Candidate {
+                framework: a.name().to_string(),
+                score,
+                evidence,
+            })
+        })
+        .collect();
+    scored.sort_by(|a, b| b.score.cmp(&a.score));
+    Detection {
+        file: name.to_string(),
+        file_bytes: s.file_bytes,
+        sampled: if s.whole {
+            "whole file".to_string()
+        } else {
+            format!(
+                "head {} KiB + {} windows",
+                DETECT_BYTES / 1024,
+                s.windows.len()
+            )
+        },
+        structure,
+        candidates: scored,
+        not_a_trace,
+    }
+}
+
+fn text(b: &[u8]) -> &str {
+    crate::support::head_text(b)
+}
+
+/// The whole file as one JSON value, when the sample is the whole file and parses.
+fn whole_json(s: &Sample) -> Option<Value> {
+    if !s.whole {
+        return None;
+    }
+    serde_json::from_slice(&s.bytes).ok()
+}
+
+/// Structural facts: the shape, the top-level keys, the record types of JSON Lines.
+pub fn structure(s: &Sample) -> Vec<String> {
+    let t = text(&s.bytes);
+    let lead = t.trim_start();
+    let mut out = Vec::new();
+    if s.bytes.starts_with(b"PK\x03\x04") {
+        out.push("a zip archive".to_string());
+        return out;
+    }
+    if let Some(v) = whole_json(s) {
+        match &v {
+            Value::Object(m) => {
+                out.push(format!("one JSON object, keys {}", keys(m.keys())));
+                for (k, x) in m {
+                    if let Some(a) = x.as_array() {
+                        if let Some(e) = element_keys(a) {
+                            out.push(format!("/{k}: {} items, item keys {e}", a.len()));
+                        }
+                    }
+                }
+            }
+            Value::Array(a) => {
+                out.push(format!("one JSON array of {} items", a.len()));
+                if let Some(e) = element_keys(a) {
+                    out.push(format!("item keys {e}"));
+                }
+            }
+            _ => out.push("one JSON scalar".to_string()),
+        }
+        return out;
+    }
+    if lead.starts_with('{') || lead.starts_with('[') {
+        // JSON Lines, or a document larger than the sample: count the lines that parse.
+        let mut parsed = 0usize;
+        let mut lines = 0usize;
+        let mut key_sets: BTreeMap<String, usize> = BTreeMap::new();
+        for l in t.lines().filter(|l| !l.trim().is_empty()) {
+            lines += 1;
+            if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(l) {
+                parsed += 1;
+                let mut k = keys(m.keys().take(6));
+                if let Some(ty) = m.get("type").and_then(Value::as_str) {
+                    k = format!("type={ty} {k}");
+                } else if let Some(ty) = m.get("kind").and_then(Value::as_str) {
+                    k = format!("kind={ty} {k}");
+                }
+                *key_sets.entry(k).or_default() += 1;
+            }
+        }
+        if parsed > 0 {
+            out.push(format!(
+                "JSON Lines: {parsed} of {lines} sampled lines are JSON objects"
+            ));
+            let mut sets: Vec<_> = key_sets.into_iter().collect();
+            sets.sort_by(|a, b| b.1.cmp(&a.1));
+            for (k, n) in sets.into_iter().take(6) {
+                out.push(format!("{n} x {k}"));
+            }
+        } else {
+            out.push("JSON text larger than the sample, or not line-delimited".to_string());
+            let mut seen: Vec<&str> = Vec::new();
+            for k in quoted_keys(t) {
+                if !seen.contains(&k) && seen.len() < 16 {
+                    seen.push(k);
+                }
+            }
+            out.push(format!("keys seen {}", seen.join(", ")));
+        }
+        return out;
+    }
+    let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    out.push(format!(
+        "text, first line {:?}",
+        first.chars().take(60).collect::<String>()
+    ));
+    out
+}
+
+fn keys<'a>(k: impl Iterator<Item = &'a String>) -> String {
+    let v: Vec<&str> = k.map(String::as_str).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// The union of the keys of the objects of `a` (first 20 items), when they are objects.
+fn element_keys(a: &[Value]) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for x in a.iter().take(20) {
+        for k in x.as_object()?.keys() {
+            if !seen.contains(&k.as_str()) {
+                seen.push(k);
+            }
+        }
+    }
+    Some(format!(
+        "[{}]",
+        seen.iter().take(16).cloned().collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// `"key":` occurrences in JSON text, in order.
+fn quoted_keys(t: &str) -> impl Iterator<Item = &str> {
+    t.split('"')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter_map(|w| {
+            let after = w[1].trim_start();
+            (after.starts_with(':') && !w[0].is_empty() && w[0].len() < 40 && !w[0].contains(' '))
+                .then_some(w[0])
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// What a file is when it is plainly not a trace: a JSON Schema, a patch, a benchmark report or
+/// prediction, a directory snapshot, a specification document.
+pub fn not_a_trace(s: &Sample) -> Option<String> {
+    let t = text(&s.bytes);
+    let lead = t.trim_start();
+    let first = lead.lines().next().unwrap_or("");
+    if first.starts_with("diff --git ")
+        || (first.starts_with("--- ") && lead.lines().nth(1).is_some_and(|l| l.starts_with("+++ ")))
+        || (first.starts_with("commit ") && lead.contains("\ndiff --git "))
+        || (first.starts_with("From ") && lead.contains("\ndiff --git "))
+        || first.starts_with("Index: ")
+        || first.starts_with("*** Begin Patch")
+    {
+        return Some("a patch (unified diff), e.g. a submitted result, not a recorded run".into());
+    }
+    if let Some(v) = whole_json(s) {
+        if let Some(m) = v.as_object() {
+            let has = |k: &str| m.contains_key(k);
+            if has("$schema")
+                || ((has("$defs") || has("definitions"))
+                    && (has("type") || has("properties") || has("anyOf") || has("oneOf")))
+                || (m.get("type").and_then(Value::as_str) == Some("object")
+                    && m.get("properties").is_some_and(Value::is_object)
+                    && !has("history")
+                    && !has("messages"))
+            {
+                return Some("a JSON Schema (a format's specification, not a recorded run)".into());
+            }
+            // SWE-bench harness report: {instance: {resolved, tests_status, ...}} or flat.
+            let report_like = |o: &serde_json::Map<String, Value>| {
+                o.contains_key("resolved")
+                    && (o.contains_key("tests_status")
+                        || o.contains_key("patch_successfully_applied")
+                        || o.len() <= 6)
+                    && !o.contains_key("history")
+            };
+            if report_like(m)
+                || (m.len() <= 4 && m.values().all(|x| x.as_object().is_some_and(report_like)))
+            {
+                return Some(
+                    "a benchmark evaluation report (resolved / tests status), not a recorded run"
+                        .into(),
+                );
+            }
+            if has("model_patch") && has("instance_id") && !has("history") && !has("messages") {
+                return Some(
+                    "a benchmark prediction (instance_id, model_patch), not a recorded run".into(),
+                );
+            }
+            if !m.is_empty()
+                && m.values().all(|x| {
+                    x.as_str()
+                        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+                })
+            {
+                return Some("a directory snapshot (path → sha256), not a recorded run".into());
+            }
+            if m.keys()
+                .any(|k| k.contains("risk") || k.contains("severity"))
+                && !has("history")
+                && !has("messages")
+                && !has("trajectory")
+            {
+                return Some("a static-analysis score report, not a recorded run".into());
+            }
+            if has("agent")
+                && (has("llm") || has("workspace") || has("persistence_dir"))
+                && !has("history")
+                && !has("events")
+                && !has("messages")
+            {
+                return Some(
+                    "an agent configuration (agent / llm settings, e.g. an OpenHands conversation base_state.json): the events are stored in other files".into(),
+                );
+            }
+        }
+    }
+    // JSON Lines of predictions: every sampled line has model_patch or fix_patch and no history.
+    if lead.starts_with('{') && !s.bytes.starts_with(b"PK") {
+        let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+        let preds = lines.iter().filter(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .and_then(|v| v.as_object().cloned())
+                .is_some_and(|m| {
+                    (m.contains_key("model_patch") || m.contains_key("fix_patch"))
+                        && !m.contains_key("history")
+                        && !m.contains_key("messages")
+                })
+        });
+        if !lines.is_empty() && preds.count() == lines.len() {
+            return Some(
+                "benchmark predictions (one patch per instance), not a recorded run".into(),
+            );
+        }
+    }
+    if first.starts_with("TO LLM ") || first.starts_with("LLM RESPONSE ") {
+        return Some(
+            "an aider LLM history (--llm-history-file); give it after the chat history: sage normalize CHAT.md INPUT LLM"
+                .into(),
+        );
+    }
+    if first.starts_with("# 20")
+        && first.as_bytes().get(6) == Some(&b'-')
+        && lead.lines().nth(1).is_some_and(|l| l.starts_with('+'))
+    {
+        return Some(
+            "an aider input history (.aider.input.history); give it after the chat history: sage normalize CHAT.md INPUT"
+                .into(),
+        );
+    }
+    if first.starts_with("# This is a demo file generated from trajectory file")
+        || (t.contains("\nreplay_config:") && t.contains("\nhistory:"))
+    {
+        return Some(
+            "a SWE-agent demonstration (YAML replay input), not a recorded trajectory".into(),
+        );
+    }
+    if first.starts_with("groups:") || lead.starts_with("# yaml-language-server") {
+        return Some("a YAML registry or specification, not a recorded run".into());
+    }
+    // Aider writes `# aider chat started at ...` as the first line of every session; a
+    // markdown file that opens with another heading is a document (a README, a spec, a story).
+    if (first.starts_with("<!--") || (first.starts_with('#') && !first.starts_with("####")))
+        && !first.starts_with("# aider chat started at")
+    {
+        let what = if t.contains("semantic convention") || t.contains("Semantic Convention") {
+            "a specification document (markdown)"
+        } else {
+            "a markdown document (no aider chat history markers)"
+        };
+        return Some(format!("{what}, not a recorded run"));
+    }
+    let tsv = lead.lines().take(5).collect::<Vec<_>>();
+    if tsv.len() >= 2 && tsv.iter().all(|l| l.matches('\t').count() >= 2) {
+        return Some("a table (tab-separated values), not a recorded run".into());
+    }
+    None
+}

@@ -8,7 +8,8 @@ use sage_adapters::{self, EMBEDDED_MAPPINGS};
 
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format (also after `detect`).
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Print the embedded mapping file of this adapter (a starting point for `--adapter`).
     #[arg(long)]

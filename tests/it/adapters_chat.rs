@@ -395,6 +395,20 @@ proptest! {
                 prop_assert!(e.record.is_some(), "no record location: {}", e);
             }
         }
+        // The adapter's own parser on the mutated bytes, past the structural check of a
+        // forced framework.
+        match sage_adapters::by_name(fw).unwrap().normalize(&files) {
+            Ok(t) => {
+                let mut store = RawStore::new();
+                store.insert(name, data.clone());
+                let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+                prop_assert!(bad.is_empty(), "{}", bad.join("\n"));
+            }
+            Err(e) => {
+                prop_assert_eq!(&e.file, name);
+                prop_assert!(e.record.is_some(), "no record location: {}", e);
+            }
+        }
         // Detection never panics either.
         let _ = sage_adapters::normalize(&files, None);
     }

@@ -10,6 +10,7 @@
 //!   subcommand each
 
 mod adapters_chat;
+mod adapters_detect;
 mod adapters_events;
 mod agree;
 mod architecture;

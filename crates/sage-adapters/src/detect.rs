@@ -489,3 +489,103 @@ pub fn not_a_trace(s: &Sample) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, body: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("sage-detect-{}-{name}", std::process::id()));
+        std::fs::write(&p, body).unwrap();
+        p
+    }
+
+    #[test]
+    fn keys_written_after_a_long_history_are_seen() {
+        // A hand-crafted Who&When run with 400 long messages: the labels come after the
+        // history, ~300 KB into the file, beyond the old 64 KiB head.
+        let mut body = String::from("{\"history\": [\n");
+        for k in 0..400 {
+            body.push_str(&format!(
+                "  {{\"content\": \"{}\", \"role\": \"WebSurfer\"}},\n",
+                "x".repeat(700 + k)
+            ));
+        }
+        body.push_str("  {\"content\": \"done\", \"role\": \"Orchestrator (thought)\"}\n],\n");
+        body.push_str(
+            "\"mistake_agent\": \"WebSurfer\", \"mistake_step\": \"3\", \"question_ID\": \"q\"}\n",
+        );
+        let p = temp("ww.json", &body);
+        let s = sample(&p, "ww.json").unwrap();
+        assert!(!s.whole);
+        assert_eq!(s.windows.len(), WINDOWS);
+        let d = detect_sample(&crate::registry(), &s, "ww.json");
+        assert_eq!(
+            d.verdict().unwrap().framework,
+            "who-and-when",
+            "{}",
+            d.report()
+        );
+        // The head alone does not hold the labels: what the old detector saw.
+        let head = &s.bytes[..DETECT_BYTES];
+        assert!(!String::from_utf8_lossy(head).contains("mistake_agent"));
+        std::fs::remove_file(p).ok();
+    }
+
+    #[test]
+    fn windows_keep_whole_lines_and_end_at_the_file_end() {
+        let body: String = (0..20000).map(|k| format!("{{\"n\": {k}}}\n")).collect();
+        let p = temp("lines.jsonl", &body);
+        let s = sample(&p, "lines.jsonl").unwrap();
+        let t = String::from_utf8(s.bytes.clone()).unwrap();
+        // Every line after the head is a complete record.
+        let head_end = t[..DETECT_BYTES].rfind('\n').unwrap();
+        for l in t[head_end + 1..].lines().skip(1).filter(|l| !l.is_empty()) {
+            assert!(l.starts_with("{\"n\": ") && l.ends_with('}'), "{l:?}");
+        }
+        assert!(t.ends_with("{\"n\": 19999}\n"));
+        std::fs::remove_file(p).ok();
+    }
+
+    #[test]
+    fn schemas_patches_and_reports_are_named() {
+        let cases = [
+            ("{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": \"array\"}", "JSON Schema"),
+            ("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "a patch"),
+            ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "a patch"),
+            ("{\"django__django-1\": {\"resolved\": true, \"tests_status\": {}}}", "evaluation report"),
+            ("{\"instance_id\": \"a\", \"model_patch\": \"diff\"}\n{\"instance_id\": \"b\", \"model_patch\": \"diff\"}\n", "predictions"),
+        ];
+        for (k, (body, what)) in cases.iter().enumerate() {
+            let p = temp(&format!("n{k}"), body);
+            let d = detect_file(&crate::registry(), &p, "f").unwrap();
+            let e = d.verdict().unwrap_err();
+            assert!(e.contains(what), "{body}: {e}");
+            std::fs::remove_file(p).ok();
+        }
+    }
+
+    #[test]
+    fn a_tie_within_the_margin_is_ambiguous() {
+        let d = Detection {
+            file: "f".into(),
+            file_bytes: 1,
+            sampled: "whole file".into(),
+            structure: vec![],
+            candidates: vec![
+                Candidate {
+                    framework: "a".into(),
+                    score: 85,
+                    evidence: String::new(),
+                },
+                Candidate {
+                    framework: "b".into(),
+                    score: 80,
+                    evidence: String::new(),
+                },
+            ],
+            not_a_trace: None,
+        };
+        assert!(d.verdict().unwrap_err().contains("ambiguous"));
+    }
+}

@@ -214,9 +214,16 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
     let name = path.display().to_string();
     let reg = registry();
     let d = detect::detect_file(&reg, path, &name)?;
+    // A file that is not a trace is told by its first line(s); no verdict concerns the file
+    // as a whole.
+    let at = if d.not_a_trace.is_some() {
+        "line 1"
+    } else {
+        "whole file"
+    };
     let best = d
         .verdict()
-        .map_err(|e| AdapterError::new(&name, None, e))?
+        .map_err(|e| AdapterError::new(&name, Some(at.into()), e))?
         .framework
         .clone();
     reg.into_iter()
@@ -343,7 +350,11 @@ pub fn normalize_opts(
     };
     if !opts.allow_empty {
         if let Some(why) = no_agent_turn(&trace) {
-            return Err(AdapterError::new(&main.name, None, why));
+            return Err(AdapterError::new(
+                &main.name,
+                Some("whole file".into()),
+                why,
+            ));
         }
     }
     Ok(trace)
@@ -357,7 +368,7 @@ fn check_forced(a: &Box<dyn Adapter>, main: &SourceFile) -> Result<(), AdapterEr
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
             &main.name,
-            None,
+            Some("line 1".into()),
             format!("not a trace: {what}"),
         ));
     }
@@ -379,7 +390,7 @@ fn check_forced(a: &Box<dyn Adapter>, main: &SourceFile) -> Result<(), AdapterEr
     };
     Err(AdapterError::new(
         &main.name,
-        None,
+        Some("whole file".into()),
         format!(
             "--framework {} refused: its detector does not recognise this file's structure; {found}",
             a.name()

@@ -292,7 +292,7 @@ mod robustness {
             let f = SourceFile::new("trace", &p);
             // Forced adapter (detection may rightly refuse a mangled file, and so may the
             // structural check of a forced framework).
-            match sage_adapters::normalize(&[f.clone()], Some(want)) {
+            match sage_adapters::normalize(std::slice::from_ref(&f), Some(want)) {
                 Ok(t) => prop_assert_eq!(t.framework.as_str(), want),
                 Err(e) => {
                     prop_assert_eq!(e.file.as_str(), "trace");

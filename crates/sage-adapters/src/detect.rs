@@ -206,7 +206,7 @@ pub fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &str) ->
             })
         })
         .collect();
-    scored.sort_by(|a, b| b.score.cmp(&a.score));
+    scored.sort_by_key(|c| std::cmp::Reverse(c.score));
     Detection {
         file: name.to_string(),
         file_bytes: s.file_bytes,
@@ -291,7 +291,7 @@ pub fn structure(s: &Sample) -> Vec<String> {
                 "JSON Lines: {parsed} of {lines} sampled lines are JSON objects"
             ));
             let mut sets: Vec<_> = key_sets.into_iter().collect();
-            sets.sort_by(|a, b| b.1.cmp(&a.1));
+            sets.sort_by_key(|x| std::cmp::Reverse(x.1));
             for (k, n) in sets.into_iter().take(6) {
                 out.push(format!("{n} x {k}"));
             }

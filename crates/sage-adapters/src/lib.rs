@@ -338,7 +338,7 @@ pub fn normalize_opts(
                         format!("unknown framework {n:?}; see `sage adapters`"),
                     )
                 })?;
-                check_forced(&a, main)?;
+                check_forced(a.as_ref(), main)?;
                 a
             }
             None => detect(&main.path).map_err(|mut e| {
@@ -362,7 +362,7 @@ pub fn normalize_opts(
 
 /// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
 /// export would otherwise give a made-up trace.
-fn check_forced(a: &Box<dyn Adapter>, main: &SourceFile) -> Result<(), AdapterError> {
+fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> {
     let reg = registry();
     let d = detect::detect_file(&reg, &main.path, &main.name)?;
     if let Some(what) = &d.not_a_trace {
@@ -419,7 +419,7 @@ pub fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
     );
     let top: Vec<String> = {
         let mut r: Vec<_> = reasons.into_iter().collect();
-        r.sort_by(|a, b| b.1.cmp(&a.1));
+        r.sort_by_key(|x| std::cmp::Reverse(x.1));
         r.into_iter()
             .take(3)
             .map(|(k, n)| format!("{n} {k}"))

@@ -265,3 +265,70 @@ fn legacy_codex_rollout_is_read_with_its_apply_patch_heredocs() {
     assert!(patch_calls.iter().all(|r| r.contains("/arguments")));
     assert!(err.contains("raw pointers: all "), "{err}");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let t = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn localize_skips_a_case_whose_trace_has_no_agent_turn_or_the_wrong_framework() {
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/ag2-fig1a-aes-ecb");
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&good, &d.path().join("good"));
+    // Only the user speaks: the trace holds no agent-authored turn.
+    copy_dir(&good, &d.path().join("user-only"));
+    std::fs::write(
+        d.path().join("user-only/chat.json"),
+        r#"[{"name": "user_proxy", "role": "user", "content": "Fix app.py."}]"#,
+    )
+    .unwrap();
+    // The manifest forces aider on an AG2 chat list.
+    copy_dir(&good, &d.path().join("wrong-framework"));
+    let p = d.path().join("wrong-framework/case.json");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(
+        &p,
+        text.replacen("\"framework\": \"ag2\"", "\"framework\": \"aider\"", 1),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .arg("localize")
+        .arg(d.path())
+        .arg("--out-dir")
+        .arg(d.path().join("out"))
+        .arg("--format")
+        .arg("json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let set: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(set["results"].as_array().unwrap().len(), 1);
+    let skipped = set["skipped"].as_array().unwrap();
+    let find = |dir: &str| {
+        skipped
+            .iter()
+            .find(|s| s["case"].as_str().unwrap().ends_with(dir))
+            .unwrap_or_else(|| panic!("{dir} not skipped: {set}"))
+    };
+    assert_eq!(find("user-only")["stage"], "adapter");
+    assert!(find("user-only")["message"]
+        .as_str()
+        .unwrap()
+        .contains("no agent-authored turn"));
+    assert!(find("wrong-framework")["message"]
+        .as_str()
+        .unwrap()
+        .contains("--framework aider refused"));
+    // Neither became a silent no-code-location result.
+    assert_eq!(skipped.len(), 2);
+}

@@ -12,6 +12,7 @@
 mod adapters_chat;
 mod adapters_detect;
 mod adapters_events;
+mod adapters_formats;
 mod agree;
 mod architecture;
 mod cli;

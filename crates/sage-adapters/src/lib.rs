@@ -8,6 +8,7 @@
 
 pub mod ag2;
 pub mod aider;
+pub mod atif;
 pub mod camel;
 pub mod deepagents;
 pub mod detect;
@@ -21,6 +22,7 @@ pub mod inspect;
 pub mod mini_swe_agent;
 pub mod openhands;
 pub mod openhands_sdk;
+pub mod openinference;
 pub mod otel;
 pub mod support;
 pub mod swe_agent;
@@ -196,6 +198,8 @@ pub fn registry() -> Vec<Box<dyn Adapter>> {
     v.push(Box::new(codex::Codex));
     v.push(Box::new(inspect::Inspect));
     v.push(Box::new(otel::OtelGenAi));
+    v.push(Box::new(atif::Atif));
+    v.push(Box::new(openinference::OpenInference));
     v
 }
 

@@ -1,0 +1,158 @@
+//! Harbor's Agent Trajectory Interchange Format (ATIF, `laude-institute/harbor`
+//! `docs/rfcs/0001-trajectory-format.md`, schema versions `ATIF-v1.0` … `ATIF-v1.7`).
+//!
+//! One JSON object per trajectory: `schema_version`, `session_id`, `agent {name, version,
+//! model_name}`, `steps[]` and `final_metrics`. A step is `{step_id, timestamp, source
+//! (system | user | agent), model_name, message, reasoning_content, tool_calls
+//! [{tool_call_id, function_name, arguments}], observation {results [{source_call_id,
+//! content}]}, metrics}`. Agent steps are turns (their `message`, else the
+//! `reasoning_content`), their tool calls the calls, the observation results the results
+//! (matched by `source_call_id`); user steps are the task (dropped), system steps are
+//! administrative. Writes are the plain shell edits of shell-like calls; other tools' effects
+//! are not in the format. `subagent_trajectories` are noted, not mapped.
+
+use crate::support::*;
+use crate::{Adapter, AdapterError, SourceFile};
+use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, Turn, TurnKind};
+use serde_json::Value;
+
+pub struct Atif;
+
+impl Adapter for Atif {
+    fn name(&self) -> &'static str {
+        "atif"
+    }
+    fn versions(&self) -> &'static str {
+        "Harbor Agent Trajectory Interchange Format ATIF-v1.0 to v1.7 (trajectory.json)"
+    }
+    fn detect(&self, head: &[u8]) -> u8 {
+        let t = head_text(head);
+        if !t.trim_start().starts_with('{') {
+            return 0;
+        }
+        if t.contains("\"schema_version\": \"ATIF-v") || t.contains("\"schema_version\":\"ATIF-v") {
+            return 95;
+        }
+        let steps = t.contains("\"steps\"") && t.contains("\"step_id\"");
+        let source = t.contains("\"source\": \"agent\"") || t.contains("\"source\":\"agent\"");
+        if steps && source {
+            70
+        } else {
+            0
+        }
+    }
+    fn detect_evidence(&self, sample: &[u8]) -> String {
+        let t = head_text(sample);
+        if t.contains("\"schema_version\": \"ATIF-v") || t.contains("\"schema_version\":\"ATIF-v") {
+            "schema_version ATIF-v*".into()
+        } else {
+            "steps with step_id and source \"agent\" (no schema_version seen)".into()
+        }
+    }
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+        let main = files
+            .first()
+            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let doc = read_json(main)?;
+        let steps = doc
+            .get("steps")
+            .and_then(Value::as_array)
+            .ok_or_else(|| AdapterError::new(&main.name, Some("/steps".into()), "no steps list"))?;
+        let f = main.name.as_str();
+        let raw = |p: String| RawRef::json(f, None, p);
+        let mut b = TraceBuilder::new("atif", files);
+        let agent = doc
+            .pointer("/agent/name")
+            .and_then(Value::as_str)
+            .unwrap_or("agent")
+            .to_string();
+        let roots = PathRoots::default();
+        for (i, st) in steps.iter().enumerate() {
+            let sp = format!("/steps/{i}");
+            let message = ne(st, "message").map(|m| (m, format!("{sp}/message")));
+            let message = message.or_else(|| {
+                ne(st, "reasoning_content").map(|m| (m, format!("{sp}/reasoning_content")))
+            });
+            match s(st, "source").unwrap_or("") {
+                "user" => match message {
+                    Some((m, p)) => b.user(m, raw(p)),
+                    None => b.drop_record(raw(sp.clone()), "user step without a message"),
+                },
+                "system" => match message {
+                    Some((m, p)) => {
+                        b.admin("system", m, raw(p));
+                    }
+                    None => b.drop_record(raw(sp.clone()), "system step without a message"),
+                },
+                "agent" => {
+                    let model = s(st, "model_name")
+                        .or_else(|| doc.pointer("/agent/model_name").and_then(Value::as_str));
+                    let mut t = Turn::new(Actor::new(&agent, model), TurnKind::Planning);
+                    t.message = message.map(|(m, p)| TextItem {
+                        text: m.to_string(),
+                        raw: raw(p),
+                    });
+                    let calls = st
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if t.message.is_none() && calls.is_empty() {
+                        b.drop_record(raw(sp.clone()), "agent step without message or tool call");
+                        continue;
+                    }
+                    let at = b.push(t);
+                    for (j, c) in calls.iter().enumerate() {
+                        let cp = format!("{sp}/tool_calls/{j}");
+                        let name = s(c, "function_name").unwrap_or("tool");
+                        let args = c.get("arguments").map(value_text).unwrap_or_default();
+                        let ar = raw(format!("{cp}/arguments"));
+                        b.call(at, tool_call(s(c, "tool_call_id"), name, &args, ar.clone()));
+                        // Plain shell edits of shell-like tools.
+                        let cmd = ["command", "cmd"].iter().find_map(|k| {
+                            c.pointer(&format!("/arguments/{k}"))
+                                .and_then(Value::as_str)
+                                .map(|x| (x, raw(format!("{cp}/arguments/{k}"))))
+                        });
+                        if let Some((cmd, ar)) = cmd {
+                            for w in shell_writes(cmd, &roots, ar.clone()) {
+                                match w {
+                                    Ok(w) => b.write(at, w),
+                                    Err(e) => b.drop_record(ar.clone(), e),
+                                }
+                            }
+                        }
+                    }
+                    let results = st
+                        .pointer("/observation/results")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    for (k, r) in results.iter().enumerate() {
+                        let rp = format!("{sp}/observation/results/{k}/content");
+                        let text = r.get("content").map(value_text).unwrap_or_default();
+                        let id = s(r, "source_call_id");
+                        if b.result(tool_result(id, &text, false, raw(rp.clone())))
+                            .is_none()
+                        {
+                            b.drop_record(raw(rp), "observation before any agent turn");
+                        }
+                    }
+                }
+                other => b.drop_record(
+                    raw(sp.clone()),
+                    format!("step source {other:?} is not system, user or agent"),
+                ),
+            }
+        }
+        if let Some(n) = doc
+            .get("subagent_trajectories")
+            .and_then(Value::as_array)
+            .map(Vec::len)
+            .filter(|n| *n > 0)
+        {
+            b.note(format!("{n} subagent trajectories not mapped"));
+        }
+        Ok(b.finish())
+    }
+}

@@ -1,0 +1,148 @@
+//! Formats with no real sample in `../shared/traces`, each on a constructed sample documented
+//! from its specification (the sample's `notes` field names the spec): Harbor ATIF
+//! trajectories and OpenInference spans (TRAIL layout). Golden counts derived by hand from the
+//! sample, raw pointers verified, and a bounded mutation proptest per adapter.
+
+use proptest::prelude::*;
+use sage_adapters::SourceFile;
+use sage_trace::{CanonicalTrace, RawStore, TurnKind, WriteOp};
+use std::path::Path;
+
+const ATIF: &str = "tests/fixtures/atif/trajectory.json";
+const OI: &str = "tests/fixtures/openinference/trail_like_trace.json";
+
+fn read(rel: &str) -> CanonicalTrace {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let t = sage_adapters::normalize(&[SourceFile::new(rel, &p)], None)
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let mut store = RawStore::load(&t, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    t
+}
+
+#[test]
+fn atif_trajectory_golden() {
+    let t = read(ATIF);
+    assert_eq!(t.framework, "atif");
+    // Steps: 1 system → administrative turn 1; 2 user → dropped (task); 3 agent (message,
+    // bash heredoc, its observation) → turn 2 with the write; 4 agent (reasoning only, one
+    // call) → turn 3; 5 agent (message) → turn 4.
+    let c = t.counts();
+    assert_eq!(
+        (
+            c.turns,
+            c.administrative,
+            c.tool_calls,
+            c.tool_results,
+            c.writes,
+            c.dropped
+        ),
+        (4, 1, 2, 2, 1, 1)
+    );
+    assert_eq!(t.turns[0].kind, TurnKind::Administrative);
+    assert_eq!(t.turns[1].actor.name, "terminus-2");
+    assert_eq!(t.turns[1].actor.role.as_deref(), Some("gpt-4o-2024-08-06"));
+    assert_eq!(
+        t.turns[1].tool_results[0].call_id.as_deref(),
+        Some("call_1")
+    );
+    let w = &t.turns[1].writes[0];
+    assert_eq!(w.artefact, "greet.py");
+    assert_eq!(
+        w.op,
+        WriteOp::FullContent {
+            content: "print(\"hello, world\")\n".into()
+        }
+    );
+    assert_eq!(
+        t.turns[2].message.as_ref().unwrap().text,
+        "Check that it runs."
+    );
+    assert_eq!(t.turns[2].tool_results[0].output, "hello, world\n");
+    assert_eq!(t.dropped[0].reason, "not agent-authored: task/user message");
+}
+
+#[test]
+fn openinference_trail_layout_golden() {
+    let t = read(OI);
+    assert_eq!(t.framework, "openinference");
+    // Spans depth-first by timestamp: AGENT a1 (dropped: structure), LLM l1 → turn 1 (text +
+    // read_file call_1), TOOL t1 → its result, LLM l2 → turn 2 (output.value, no call),
+    // TOOL t2 (ERROR) → a result of turn 2 marked error, CHAIN c1 → dropped.
+    let c = t.counts();
+    assert_eq!(
+        (
+            c.turns,
+            c.administrative,
+            c.tool_calls,
+            c.tool_results,
+            c.writes,
+            c.dropped
+        ),
+        (2, 0, 1, 2, 0, 2)
+    );
+    // The actor is the nearest AGENT ancestor (nesting gives the parent).
+    assert!(t.turns.iter().all(|x| x.actor.name == "CodeAgent.run"));
+    assert_eq!(t.turns[0].actor.role.as_deref(), Some("gpt-4o"));
+    assert_eq!(t.turns[0].tool_calls[0].name, "read_file");
+    assert_eq!(
+        t.turns[0].tool_results[0].output,
+        "def add(a, b):\n    return a - b\n"
+    );
+    assert!(!t.turns[0].tool_results[0].is_error);
+    assert!(t.turns[1].tool_results[0].is_error);
+    assert_eq!(
+        t.turns[1].message.as_ref().unwrap().text,
+        "add subtracts; it should return a + b."
+    );
+}
+
+fn mutate(bytes: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    for &(kind, pos, byte) in ops {
+        if b.is_empty() {
+            break;
+        }
+        let i = pos % b.len();
+        match kind % 3 {
+            0 => b[i] = byte,
+            1 => {
+                b.remove(i);
+            }
+            _ => b.truncate(i),
+        }
+    }
+    b
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_constructed_samples_never_panic(
+        which in 0..2usize,
+        ops in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<u8>()), 1..5),
+    ) {
+        let (rel, fw) = [(ATIF, "atif"), (OI, "openinference")][which];
+        let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap();
+        let data = mutate(&bytes, &ops);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("trace");
+        std::fs::write(&p, &data).unwrap();
+        let f = SourceFile::new("trace", &p);
+        match sage_adapters::by_name(fw).unwrap().normalize(&[f.clone()]) {
+            Ok(t) => {
+                let mut store = RawStore::new();
+                store.insert("trace", data.clone());
+                let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+                prop_assert!(bad.is_empty(), "{}", bad.join("\n"));
+            }
+            Err(e) => {
+                prop_assert_eq!(e.file.as_str(), "trace");
+                prop_assert!(e.record.is_some(), "no location: {}", e);
+            }
+        }
+        let _ = sage_adapters::normalize(&[f], None);
+    }
+}

@@ -131,7 +131,7 @@ proptest! {
         let p = dir.path().join("trace");
         std::fs::write(&p, &data).unwrap();
         let f = SourceFile::new("trace", &p);
-        match sage_adapters::by_name(fw).unwrap().normalize(&[f.clone()]) {
+        match sage_adapters::by_name(fw).unwrap().normalize(std::slice::from_ref(&f)) {
             Ok(t) => {
                 let mut store = RawStore::new();
                 store.insert("trace", data.clone());

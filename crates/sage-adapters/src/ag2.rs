@@ -52,6 +52,14 @@ impl Adapter for Ag2 {
     fn versions(&self) -> &str {
         &self.mapping.file.adapter.covers
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"event_name\"",
+            "\"reply_func_executed\"",
+            "\"source_name\"",
+            "\"chat_history\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         if is_runtime_log(head) {
             return 95;

@@ -26,6 +26,17 @@ impl Adapter for ClaudeCode {
         "Claude Code session JSONL v1.x–v2.x (split API responses grouped by message.id; Edit, \
          MultiEdit, Write with originalFile; sidechains)"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"sessionId\"",
+            "\"parentUuid\"",
+            "\"isSidechain\"",
+            "\"userType\"",
+            "\"toolUseResult\"",
+            "\"type\":\"queue-operation\"",
+            "\"type\":\"file-history-snapshot\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         if !t.trim_start().starts_with('{') {

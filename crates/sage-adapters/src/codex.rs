@@ -28,6 +28,18 @@ impl Adapter for Codex {
         "Codex CLI rollout JSONL (codex-rs, 0.2x–0.77: session_meta/response_item/event_msg; \
          apply_patch custom tool and shell forms, patch_apply_end)"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"payload\"",
+            "\"type\":\"session_meta\"",
+            "\"type\":\"response_item\"",
+            "\"type\":\"event_msg\"",
+            "\"originator\"",
+            "{\"record_type\":\"state\"}",
+            "\"instructions\"",
+            "{\"type\":\"function_call\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let l = first_line(head);
         if !l.trim_start().starts_with('{') {

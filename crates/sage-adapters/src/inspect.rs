@@ -28,6 +28,15 @@ impl Adapter for Inspect {
     fn versions(&self) -> &'static str {
         "Inspect AI eval logs, format version 2: .json and zipped .eval"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"eval\"",
+            "\"eval_id\"",
+            "\"run_id\"",
+            "\"version\"",
+            "\"samples\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         if head.starts_with(b"PK\x03\x04") {
             let has = |n: &[u8]| head.windows(n.len()).any(|w| w == n);

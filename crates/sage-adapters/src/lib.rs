@@ -97,7 +97,28 @@ pub trait Adapter: Send + Sync {
     /// Why [`Adapter::detect`] scored `sample` as it did, for `sage adapters detect`
     /// (mapping formats report the matched rule instead).
     fn detect_evidence(&self, sample: &[u8]) -> String {
-        format!("detector score {} on the sample", self.detect(sample))
+        let t = String::from_utf8_lossy(sample);
+        let (found, absent): (Vec<&str>, Vec<&str>) =
+            self.detect_keys().iter().partition(|k| t.contains(**k));
+        if found.is_empty() && absent.is_empty() {
+            return format!("detector score {} on the sample", self.detect(sample));
+        }
+        let q = |v: &[&str]| {
+            v.iter()
+                .map(|k| format!("{k:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut s = format!("found {}", q(&found));
+        if !absent.is_empty() {
+            s.push_str(&format!("; absent {}", q(&absent)));
+        }
+        s
+    }
+    /// The structural markers [`Adapter::detect`] looks for, reported by
+    /// [`Adapter::detect_evidence`] as found or absent in the sample.
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Normalize the trace whose files are `files` (the first is the main trace).
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;

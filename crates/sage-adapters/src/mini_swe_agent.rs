@@ -24,6 +24,15 @@ impl Adapter for MiniSweAgent {
         "mini-SWE-agent .traj.json: trajectory_format mini-swe-agent-1 (v1.x, bash blocks) and \
          mini-swe-agent-1.1 (v2, tool calls / extra.actions), and bare message lists (pre-1.0)"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"trajectory_format\"",
+            "\"mini_version\"",
+            "<returncode>",
+            "```bash",
+            "\"role\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         let lead = t.trim_start();

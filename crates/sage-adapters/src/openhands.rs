@@ -31,6 +31,16 @@ impl Adapter for OpenHands {
          (full old_content/new_content), Feb 2025 on (snippets + zero-context diff); trajectories, \
          evaluation output records and output.jsonl"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"action\":",
+            "\"observation\"",
+            "\"source\"",
+            "\"history\"",
+            "\"tool_call_metadata\"",
+            "\"trajectory\": [",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         let lead = t.trim_start();

@@ -35,6 +35,16 @@ impl Adapter for OpenHandsSdk {
         "OpenHands SDK / V1 conversation events (Oct 2025 `output`/`error` observations and 2026 \
          `content`/`is_error`); event lists, JSON Lines, per-event files, benchmark output.jsonl"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"kind\": \"ActionEvent\"",
+            "\"kind\":\"ActionEvent\"",
+            "\"kind\": \"ObservationEvent\"",
+            "\"kind\":\"ObservationEvent\"",
+            "\"kind\": \"MessageEvent\"",
+            "\"kind\":\"MessageEvent\"",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         let hits = KINDS

@@ -30,6 +30,14 @@ impl Adapter for OtelGenAi {
         "OpenTelemetry GenAI semantic conventions (gen_ai.* span attributes, 2025–2026) in OTLP \
          JSON, whole documents or one export per line"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"resourceSpans\"",
+            "\"resource_spans\"",
+            "gen_ai.operation.name",
+            "gen_ai.",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         if (t.contains("\"resourceSpans\"") || t.contains("\"resource_spans\""))

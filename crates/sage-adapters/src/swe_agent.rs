@@ -26,6 +26,17 @@ impl Adapter for SweAgent {
         "SWE-agent .traj 0.x (windowed `edit N:M`, demonstrations) and 1.x (tool_calls, \
          edit_replace, str_replace_editor); info.submission as final patch"
     }
+    fn detect_keys(&self) -> &'static [&'static str] {
+        &[
+            "\"trajectory\":",
+            "\"history\":",
+            "\"environment\":",
+            "\"message_type\"",
+            "end_of_edit",
+            "\"is_demo\"",
+            "SWE-agent",
+        ]
+    }
     fn detect(&self, head: &[u8]) -> u8 {
         let t = head_text(head);
         if !t.trim_start().starts_with('{') {

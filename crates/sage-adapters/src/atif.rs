@@ -106,7 +106,11 @@ impl Adapter for Atif {
                         let cp = format!("{sp}/tool_calls/{j}");
                         let name = s(c, "function_name").unwrap_or("tool");
                         let args = c.get("arguments").map(value_text).unwrap_or_default();
-                        let ar = raw(format!("{cp}/arguments"));
+                        let ar = if c.get("arguments").is_some() {
+                            raw(format!("{cp}/arguments"))
+                        } else {
+                            raw(cp.clone())
+                        };
                         b.call(at, tool_call(s(c, "tool_call_id"), name, &args, ar.clone()));
                         // Plain shell edits of shell-like tools.
                         let cmd = ["command", "cmd"].iter().find_map(|k| {
@@ -129,7 +133,11 @@ impl Adapter for Atif {
                         .cloned()
                         .unwrap_or_default();
                     for (k, r) in results.iter().enumerate() {
-                        let rp = format!("{sp}/observation/results/{k}/content");
+                        let rp = if r.get("content").is_some() {
+                            format!("{sp}/observation/results/{k}/content")
+                        } else {
+                            format!("{sp}/observation/results/{k}")
+                        };
                         let text = r.get("content").map(value_text).unwrap_or_default();
                         let id = s(r, "source_call_id");
                         if b.result(tool_result(id, &text, false, raw(rp.clone())))

@@ -184,7 +184,13 @@ impl Adapter for OpenInference {
                         let args_k = format!("{pre}.function.arguments");
                         let args = attr(v, &args_k).map(value_text).unwrap_or_default();
                         let id = attr(v, &format!("{pre}.id")).and_then(Value::as_str);
-                        calls.push(tool_call(id, name, &args, raw_attr(&args_k)));
+                        // The call's text is its arguments; without them, its name.
+                        let raw = if attr(v, &args_k).is_some() {
+                            raw_attr(&args_k)
+                        } else {
+                            raw_attr(&name_k)
+                        };
+                        calls.push(tool_call(id, name, &args, raw));
                     }
                     if t.message.is_none() && calls.is_empty() {
                         b.drop_record(

@@ -368,6 +368,13 @@ pub fn not_a_trace(s: &Sample) -> Option<String> {
     if let Some(v) = whole_json(s) {
         if let Some(m) = v.as_object() {
             let has = |k: &str| m.contains_key(k);
+            if let Some(sc) = m.get("schema").and_then(Value::as_str) {
+                if sc.starts_with("sage.") {
+                    return Some(format!(
+                        "a sage file ({sc}), not a trace; a case's trace is named in its manifest's trace.files"
+                    ));
+                }
+            }
             if has("$schema")
                 || ((has("$defs") || has("definitions"))
                     && (has("type") || has("properties") || has("anyOf") || has("oneOf")))
@@ -553,6 +560,7 @@ mod tests {
             ("{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": \"array\"}", "JSON Schema"),
             ("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "a patch"),
             ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "a patch"),
+            ("{\"schema\": \"sage.case/1\", \"trace\": {\"files\": [\"t.json\"]}}", "sage.case/1"),
             ("{\"django__django-1\": {\"resolved\": true, \"tests_status\": {}}}", "evaluation report"),
             ("{\"instance_id\": \"a\", \"model_patch\": \"diff\"}\n{\"instance_id\": \"b\", \"model_patch\": \"diff\"}\n", "predictions"),
         ];

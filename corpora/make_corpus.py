@@ -129,7 +129,8 @@ def check_expectations(cid, baselines, hist, anchor, expected, final_state):
             raise AssertionError(f"{cid}: fragment history {in_base} {pres} fits no provenance")
     assert prov == expected["provenance"], (cid, prov)
     if final_state is not None and prov == "agent-introduced":
-        # sage attaches the final state to a turn of its choosing; the case states which
+        # only the final file shows the change: the introducing write is the one turn the
+        # trace records changing the file (an edit command sage cannot replay), if any
         assert expected["introducing_write_turn"] is not None, cid
     else:
         assert iw == expected["introducing_write_turn"], (cid, iw)
@@ -219,7 +220,7 @@ COVERS = {
     'ag2-final-only-normpath': ('AG2 group chat',
         'final-only: the edit is a `sed -i` shell block (no write in the trace); the case supplies `final/app.py`; inherited with an inadequate defence (normpath)'),
     'ag2-final-only-usermod': ('AG2 group chat',
-        'final-only and agent-introduced: sage attaches the final state to the last implementation turn (2), which becomes the introducing write'),
+        'final-only and agent-introduced: only the final file shows the change; turn 2, the only turn that edits app.py (a `sed -i` sage cannot replay), is the deduced introducing write'),
     'ag2-defect-systemrandom': ('AG2 two-agent',
         'defect in the code change: the introducing write itself states the threat and the defence; the next write fixes a crash without touching the fragment'),
     'ag2-no-code-location-auth': ('AG2 group chat',
@@ -789,7 +790,8 @@ def ag2_final_only_usermod():
         "description": "Double quotes do not stop the shell: a password containing `\"`, `$(...)` "
                        "or backticks still injects commands into the usermod call.",
     }
-    # The final-state write is attached by sage to the last implementation turn (2).
+    # Only the final file shows the change; turn 2's `sed -i` (not replayable) is the only
+    # turn that edits app.py, so it is the (deduced) introducing write.
     e = exp("agent-introduced", 2, "final-only", 1, "inadequate-defence-selected", [2, 3])
     return ag2_case("ag2-final-only-usermod", tid, "CWE-78", prompt, base, msgs, "Admin", h,
                     anchor, e, final=final)

@@ -159,6 +159,13 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             let mut write_turns: BTreeMap<String, Vec<usize>> = BTreeMap::new();
             if let Some(r) = results {
                 for res in read_results(&r)?.results {
+                    // Only the final state shows the change: any turn may be the annotator's
+                    // introducing write, so there is no write turn to hold them to.
+                    let unreplayed = res.provenance.introducing_write_cannot_determine
+                        || res.provenance.introducing_write.is_some_and(|w| w.deduced);
+                    if unreplayed {
+                        continue;
+                    }
                     let turns = res
                         .turns
                         .iter()

@@ -291,6 +291,7 @@ pub fn build_run(
             llm.push(b);
         }
     }
+    opts.stats = session.as_ref().map(|s| s.stats().clone());
     Ok(BuiltRun { opts, session, llm })
 }
 

@@ -172,6 +172,15 @@ fn summary(t: &CanonicalTrace) -> String {
             ));
         }
     }
+    for w in &t.submissions {
+        s.push_str(&format!(
+            "submission {} {} via {} (no turn's write)  [{}]\n",
+            w.artefact,
+            w.op.kind(),
+            w.via,
+            w.raw.display()
+        ));
+    }
     s
 }
 

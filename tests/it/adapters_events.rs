@@ -153,6 +153,16 @@ pub fn summary(t: &CanonicalTrace) -> String {
             .unwrap();
         }
     }
+    for w in &t.submissions {
+        writeln!(
+            out,
+            "submission {} {} via {} (no turn's write)",
+            w.artefact,
+            w.op.kind(),
+            w.via
+        )
+        .unwrap();
+    }
     for d in &t.dropped {
         writeln!(out, "dropped {}: {}", d.raw.display(), d.reason).unwrap();
     }

@@ -5,6 +5,7 @@
 //! - `adapters_events`: event-stream formats (OpenHands, SWE-agent, mini-SWE-agent, Claude
 //!   Code, Codex, Inspect AI, OTel GenAI)
 //! - `replay_fidelity`: real traces replayed to the result they recorded
+//! - `fidelity`: the method-fidelity golden cases of `tests/data/fidelity` (issue 12)
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`: one
 //!   subcommand each
@@ -17,6 +18,7 @@ mod agree;
 mod architecture;
 mod cli;
 mod corpus;
+mod fidelity;
 mod funnel;
 mod judges;
 mod localize;

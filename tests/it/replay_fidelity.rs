@@ -39,16 +39,26 @@ fn finals(h: &ArtefactHistory) -> BTreeMap<String, Option<String>> {
     out
 }
 
-/// The trace without its final-state writes, and with only them.
+/// The trace's turn writes alone, and its submission replayed as steps from the baseline.
 fn split_final(t: &CanonicalTrace) -> (CanonicalTrace, CanonicalTrace) {
     let mut steps = t.clone();
+    steps.submissions.clear();
     let mut fin = t.clone();
-    for turn in &mut steps.turns {
-        turn.writes.retain(|w| !w.final_state);
-    }
     for turn in &mut fin.turns {
-        turn.writes.retain(|w| w.final_state);
+        turn.writes.clear();
     }
+    if let Some(first) = fin.turns.first_mut() {
+        first.writes = t
+            .submissions
+            .iter()
+            .map(|w| {
+                let mut w = w.clone();
+                w.final_state = false;
+                w
+            })
+            .collect();
+    }
+    fin.submissions.clear();
     (steps, fin)
 }
 
@@ -117,10 +127,15 @@ pub fn replay_against_patch(
     full: &BTreeMap<String, String>,
     views: &BTreeMap<String, NumberedView>,
 ) -> Fidelity {
+    // The adapters' `normalize_with_baselines` bypass `adapters::normalize`, whose finish
+    // moves the submission out of the turns; do it here.
+    let mut t = t.clone();
+    t.separate_submissions();
+    let t = &t;
     let patch_files: Vec<(String, String, bool)> = t
-        .writes()
-        .filter(|(_, w)| w.final_state)
-        .filter_map(|(_, w)| match &w.op {
+        .submissions
+        .iter()
+        .filter_map(|w| match &w.op {
             sage_trace::WriteOp::UnifiedDiff { diff } => {
                 let d = split_unified_diff(diff).into_iter().next()?;
                 Some((w.artefact.clone(), diff.clone(), d.is_new))
@@ -400,10 +415,12 @@ fn submitted_patches_are_the_final_writes() {
     ];
     for (trace, patch) in pairs {
         let t = super::adapters_events::normalize(trace);
+        // The submission is the trace's, never a turn's write.
+        assert!(t.writes().all(|(_, w)| !w.final_state), "{trace}");
         let finals: String = t
-            .writes()
-            .filter(|(_, w)| w.final_state)
-            .filter_map(|(_, w)| w.op.new_text().map(str::to_string))
+            .submissions
+            .iter()
+            .filter_map(|w| w.op.new_text().map(str::to_string))
             .collect();
         let want = std::fs::read_to_string(sample(patch)).unwrap();
         // Blank context lines lose their leading space in some copies of a patch.

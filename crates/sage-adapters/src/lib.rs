@@ -13,6 +13,7 @@ pub mod camel;
 pub mod deepagents;
 pub mod detect;
 pub mod edits;
+pub mod kinds;
 pub mod mapping;
 
 // Event-stream formats (adapters-b).
@@ -373,6 +374,7 @@ pub fn normalize_opts(
         };
         adapter.normalize(files)?
     };
+    let trace = finish(trace);
     if !opts.allow_empty {
         if let Some(why) = no_agent_turn(&trace) {
             return Err(AdapterError::new(
@@ -383,6 +385,15 @@ pub fn normalize_opts(
         }
     }
     Ok(trace)
+}
+
+/// What every adapter's output goes through, whatever the format: submitted final states
+/// leave the turns ([`CanonicalTrace::separate_submissions`]) and every agent turn's kind is
+/// set from what it did by the one classifier of [`kinds`].
+pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
+    trace.separate_submissions();
+    kinds::classify_trace(&mut trace);
+    trace
 }
 
 /// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
@@ -489,6 +500,12 @@ pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<Stri
     for d in &trace.dropped {
         if let Err(e) = store.resolve(&d.raw) {
             bad.push(format!("dropped record: {e}"));
+        }
+    }
+    for w in &trace.submissions {
+        match store.resolve(&w.raw) {
+            Ok(_) | Err(crate::trace::RawError::Synthetic { .. }) => {}
+            Err(e) => bad.push(format!("submission of {}: {e}", w.artefact)),
         }
     }
     bad

@@ -213,51 +213,12 @@ impl TraceBuilder {
         self.trace.notes.push(n.into());
     }
 
-    /// Set each agent turn's kind from what it did, and return the trace.
+    /// Set each agent turn's kind from what it did (the one classifier of
+    /// [`super::kinds`], shared by every format), and return the trace.
     pub fn finish(mut self) -> CanonicalTrace {
-        for t in &mut self.trace.turns {
-            if t.kind != TurnKind::Administrative {
-                t.kind = classify(t);
-            }
-        }
+        super::kinds::classify_trace(&mut self.trace);
         self.trace
     }
-}
-
-/// The workflow stage of an agent turn, from its actions: a turn that writes is
-/// implementation; one that runs tests or the program is verification; one that only reads,
-/// searches or views is review when it comes after a write, else planning. The message alone
-/// decides nothing (a judge reads it). Adapters start agent turns as `Planning`.
-pub fn classify(t: &Turn) -> TurnKind {
-    if !t.writes.is_empty() {
-        return TurnKind::Implementation;
-    }
-    let runs_checks = t.tool_calls.iter().any(|c| looks_like_check(&c.arguments));
-    if runs_checks {
-        return TurnKind::Verification;
-    }
-    t.kind
-}
-
-fn looks_like_check(cmd: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "pytest",
-        "unittest",
-        "runtests",
-        "cargo test",
-        "npm test",
-        "yarn test",
-        "go test",
-        "make test",
-        "just test",
-        "tox",
-        "python reproduce",
-        "python3 reproduce",
-        "python -m test",
-        "ctest",
-    ];
-    let c = cmd.to_ascii_lowercase();
-    WORDS.iter().any(|w| c.contains(w))
 }
 
 /// Strips the workspace root from absolute paths, so artefacts are named as the task (and a

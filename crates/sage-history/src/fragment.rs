@@ -236,19 +236,23 @@ fn drop_trailing_commas(tokens: Vec<String>) -> Vec<String> {
 
 /// Remove the common leading whitespace of the non-blank lines (a fragment copied from inside
 /// a function keeps its indentation; a module-level parse wants none).
+/// Remove the common leading indentation, as Python's `textwrap.dedent` does: only ASCII
+/// spaces and tabs count as indentation (so the cut is always on a character boundary; a
+/// line starting with U+3000 or a no-break space keeps it as content).
 fn dedent(src: &str) -> String {
+    let indent_of = |l: &str| l.bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
     let indent = src
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
+        .map(indent_of)
         .min()
         .unwrap_or(0);
     src.lines()
         .map(|l| {
-            if l.len() >= indent {
+            if indent_of(l) >= indent {
                 &l[indent..]
             } else {
-                l.trim_start()
+                l.trim_start_matches([' ', '\t'])
             }
         })
         .collect::<Vec<_>>()
@@ -407,6 +411,17 @@ class Handler(BaseHandler):
         cipher = AES.new(key, AES.MODE_ECB)
         return cipher.encrypt(pad(self.request.body, 16))
 "#;
+
+    #[test]
+    fn dedent_cuts_only_ascii_indentation() {
+        // Two spaces on one line, an ideographic space (3 bytes) on the other: the common
+        // indentation is cut on a character boundary (this used to panic).
+        assert_eq!(dedent("  x = 1\n\u{3000}y = 2"), "  x = 1\n\u{3000}y = 2");
+        assert_eq!(dedent("    a\n      b"), "a\n  b");
+        assert_eq!(dedent("\t a\n\t b"), "a\nb");
+        let m = Matcher::new("app.py", "  x = 1\n\u{3000}y = 2", None);
+        assert!(!m.found_in("z = 3\n"));
+    }
 
     fn py(fragment: &str, content: &str) -> bool {
         let m = Matcher::new("app.py", fragment, None);
@@ -623,7 +638,30 @@ mod proptests {
         out
     }
 
+    /// Whitespace that is not ASCII (ideographic space, no-break space, em space, ...).
+    const ODD_SPACES: [char; 5] = ['\u{3000}', '\u{a0}', '\u{2003}', '\u{2009}', '\u{feff}'];
+
     proptest! {
+        /// A fragment or a file with non-ASCII whitespace anywhere never panics (a panic in
+        /// `dedent` used to skip the whole case) and the matcher answers.
+        #[test]
+        fn non_ascii_whitespace_never_panics(
+            lines in proptest::collection::vec((0usize..4, 0usize..5, 0usize..3), 1..6),
+        ) {
+            let mut frag = String::new();
+            for (ascii, odd, word) in &lines {
+                frag.push_str(&" ".repeat(*ascii));
+                frag.push(ODD_SPACES[*odd]);
+                frag.push_str(["x = 1", "if ok:", "return f(a,\u{3000}b)"][*word]);
+                frag.push('\n');
+            }
+            for artefact in ["app.py", "app.txt"] {
+                let m = Matcher::new(artefact, &frag, None);
+                let _ = m.found_in(&frag);
+                let _ = m.found_in("x = 1\n");
+            }
+        }
+
         #[test]
         fn reformatting_never_changes_the_match(
             seps in proptest::collection::vec(any::<u8>(), 23),

@@ -8,7 +8,7 @@
 
 use crate::fragment::Matcher;
 use sage_trace::case::FailureAnchor;
-use sage_trace::{CanonicalTrace, RawRef, WriteOp};
+use sage_trace::{normalize_ws, CanonicalTrace, RawRef, WriteOp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -54,6 +54,9 @@ pub struct Snapshot {
     /// whitespace-tolerant line match (as Aider does).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fuzzy: bool,
+    /// True when the edit matched only once the file's CRLF line ends were read as LF.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub crlf_normalized: bool,
     /// The content after the write; `None` when the write deleted the artefact.
     pub content: Option<String>,
     pub raw: RawRef,
@@ -70,6 +73,39 @@ pub struct WriteFailure {
     pub raw: RawRef,
 }
 
+/// The final state of one artefact as a record other than the turns' writes gives it: the
+/// trace's own submission (a submitted patch applied to the baseline, a final file state) or
+/// the case's final file. It verifies the replay; it is never a turn's write.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FinalState {
+    /// The history's name of the artefact.
+    pub artefact: String,
+    /// Where it comes from: `submission (git_patch)`, `case final file final/app.py`, ...
+    pub source: String,
+    /// The content it gives (`None`: the artefact is deleted), when it could be derived.
+    pub content: Option<String>,
+    /// Why no content could be derived (e.g. the submitted patch does not apply to the
+    /// baseline); `content` is then meaningless.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub raw: RawRef,
+}
+
+impl FinalState {
+    pub fn usable(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// A final file supplied by the case (`final_state` in `case.json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuppliedFinal {
+    pub artefact: String,
+    /// The file, relative to the case folder (for messages).
+    pub file: String,
+    pub content: String,
+}
+
 /// The reconstructed history of every artefact of a trace.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ArtefactHistory {
@@ -79,6 +115,14 @@ pub struct ArtefactHistory {
     pub snapshots: Vec<Snapshot>,
     pub failures: Vec<WriteFailure>,
     pub condition: ReconstructionCondition,
+    /// Final states recorded outside the turns (submissions, the case's final files), case
+    /// final files first. See [`FinalState`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub final_states: Vec<FinalState>,
+    /// Trace path → the history's name, for every path that was renamed by the path rule
+    /// (`/workspace/repo/app.py` → `app.py`), so a reader sees how paths were matched.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub path_matches: BTreeMap<String, String>,
 }
 
 /// Code provenance of a failure anchor.
@@ -100,24 +144,37 @@ impl Provenance {
     }
 }
 
-/// Where the anchor fragment is found: the baseline and after each write to its artefact.
+/// Where the anchor fragment is found: the baseline, after each write to its artefact, and
+/// in the recorded final state when that differs from the replay (or nothing replays).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Presence {
-    /// `None` for the baseline, else the write's position.
+    /// `None` for the baseline and the final state, else the write's position.
     pub write: Option<usize>,
     pub turn: Option<usize>,
     pub present: bool,
+    /// True for the recorded final state (a submission or the case's final file), which no
+    /// turn's replayed write produced.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_state: bool,
 }
 
 /// The introducing write: the write and its turn.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IntroducingWrite {
+    /// The write's position among all writes of the trace; 0 when the turn changed the
+    /// artefact by an edit sage could not replay (see `deduced`).
     pub write: usize,
     pub turn: usize,
     /// True when an earlier write had introduced the fragment, a later one removed it, and
     /// this one reinstated it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reinstated: bool,
+    /// True when no replayed snapshot shows the change: only the recorded final state holds
+    /// the fragment, and this turn is the only one the trace records changing the artefact
+    /// after the last replayed state (a write that could not be applied, or an edit command
+    /// sage could not replay). [`ProvenanceResult::introducing_write_basis`] says which.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deduced: bool,
 }
 
 /// Code provenance and the introducing write of one anchor.
@@ -125,6 +182,15 @@ pub struct IntroducingWrite {
 pub struct ProvenanceResult {
     pub provenance: Provenance,
     pub introducing_write: Option<IntroducingWrite>,
+    /// Agent-introduced code whose change only the recorded final state shows, with no single
+    /// turn recorded making it: the introducing write is `cannot-determine` (and
+    /// `introducing_write` is `None`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub introducing_write_cannot_determine: bool,
+    /// When the introducing write is not a replayed write: how it was deduced, or why it
+    /// cannot be determined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introducing_write_basis: Option<String>,
     /// The fragment's presence along the history (empty for no fragment).
     pub presence: Vec<Presence>,
     /// How the fragment was compared: `python-tokens` or `normalized-text`.
@@ -153,13 +219,100 @@ impl Check {
     }
 }
 
-/// An artefact path as compared: `/` separators, no leading `./`.
+/// An artefact path as compared: `/` separators, no leading `./`, no empty or `.`
+/// components.
 pub fn normalize_path(p: &str) -> String {
-    let mut s = p.trim().replace('\\', "/");
-    while let Some(rest) = s.strip_prefix("./") {
-        s = rest.to_string();
+    let s = p.trim().replace('\\', "/");
+    let abs = s.starts_with('/');
+    let parts: Vec<&str> = s
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let joined = parts.join("/");
+    if abs {
+        format!("/{joined}")
+    } else {
+        joined
     }
-    s
+}
+
+/// The embedded workspace roots (`crates/sage-history/data/workspace-roots.txt`).
+pub const DEFAULT_WORKSPACE_ROOTS: &str = include_str!("../data/workspace-roots.txt");
+
+/// Parse a workspace-roots file: one absolute folder per line, `#` comments.
+pub fn parse_workspace_roots(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| l.starts_with('/') && *l != "/")
+        .map(|l| format!("{}/", normalize_path(l)))
+        .collect()
+}
+
+static WORKSPACE_ROOTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Use `roots` instead of the embedded list for the rest of the process (the CLI's
+/// `SAGE_WORKSPACE_ROOTS=FILE`). False when the roots were already in use.
+pub fn override_workspace_roots(roots: Vec<String>) -> bool {
+    WORKSPACE_ROOTS.set(roots).is_ok()
+}
+
+/// The workspace roots in use: an override, else the embedded list.
+pub fn workspace_roots() -> &'static [String] {
+    WORKSPACE_ROOTS.get_or_init(|| parse_workspace_roots(DEFAULT_WORKSPACE_ROOTS))
+}
+
+/// The relative forms an absolute path may stand for under the workspace-roots rule: the
+/// path after a root, and after a root plus one folder (the checkout). A relative path stands
+/// for itself.
+pub fn relative_forms(path: &str) -> Vec<String> {
+    let p = normalize_path(path);
+    if !p.starts_with('/') {
+        return vec![p];
+    }
+    let mut out = Vec::new();
+    for root in workspace_roots() {
+        if let Some(tail) = p.strip_prefix(root.as_str()) {
+            if tail.is_empty() {
+                continue;
+            }
+            out.push(tail.to_string());
+            if let Some((_, rest)) = tail.split_once('/') {
+                out.push(rest.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The case key that a trace's `path` names under the documented rule
+/// (`docs/design-history.md`, "Artefact paths"): equal after normalization; else, when one
+/// side is absolute, one of its [`relative_forms`] equals the other side (or a relative form
+/// of it); the longest matching key wins.
+pub fn match_key<'k>(path: &str, keys: impl IntoIterator<Item = &'k String>) -> Option<String> {
+    let p = normalize_path(path);
+    let forms = relative_forms(&p);
+    let mut best: Option<(&String, usize)> = None;
+    for k in keys {
+        let kn = normalize_path(k);
+        if kn == p {
+            return Some(k.clone());
+        }
+        if !p.starts_with('/') && !kn.starts_with('/') {
+            continue;
+        }
+        let kforms = relative_forms(&kn);
+        let hit = forms
+            .iter()
+            .filter(|f| kforms.contains(f))
+            .map(|f| f.len())
+            .max();
+        if let Some(len) = hit {
+            if best.is_none_or(|(_, l)| len > l) {
+                best = Some((k, len));
+            }
+        }
+    }
+    best.map(|(k, _)| k.clone())
 }
 
 /// The result of applying one write to an artefact's content.
@@ -167,8 +320,12 @@ pub fn normalize_path(p: &str) -> String {
 pub struct Applied {
     /// The content after the write; `None` when the artefact was deleted.
     pub content: Option<String>,
-    /// A search/replace applied by the whitespace-tolerant line match.
+    /// A search/replace applied by the whitespace-tolerant line match, or by Aider's
+    /// `...` elision.
     pub fuzzy: bool,
+    /// The edit matched only after the file's CRLF line ends were read as LF (as Python
+    /// editors read with universal newlines); the result has LF line ends.
+    pub crlf_normalized: bool,
 }
 
 impl Applied {
@@ -176,44 +333,62 @@ impl Applied {
         Ok(Applied {
             content: Some(content),
             fuzzy: false,
+            crlf_normalized: false,
         })
     }
 }
 
-/// Apply every write to the baselines in trace order.
-///
-/// Writes are numbered from 1 among all writes of the trace (failed ones too). A write that
-/// cannot be applied goes to `failures` with its reason and leaves the artefact unchanged.
+/// Apply every write to the baselines in trace order (see [`reconstruct_with_final`]; no
+/// case final files).
 pub fn reconstruct(
     baselines: &BTreeMap<String, String>,
     trace: &CanonicalTrace,
 ) -> ArtefactHistory {
-    // Normalized path → the name the history uses (the baseline's own key when there is one).
-    let mut names: BTreeMap<String, String> = baselines
-        .keys()
-        .map(|k| (normalize_path(k), k.clone()))
-        .collect();
+    reconstruct_with_final(baselines, trace, &[])
+}
+
+/// Apply every turn's write to the baselines in trace order, and derive the recorded final
+/// states (the trace's submissions applied to the baseline, the case's final files).
+///
+/// Writes are numbered from 1 among all writes of the turns (failed ones too). A write that
+/// cannot be applied goes to `failures` with its reason and leaves the artefact unchanged.
+/// A final-state write still found in a turn is treated as a submission, never applied as a
+/// step.
+pub fn reconstruct_with_final(
+    baselines: &BTreeMap<String, String>,
+    trace: &CanonicalTrace,
+    case_finals: &[SuppliedFinal],
+) -> ArtefactHistory {
+    let keys: Vec<String> = baselines.keys().cloned().collect();
+    let mut path_matches: BTreeMap<String, String> = BTreeMap::new();
+    let mut name_of = |path: &str| -> String {
+        let norm = normalize_path(path);
+        match match_key(path, &keys) {
+            Some(k) => {
+                if normalize_path(&k) != norm {
+                    path_matches.insert(path.to_string(), k.clone());
+                }
+                k
+            }
+            None => norm,
+        }
+    };
     let mut state: BTreeMap<String, Option<String>> = baselines
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
     let mut snapshots = Vec::new();
     let mut failures = Vec::new();
-    let writes: Vec<_> = trace.writes().collect();
+    let writes: Vec<_> = trace
+        .turns
+        .iter()
+        .flat_map(|t| t.writes.iter().map(move |w| (t.index, w)))
+        .filter(|(_, w)| !w.final_state)
+        .collect();
     for (i, (turn, w)) in writes.iter().enumerate() {
-        let norm = normalize_path(&w.artefact);
-        let name = names.entry(norm.clone()).or_insert(norm).clone();
+        let name = name_of(&w.artefact);
         let current = state.get(&name).cloned().flatten();
-        // A submitted patch (final-state diff) is relative to the baseline, not to the last
-        // step: apply it there first, and to the current state only when that fails.
-        let result = match (&w.op, w.final_state) {
-            (WriteOp::UnifiedDiff { .. }, true) => {
-                let base = baselines.get(&name).map(String::as_str);
-                apply(base, &w.op).or_else(|e| apply(current.as_deref(), &w.op).map_err(|_| e))
-            }
-            _ => apply(current.as_deref(), &w.op),
-        };
-        match result {
+        match apply(current.as_deref(), &w.op) {
             Ok(applied) => {
                 state.insert(name.clone(), applied.content.clone());
                 snapshots.push(Snapshot {
@@ -222,8 +397,9 @@ pub fn reconstruct(
                     artefact: name,
                     op: w.op.kind().to_string(),
                     via: w.via.clone(),
-                    final_state: w.final_state,
+                    final_state: false,
                     fuzzy: applied.fuzzy,
+                    crlf_normalized: applied.crlf_normalized,
                     content: applied.content,
                     raw: w.raw.clone(),
                 });
@@ -238,11 +414,57 @@ pub fn reconstruct(
             }),
         }
     }
+    let mut final_states = Vec::new();
+    for f in case_finals {
+        final_states.push(FinalState {
+            artefact: name_of(&f.artefact),
+            source: format!("case final file {}", f.file),
+            content: Some(f.content.clone()),
+            error: None,
+            raw: RawRef::synthetic(&f.file, "final file given by the case"),
+        });
+    }
+    let submitted = trace
+        .submissions
+        .iter()
+        .chain(trace.writes().map(|(_, w)| w).filter(|w| w.final_state));
+    for w in submitted {
+        let name = name_of(&w.artefact);
+        // A submission is the run's result relative to its input: it applies to the baseline,
+        // never to the replayed state.
+        let base = baselines.get(&name).map(String::as_str);
+        let applied = apply(base, &w.op).or_else(|e| {
+            // Patch transports (terminal output, JSON exports) often turn CRLF into LF: a
+            // CRLF baseline is then matched as editors read it, with universal newlines.
+            match base.filter(|b| b.contains("\r\n")) {
+                Some(b) => apply(Some(&b.replace("\r\n", "\n")), &w.op).map_err(|_| e),
+                None => Err(e),
+            }
+        });
+        let (content, error) = match applied {
+            Ok(a) => (a.content, None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "the submission does not apply to the baseline: {e}"
+                )),
+            ),
+        };
+        final_states.push(FinalState {
+            artefact: name,
+            source: format!("submission ({})", w.via),
+            content,
+            error,
+            raw: w.raw.clone(),
+        });
+    }
     let condition = if writes.is_empty() {
-        ReconstructionCondition::NoWrite
-    } else if writes.iter().all(|(_, w)| w.final_state) {
-        // Only the final file is known, even when that is a single write.
-        ReconstructionCondition::FinalOnly
+        if final_states.is_empty() {
+            ReconstructionCondition::NoWrite
+        } else {
+            // Only the final file is known.
+            ReconstructionCondition::FinalOnly
+        }
     } else if writes.len() == 1 {
         ReconstructionCondition::SingleWrite
     } else {
@@ -253,11 +475,38 @@ pub fn reconstruct(
         snapshots,
         failures,
         condition,
+        final_states,
+        path_matches,
     }
 }
 
 /// Apply one edit to `current` (`None`: the artefact does not exist). `Err` is the reason.
 pub fn apply(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
+    // Editors (OpenHands', SWE-agent's, Aider's) read files with universal newlines: an LF
+    // edit written against a CRLF file matches the file read as LF, and the file is written
+    // back with LF line ends. Tried only when the edit does not match the file as it is.
+    if let (Some(cur), Some(old)) = (current, op_search_text(op)) {
+        if cur.contains("\r\n") && !old.contains('\r') && old.contains('\n') && !cur.contains(old) {
+            let lf = cur.replace("\r\n", "\n");
+            if let Ok(mut a) = apply_exact(Some(&lf), op) {
+                a.crlf_normalized = true;
+                return Ok(a);
+            }
+        }
+    }
+    apply_exact(current, op)
+}
+
+/// The text an edit must find in the file (search/replace, str_replace).
+fn op_search_text(op: &WriteOp) -> Option<&str> {
+    match op {
+        WriteOp::SearchReplace { search, .. } if !search.trim().is_empty() => Some(search),
+        WriteOp::StrReplace { old, .. } => Some(old),
+        _ => None,
+    }
+}
+
+fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
     match op {
         WriteOp::FullContent { content } => Applied::exact(content.clone()),
         WriteOp::SearchReplace { search, replace } => {
@@ -273,11 +522,20 @@ pub fn apply(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
                 out.push_str(&cur[pos + search.len()..]);
                 return Applied::exact(out);
             }
-            match fuzzy_replace(cur, search, replace) {
-                Some(out) => Ok(Applied {
-                    content: Some(out),
+            let fuzzy = |content: String| {
+                Ok(Applied {
+                    content: Some(content),
                     fuzzy: true,
-                }),
+                    crlf_normalized: false,
+                })
+            };
+            if let Some(out) = fuzzy_replace(cur, search, replace) {
+                return fuzzy(out);
+            }
+            // Aider's last resort: `...` lines elide unchanged code in both blocks.
+            match dotdotdots(cur, search, replace) {
+                Some(Ok(out)) => fuzzy(out),
+                Some(Err(e)) => Err(format!("search/replace: {e}")),
                 None => Err(
                     "search/replace: search text not found (exactly or ignoring \
                              indentation and trailing whitespace)"
@@ -352,11 +610,13 @@ pub fn apply(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
         WriteOp::UnifiedDiff { diff } => apply_unified_diff(current, diff).map(|content| Applied {
             content,
             fuzzy: false,
+            crlf_normalized: false,
         }),
         WriteOp::Delete => match current {
             Some(_) => Ok(Applied {
                 content: None,
                 fuzzy: false,
+                crlf_normalized: false,
             }),
             None => Err("delete: artefact does not exist".to_string()),
         },
@@ -408,6 +668,73 @@ fn fuzzy_replace(cur: &str, search: &str, replace: &str) -> Option<String> {
     }
     out.push_str(&file[end..].concat());
     Some(out)
+}
+
+/// Aider's `try_dotdotdots`: when SEARCH and REPLACE hold lines of only `...`, the blocks are
+/// cut there into pieces, the `...` lines must pair up, and each SEARCH piece must occur
+/// exactly once and is replaced by its REPLACE piece (an empty SEARCH piece appends). `None`
+/// when there is no `...` line; `Err` when the pieces do not pair or match.
+fn dotdotdots(whole: &str, search: &str, replace: &str) -> Option<Result<String, String>> {
+    let with_nl = |s: &str| {
+        if s.ends_with('\n') {
+            s.to_string()
+        } else {
+            format!("{s}\n")
+        }
+    };
+    let (search, replace) = (with_nl(search), with_nl(replace));
+    // Split keeping the `...` lines: pieces at even positions, separators at odd ones.
+    let split = |s: &str| -> Vec<String> {
+        let mut out = vec![String::new()];
+        for line in s.split_inclusive('\n') {
+            if line.trim() == "..." {
+                out.push(line.to_string());
+                out.push(String::new());
+            } else if let Some(last) = out.last_mut() {
+                last.push_str(line);
+            }
+        }
+        out
+    };
+    let sp = split(&search);
+    let rp = split(&replace);
+    if sp.len() == 1 {
+        return None;
+    }
+    if sp.len() != rp.len() {
+        return Some(Err("unpaired ... in SEARCH/REPLACE block".into()));
+    }
+    if (1..sp.len()).step_by(2).any(|i| sp[i] != rp[i]) {
+        return Some(Err("unmatched ... in SEARCH/REPLACE block".into()));
+    }
+    let mut whole = whole.to_string();
+    for (part, rep) in sp.iter().zip(&rp).step_by(2) {
+        if part.is_empty() && rep.is_empty() {
+            continue;
+        }
+        if part.is_empty() {
+            if !whole.ends_with('\n') {
+                whole.push('\n');
+            }
+            whole.push_str(rep);
+            continue;
+        }
+        match whole.matches(part.as_str()).count() {
+            1 => whole = whole.replacen(part.as_str(), rep, 1),
+            0 => {
+                return Some(Err(format!(
+                    "a piece of the SEARCH block between `...` lines is not in the file: {:?}",
+                    part.lines().next().unwrap_or("")
+                )))
+            }
+            n => {
+                return Some(Err(format!(
+                    "a piece of the SEARCH block between `...` lines occurs {n} times"
+                )))
+            }
+        }
+    }
+    Some(Ok(whole))
 }
 
 /// One hunk of a unified diff.
@@ -701,25 +1028,62 @@ pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> Str
 }
 
 impl ArtefactHistory {
-    /// The history's name for `artefact` (the baseline key, matched after path normalization).
+    /// The history's name for `artefact` (the baseline key it names under the path rule of
+    /// [`match_key`], else the normalized path).
     pub fn resolve_name(&self, artefact: &str) -> String {
-        let norm = normalize_path(artefact);
-        self.baselines
-            .keys()
-            .find(|k| normalize_path(k) == norm)
-            .cloned()
-            .unwrap_or(norm)
+        match_key(artefact, self.baselines.keys()).unwrap_or_else(|| normalize_path(artefact))
     }
 
-    /// Every artefact the history knows: baselines and written files.
+    /// Every artefact the history knows: baselines, written files and recorded final states.
     pub fn artefacts(&self) -> Vec<String> {
         let mut names: Vec<String> = self.baselines.keys().cloned().collect();
-        for s in &self.snapshots {
-            if !names.contains(&s.artefact) {
-                names.push(s.artefact.clone());
+        let more = self
+            .snapshots
+            .iter()
+            .map(|s| &s.artefact)
+            .chain(self.final_states.iter().map(|f| &f.artefact));
+        for a in more {
+            if !names.contains(a) {
+                names.push(a.clone());
             }
         }
         names
+    }
+
+    /// The recorded final states of one artefact (case final file first).
+    pub fn final_states_of(&self, artefact: &str) -> Vec<&FinalState> {
+        let name = self.resolve_name(artefact);
+        self.final_states
+            .iter()
+            .filter(|f| f.artefact == name)
+            .collect()
+    }
+
+    /// The recorded final state that stands for the artefact's delivered content: the case's
+    /// final file, else the trace's submission (the first one that could be derived).
+    pub fn recorded_final(&self, artefact: &str) -> Option<&FinalState> {
+        self.final_states_of(artefact)
+            .into_iter()
+            .find(|f| f.usable())
+    }
+
+    /// The artefact's content after the last replayed write (else its baseline); `None`:
+    /// deleted or never existed. Unlike [`ArtefactHistory::final_content`], recorded final
+    /// states play no part.
+    pub fn replayed_final(&self, artefact: &str) -> Option<&str> {
+        match self.snapshots_of(artefact).last() {
+            Some(s) => s.content.as_deref(),
+            None => self.baseline(artefact),
+        }
+    }
+
+    /// The writes to `artefact` that could not be applied.
+    pub fn failures_of(&self, artefact: &str) -> Vec<&WriteFailure> {
+        let name = self.resolve_name(artefact);
+        self.failures
+            .iter()
+            .filter(|f| f.artefact == name)
+            .collect()
     }
 
     pub fn baseline(&self, artefact: &str) -> Option<&str> {
@@ -742,12 +1106,13 @@ impl ArtefactHistory {
         self.snapshots.iter().find(|s| s.write == write)
     }
 
-    /// The artefact's final content: its last snapshot, else its baseline (`None`: deleted or
-    /// never existed).
+    /// The artefact's final content: its recorded final state when there is one (the trace's
+    /// own record of its result), else its last snapshot, else its baseline (`None`: deleted
+    /// or never existed).
     pub fn final_content(&self, artefact: &str) -> Option<&str> {
-        match self.snapshots_of(artefact).last() {
-            Some(s) => s.content.as_deref(),
-            None => self.baseline(artefact),
+        match self.recorded_final(artefact) {
+            Some(f) => f.content.as_deref(),
+            None => self.replayed_final(artefact),
         }
     }
 
@@ -786,7 +1151,8 @@ impl ArtefactHistory {
     }
 }
 
-/// The fragment's presence in the baseline and after each applied write to `artefact`.
+/// The fragment's presence in the baseline, after each applied write to `artefact`, and in
+/// its recorded final state when that differs from the replayed one (or nothing replays).
 pub fn presence_along(
     matcher: &Matcher,
     history: &ArtefactHistory,
@@ -798,13 +1164,25 @@ pub fn presence_along(
         present: history
             .baseline(artefact)
             .is_some_and(|b| matcher.found_in(b)),
+        final_state: false,
     }];
     for s in history.snapshots_of(artefact) {
         out.push(Presence {
             write: Some(s.write),
             turn: Some(s.turn),
             present: s.content.as_deref().is_some_and(|c| matcher.found_in(c)),
+            final_state: false,
         });
+    }
+    if let Some(f) = history.recorded_final(artefact) {
+        if f.content.as_deref() != history.replayed_final(artefact) {
+            out.push(Presence {
+                write: None,
+                turn: None,
+                present: f.content.as_deref().is_some_and(|c| matcher.found_in(c)),
+                final_state: true,
+            });
+        }
     }
     out
 }
@@ -819,16 +1197,90 @@ fn matcher_for(fragment: &str, artefact: &str, history: &ArtefactHistory) -> Mat
 fn at(p: &Presence) -> String {
     match (p.write, p.turn) {
         (Some(w), Some(t)) => format!("write {w} (turn {t})"),
+        _ if p.final_state => "the recorded final state".to_string(),
         _ => "the baseline".to_string(),
     }
 }
 
+/// The turns after `after` (every turn when `None`) that the trace records changing
+/// `artefact` without a replayed snapshot: a write to it that could not be applied, or an
+/// edit command naming it that produced no write to it. With the failed write's number.
+pub fn unreplayed_changes(
+    history: &ArtefactHistory,
+    trace: Option<&CanonicalTrace>,
+    artefact: &str,
+    after: Option<usize>,
+) -> BTreeMap<usize, (Option<usize>, String)> {
+    let name = history.resolve_name(artefact);
+    let later = |t: usize| after.is_none_or(|a| t > a);
+    let mut out: BTreeMap<usize, (Option<usize>, String)> = BTreeMap::new();
+    for f in history.failures_of(&name) {
+        if later(f.turn) {
+            out.entry(f.turn).or_insert((
+                Some(f.write),
+                format!(
+                    "write {} ({}) could not be applied: {}",
+                    f.write, f.op, f.reason
+                ),
+            ));
+        }
+    }
+    if let Some(trace) = trace {
+        let base = sage_trace::text::basename(&name);
+        for t in &trace.turns {
+            if !later(t.index) || out.contains_key(&t.index) || !t.is_applicable() {
+                continue;
+            }
+            let writes_it = t
+                .writes
+                .iter()
+                .any(|w| !w.final_state && history.resolve_name(&w.artefact) == name);
+            if writes_it {
+                continue;
+            }
+            // The adapters' classifier marks the calls that change a file (`edit_calls`).
+            let edit = t
+                .edit_calls
+                .iter()
+                .filter_map(|i| t.tool_calls.get(*i))
+                .find(|c| sage_trace::text::names_file(&c.arguments, base));
+            if let Some(call) = edit {
+                out.insert(
+                    t.index,
+                    (
+                        None,
+                        format!(
+                            "its {} call edits {name} in a way sage cannot replay ({})",
+                            call.name,
+                            call.raw.display()
+                        ),
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Code provenance and the introducing write of `anchor` in `history` (SAGE.md, "Artefact
-/// history", and the decisions in `docs/design-history.md`).
+/// history", and the decisions in `docs/design-history.md`), without the trace: a change
+/// only the recorded final state shows is attributed from failed writes alone.
 pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> ProvenanceResult {
+    provenance_in(anchor, history, None)
+}
+
+/// [`provenance`], with the trace's unreplayed edit commands as evidence of which turn made a
+/// change that only the recorded final state shows.
+pub fn provenance_in(
+    anchor: &FailureAnchor,
+    history: &ArtefactHistory,
+    trace: Option<&CanonicalTrace>,
+) -> ProvenanceResult {
     let no_location = |presence, matching: &str, reason: &str| ProvenanceResult {
         provenance: Provenance::NoCodeLocation,
         introducing_write: None,
+        introducing_write_cannot_determine: false,
+        introducing_write_basis: None,
         presence,
         matching: matching.to_string(),
         reason: reason.to_string(),
@@ -845,8 +1297,14 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
     let matching = matcher.method().as_str();
     let presence = presence_along(&matcher, history, &artefact);
     if !presence.iter().any(|p| p.present) {
-        let reason =
-            format!("fragment found in neither the baseline nor any snapshot of {artefact}");
+        let reason = format!(
+            "fragment found in neither the baseline nor any snapshot{} of {artefact}",
+            if presence.iter().any(|p| p.final_state) {
+                " nor the recorded final state"
+            } else {
+                ""
+            }
+        );
         return no_location(presence, matching, &reason);
     }
     let last = presence.len() - 1;
@@ -859,14 +1317,23 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
     }
     // The introducing write follows the last state without the fragment.
     let Some(gap) = presence.iter().rposition(|p| !p.present) else {
+        let snaps = presence.iter().filter(|p| p.write.is_some()).count();
         let reason = if last == 0 {
             format!("fragment present in the baseline and no write changed {artefact}")
+        } else if snaps == 0 {
+            format!(
+                "fragment present in the baseline and in the recorded final state of {artefact}"
+            )
         } else {
-            format!("fragment present in the baseline and in all {last} snapshot(s) of {artefact}")
+            format!(
+                "fragment present in the baseline and in all {last} later state(s) of {artefact}"
+            )
         };
         return ProvenanceResult {
             provenance: Provenance::Inherited,
             introducing_write: None,
+            introducing_write_cannot_determine: false,
+            introducing_write_basis: None,
             presence,
             matching: matching.to_string(),
             reason,
@@ -874,8 +1341,73 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
     };
     let intro = &presence[gap + 1];
     let reinstated = presence[..gap].iter().any(|p| p.present);
+    let first = presence.iter().position(|p| p.present).unwrap_or(0);
+    if intro.final_state {
+        // No replayed snapshot shows the change: only the recorded final state holds the
+        // fragment. The introducing write is the turn the trace records making the change,
+        // when there is exactly one; else it cannot be determined.
+        let source = history
+            .recorded_final(&artefact)
+            .map(|f| f.source.clone())
+            .unwrap_or_default();
+        let after = history.snapshots_of(&artefact).last().map(|s| s.turn);
+        let changes = unreplayed_changes(history, trace, &artefact, after);
+        let since = match after {
+            Some(t) => format!(" after the last replayed write (turn {t})"),
+            None => " (no write of the trace replays it)".to_string(),
+        };
+        let reason = if reinstated {
+            format!(
+                "fragment present in {}, eliminated by {}, and present again only in the \
+                 recorded final state ({source})",
+                at(&presence[first]),
+                at(&presence[gap])
+            )
+        } else {
+            format!(
+                "fragment absent from the baseline and present only in the recorded final state \
+                 ({source})"
+            )
+        };
+        let mut result = ProvenanceResult {
+            provenance: Provenance::AgentIntroduced,
+            introducing_write: None,
+            introducing_write_cannot_determine: true,
+            introducing_write_basis: None,
+            presence,
+            matching: matching.to_string(),
+            reason,
+        };
+        if changes.len() == 1 {
+            let (turn, (write, how)) = changes.into_iter().next().unwrap_or_default();
+            result.introducing_write = Some(IntroducingWrite {
+                write: write.unwrap_or(0),
+                turn,
+                reinstated,
+                deduced: true,
+            });
+            result.introducing_write_cannot_determine = false;
+            result.introducing_write_basis = Some(format!(
+                "turn {turn} is the only turn the trace records changing {artefact}{since}: {how}"
+            ));
+        } else if changes.is_empty() {
+            result.introducing_write_basis = Some(format!(
+                "cannot determine: {artefact} is changed only in the recorded final state and \
+                 the trace records no turn making a change to it{since}"
+            ));
+        } else {
+            let turns: Vec<String> = changes.keys().map(|t| t.to_string()).collect();
+            result.introducing_write_basis = Some(format!(
+                "cannot determine: the trace records {} turns changing {artefact}{since} \
+                 without a replayable write (turns {}), and only the final state is known",
+                turns.len(),
+                turns.join(", ")
+            ));
+        }
+        return result;
+    }
     let (Some(write), Some(turn)) = (intro.write, intro.turn) else {
-        // Unreachable: entries after the baseline are snapshots. Report rather than panic.
+        // Unreachable: entries after the baseline are snapshots or the final state.
         return no_location(
             presence,
             matching,
@@ -883,7 +1415,6 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
         );
     };
     let reason = if reinstated {
-        let first = presence.iter().position(|p| p.present).unwrap_or(0);
         format!(
             "fragment present in {}, eliminated by {}, reinstated by write {write} (turn {turn}) \
              and present through the final snapshot",
@@ -902,16 +1433,35 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
             write,
             turn,
             reinstated,
+            deduced: false,
         }),
+        introducing_write_cannot_determine: false,
+        introducing_write_basis: None,
         presence,
         matching: matching.to_string(),
         reason,
     }
 }
 
+impl ProvenanceResult {
+    /// The introducing-write label as annotators write it: `turn:N`, `none` or
+    /// `cannot-determine`.
+    pub fn introducing_write_label(&self) -> String {
+        match (
+            &self.introducing_write,
+            self.introducing_write_cannot_determine,
+        ) {
+            (Some(w), _) => format!("turn:{}", w.turn),
+            (None, true) => "cannot-determine".to_string(),
+            (None, false) => "none".to_string(),
+        }
+    }
+}
+
 /// The automatic checks of SAGE.md that depend on the history only, re-derived from `history`
 /// (not from `result.presence`), so a result that disagrees with its history fails them.
-/// The origin check (origin turn <= introducing write) belongs to the origin rule.
+/// The origin check (origin turn <= introducing write) belongs to the origin rule; the
+/// checks that use evidence other than the fragment matcher are [`independent_checks`].
 pub fn checks(
     anchor: &FailureAnchor,
     history: &ArtefactHistory,
@@ -919,7 +1469,8 @@ pub fn checks(
 ) -> Vec<Check> {
     let mut out = Vec::new();
     let no_intro = |out: &mut Vec<Check>| {
-        let passed = result.introducing_write.is_none();
+        let passed =
+            result.introducing_write.is_none() && !result.introducing_write_cannot_determine;
         out.push(Check::new(
             "no-introducing-write",
             passed,
@@ -964,7 +1515,10 @@ pub fn checks(
                 "fragment-present-in-every-snapshot",
                 absent.is_empty(),
                 if absent.is_empty() {
-                    format!("fragment found in all {} snapshot(s)", presence.len() - 1)
+                    format!(
+                        "fragment found in all {} later state(s)",
+                        presence.len() - 1
+                    )
                 } else {
                     format!("fragment missing after {}", absent.join(", "))
                 },
@@ -972,20 +1526,33 @@ pub fn checks(
             no_intro(&mut out);
         }
         Provenance::AgentIntroduced => {
-            let Some(iw) = result.introducing_write else {
-                out.push(Check::new(
-                    "fragment-present-after-introducing-write",
-                    false,
-                    "agent-introduced code without an introducing write",
-                ));
-                return out;
+            // The state the result says introduced the fragment: the introducing write's
+            // snapshot, or the recorded final state when no replayed snapshot shows it.
+            let idx = match result.introducing_write {
+                Some(iw) if !iw.deduced => presence.iter().position(|p| p.write == Some(iw.write)),
+                Some(_) => presence.iter().position(|p| p.final_state),
+                None if result.introducing_write_cannot_determine => {
+                    presence.iter().position(|p| p.final_state)
+                }
+                None => {
+                    out.push(Check::new(
+                        "fragment-present-after-introducing-write",
+                        false,
+                        "agent-introduced code without an introducing write",
+                    ));
+                    return out;
+                }
             };
-            let idx = presence.iter().position(|p| p.write == Some(iw.write));
-            let Some(idx) = idx else {
+            let Some(idx) = idx.filter(|i| *i > 0) else {
                 out.push(Check::new(
                     "fragment-present-after-introducing-write",
                     false,
-                    format!("write {} is not an applied write to {artefact}", iw.write),
+                    match result.introducing_write {
+                        Some(iw) if !iw.deduced => {
+                            format!("write {} is not an applied write to {artefact}", iw.write)
+                        }
+                        _ => format!("{artefact} has no recorded final state beyond the replay"),
+                    },
                 ));
                 return out;
             };
@@ -1026,7 +1593,7 @@ pub fn checks(
                 absent.is_empty(),
                 if absent.is_empty() {
                     format!(
-                        "fragment found in all {} later snapshot(s)",
+                        "fragment found in all {} later state(s)",
                         presence.len() - idx - 1
                     )
                 } else {
@@ -1038,6 +1605,328 @@ pub fn checks(
         Provenance::NoCodeLocation => {}
     }
     out
+}
+
+/// Whitespace-normalized literal containment: the fragment's text as written, runs of
+/// whitespace collapsed, nothing else (no tokenizer).
+pub fn literally_contains(state: &str, fragment: &str) -> bool {
+    let f = normalize_ws(fragment);
+    !f.is_empty() && normalize_ws(state).contains(&f)
+}
+
+/// The checks that can fail independently of the code that produced the result: each uses
+/// evidence other than the replay and the fragment matcher (the trace's own submission or the
+/// case's final file, the canonical trace's write records, literal text search).
+///
+/// - `every-write-applied`: no write to the anchor's artefact failed, and no turn ran an edit
+///   command naming it that sage could not replay;
+/// - `final-state-matches-replay`, per artefact: the replayed final state equals each
+///   recorded final state (submission, case final file) of an artefact the trace changes;
+/// - `introducing-write-is-a-write-of-the-trace`: the introducing write is write N of the
+///   canonical trace, held by its turn, to the anchor's artefact (or, deduced, a turn the
+///   trace records changing it);
+/// - `fragment-literally-absent` (no-code-location): the fragment's text occurs in no state;
+/// - `fragment-in-baseline-literal-and-tokens`: a literal occurrence in the baseline is
+///   also found by the token matcher.
+pub fn independent_checks(
+    anchor: &FailureAnchor,
+    history: &ArtefactHistory,
+    trace: &CanonicalTrace,
+    result: &ProvenanceResult,
+) -> Vec<Check> {
+    let mut out = Vec::new();
+    let artefact = history.resolve_name(&anchor.artefact);
+
+    // every-write-applied
+    let failed = history.failures_of(&artefact);
+    let unreplayed: Vec<(usize, String)> =
+        unreplayed_changes(history, Some(trace), &artefact, None)
+            .into_iter()
+            .filter(|(_, (w, _))| w.is_none())
+            .map(|(t, (_, how))| (t, how))
+            .collect();
+    let mut problems: Vec<String> = failed
+        .iter()
+        .map(|f| {
+            format!(
+                "write {} (turn {}, {}) failed: {}",
+                f.write, f.turn, f.op, f.reason
+            )
+        })
+        .collect();
+    // An unreplayed edit is covered when the artefact's recorded final state is known: the
+    // history then takes the final state from that record (and final-state-matches-replay
+    // compares it with whatever did replay); without one, the replay is silently short.
+    let covered = history.recorded_final(&artefact).map(|f| f.source.clone());
+    let notes: Vec<String> = unreplayed
+        .iter()
+        .map(|(t, how)| format!("turn {t}: {how}"))
+        .collect();
+    if covered.is_none() {
+        problems.extend(notes.iter().cloned());
+    }
+    out.push(Check::new(
+        "every-write-applied",
+        problems.is_empty(),
+        if !problems.is_empty() {
+            problems.join("; ")
+        } else if let (false, Some(src)) = (notes.is_empty(), &covered) {
+            format!(
+                "all {} replayable write(s) to {artefact} applied; not replayed, and covered by the \
+                 {src}: {}",
+                history.snapshots_of(&artefact).len(),
+                notes.join("; ")
+            )
+        } else {
+            format!(
+                "all {} write(s) to {artefact} applied; no unreplayed edit names it",
+                history.snapshots_of(&artefact).len()
+            )
+        },
+    ));
+
+    // final-state-matches-replay, per artefact the trace changes (or that has several records)
+    let has_trace_submission =
+        !trace.submissions.is_empty() || trace.writes().any(|(_, w)| w.final_state);
+    let mut names: Vec<String> = history
+        .final_states
+        .iter()
+        .map(|f| f.artefact.clone())
+        .collect();
+    if has_trace_submission {
+        // A submitted patch covers the whole repository: a baseline artefact the replay
+        // changed but the patch does not name must have stayed as it was.
+        for k in history.baselines.keys() {
+            if !history.snapshots_of(k).is_empty() {
+                names.push(k.clone());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    for name in names {
+        let recorded: Vec<&FinalState> = history.final_states_of(&name);
+        // Something replays when the trace has write records for the artefact.
+        let replays =
+            !history.snapshots_of(&name).is_empty() || !history.failures_of(&name).is_empty();
+        let replayed = history.replayed_final(&name);
+        if recorded.is_empty() {
+            // Named by no submission: the patch says the file is unchanged.
+            let base = history.baseline(&name);
+            out.push(Check::new(
+                "final-state-matches-replay",
+                replayed == base,
+                if replayed == base {
+                    format!("{name}: replay ends where it started, as the submission (which does not name it) says")
+                } else {
+                    format!("{name}: the replay changes it, but the submission does not name it (unchanged)")
+                },
+            ));
+            continue;
+        }
+        if !replays {
+            // Nothing to replay: the recorded states can only be compared with each other.
+            let usable: Vec<&&FinalState> = recorded.iter().filter(|f| f.usable()).collect();
+            if recorded.len() > 1 {
+                let agree = usable.len() == recorded.len()
+                    && usable.windows(2).all(|w| w[0].content == w[1].content);
+                out.push(Check::new(
+                    "final-state-sources-agree",
+                    agree,
+                    format!(
+                        "{name}: {} (no write of the trace replays it)",
+                        recorded
+                            .iter()
+                            .map(|f| match &f.error {
+                                Some(e) => format!("{}: {e}", f.source),
+                                None => f.source.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(if agree { " = " } else { " vs " })
+                    ),
+                ));
+            } else if let Some(e) = &recorded[0].error {
+                out.push(Check::new(
+                    "final-state-matches-replay",
+                    false,
+                    format!("{name}: {}: {e}", recorded[0].source),
+                ));
+            }
+            continue;
+        }
+        let lf = |x: Option<&str>| x.map(|t| t.replace("\r\n", "\n"));
+        for f in recorded {
+            let (passed, detail) = match (&f.error, f.content.as_deref()) {
+                (Some(e), _) => (false, format!("{name}: {}: {e}", f.source)),
+                (None, rec) if rec == replayed => (
+                    true,
+                    format!("{name}: the replayed final state equals the {}", f.source),
+                ),
+                (None, rec) if lf(rec) == lf(replayed) => (
+                    true,
+                    format!(
+                        "{name}: the replayed final state equals the {} up to CRLF/LF line ends",
+                        f.source
+                    ),
+                ),
+                (None, rec) => (
+                    false,
+                    format!("{name}: {}", first_difference(replayed, rec, &f.source)),
+                ),
+            };
+            out.push(Check::new("final-state-matches-replay", passed, detail));
+        }
+    }
+
+    // introducing-write-is-a-write-of-the-trace
+    if let Some(iw) = result.introducing_write {
+        let (passed, detail) = if iw.deduced {
+            let turn_changes = unreplayed_changes(history, Some(trace), &artefact, None);
+            match turn_changes.get(&iw.turn) {
+                Some((_, how)) => (
+                    true,
+                    format!("turn {} records a change to {artefact}: {how}", iw.turn),
+                ),
+                None => (
+                    false,
+                    format!("turn {} records no change to {artefact}", iw.turn),
+                ),
+            }
+        } else {
+            let nth = trace
+                .turns
+                .iter()
+                .flat_map(|t| t.writes.iter().map(move |w| (t.index, w)))
+                .filter(|(_, w)| !w.final_state)
+                .nth(iw.write.wrapping_sub(1));
+            match nth {
+                Some((t, w)) if t == iw.turn && history.resolve_name(&w.artefact) == artefact => (
+                    true,
+                    format!(
+                        "write {} of the trace is turn {t}'s {} to {}",
+                        iw.write,
+                        w.via,
+                        w.artefact
+                    ),
+                ),
+                Some((t, w)) => (
+                    false,
+                    format!(
+                        "write {} of the trace is turn {t}'s write to {}, not turn {}'s to {artefact}",
+                        iw.write, w.artefact, iw.turn
+                    ),
+                ),
+                None => (false, format!("the trace has no write {}", iw.write)),
+            }
+        };
+        out.push(Check::new(
+            "introducing-write-is-a-write-of-the-trace",
+            passed,
+            detail,
+        ));
+    }
+
+    let fragment = anchor.fragment.as_deref().filter(|f| !f.trim().is_empty());
+    if let Some(fragment) = fragment {
+        let matcher = matcher_for(fragment, &artefact, history);
+        // fragment-literally-absent
+        if result.provenance == Provenance::NoCodeLocation {
+            let mut found = Vec::new();
+            if history
+                .baseline(&artefact)
+                .is_some_and(|b| literally_contains(b, fragment))
+            {
+                found.push("the baseline".to_string());
+            }
+            for s in history.snapshots_of(&artefact) {
+                if s.content
+                    .as_deref()
+                    .is_some_and(|c| literally_contains(c, fragment))
+                {
+                    found.push(format!("write {} (turn {})", s.write, s.turn));
+                }
+            }
+            for f in history.final_states_of(&artefact) {
+                if f.content
+                    .as_deref()
+                    .is_some_and(|c| literally_contains(c, fragment))
+                {
+                    found.push(f.source.clone());
+                }
+            }
+            out.push(Check::new(
+                "fragment-literally-absent",
+                found.is_empty(),
+                if found.is_empty() {
+                    format!("the fragment's text occurs in no state of {artefact}")
+                } else {
+                    format!("the fragment's text occurs in {}", found.join(", "))
+                },
+            ));
+        }
+        // fragment-in-baseline-literal-and-tokens (comments cut first in Python, naively to
+        // the end of the line on both sides, so old code kept in a comment is not "present")
+        if let Some(b) = history.baseline(&artefact) {
+            let literal = if matcher.method() == crate::fragment::Method::PythonTokens {
+                let cut = |t: &str| {
+                    t.lines()
+                        .map(|l| l.split('#').next().unwrap_or(""))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                literally_contains(&cut(b), &cut(fragment))
+            } else {
+                literally_contains(b, fragment)
+            };
+            let tokens = matcher.found_in(b);
+            let word = |x: bool| if x { "present" } else { "absent" };
+            out.push(Check::new(
+                "fragment-in-baseline-literal-and-tokens",
+                !literal || tokens,
+                format!(
+                    "in the baseline of {artefact}: literally {}, by {} {}",
+                    word(literal),
+                    matcher.method().as_str(),
+                    word(tokens)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Where two final states first differ, in words.
+fn first_difference(replayed: Option<&str>, recorded: Option<&str>, source: &str) -> String {
+    match (replayed, recorded) {
+        (None, None) => format!("both the replay and the {source} have no file"),
+        (None, Some(_)) => format!("the replay leaves no file, the {source} has one"),
+        (Some(_), None) => format!("the replay leaves a file, the {source} deletes it"),
+        (Some(a), Some(b)) => {
+            let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+            let n = la
+                .iter()
+                .zip(&lb)
+                .position(|(x, y)| x != y)
+                .unwrap_or(la.len().min(lb.len()));
+            let show = |v: &[&str]| {
+                v.get(n)
+                    .map(|l| format!("`{}`", l.trim()))
+                    .unwrap_or_else(|| "end of file".into())
+            };
+            let eol = if la == lb {
+                " (line ends or final newline differ)"
+            } else {
+                ""
+            };
+            format!(
+                "the replayed final state differs from the {source} at line {}: replay {}, \
+                 {source} {}{eol}",
+                n + 1,
+                show(&la),
+                show(&lb)
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1145,6 +2034,65 @@ mod tests {
         };
         let e = one(Some(file), miss).unwrap_err();
         assert!(e.contains("search text not found"), "{e}");
+    }
+
+    #[test]
+    fn search_replace_with_aider_elision() {
+        // Aider's `...` lines: the pieces between them are replaced one by one.
+        let file = "def a():\n    x = 1\n    y = 2\n    z = 3\n    return x\n";
+        let op = WriteOp::SearchReplace {
+            search: "def a():\n    x = 1\n...\n    return x\n".into(),
+            replace: "def a():\n    x = 10\n...\n    return x + 1\n".into(),
+        };
+        let a = apply(Some(file), &op).unwrap();
+        assert!(a.fuzzy);
+        assert_eq!(
+            a.content.unwrap(),
+            "def a():\n    x = 10\n    y = 2\n    z = 3\n    return x + 1\n"
+        );
+        let unpaired = WriteOp::SearchReplace {
+            search: "x = 1\n...\nreturn x\n".into(),
+            replace: "x = 10\n".into(),
+        };
+        let e = one(Some(file), unpaired).unwrap_err();
+        assert!(e.contains("unpaired"), "{e}");
+        let missing = WriteOp::SearchReplace {
+            search: "    x = 1\n...\n    nope\n".into(),
+            replace: "    x = 1\n...\n    yes\n".into(),
+        };
+        assert!(one(Some(file), missing)
+            .unwrap_err()
+            .contains("not in the file"));
+    }
+
+    #[test]
+    fn lf_edits_apply_to_crlf_files_as_editors_read_them() {
+        let file = "def f():\r\n    a = 1\r\n    b = 2\r\n";
+        let op = WriteOp::StrReplace {
+            old: "    a = 1\n    b = 2".into(),
+            new: "    a = 3\n    b = 4".into(),
+            all: false,
+        };
+        let a = apply(Some(file), &op).unwrap();
+        assert!(a.crlf_normalized);
+        assert_eq!(a.content.unwrap(), "def f():\n    a = 3\n    b = 4\n");
+        // A one-line edit matches the CRLF file as it is and keeps its line ends.
+        let one_line = WriteOp::StrReplace {
+            old: "a = 1".into(),
+            new: "a = 5".into(),
+            all: false,
+        };
+        let a = apply(Some(file), &one_line).unwrap();
+        assert!(!a.crlf_normalized);
+        assert_eq!(a.content.unwrap(), "def f():\r\n    a = 5\r\n    b = 2\r\n");
+        // Aider search/replace too, without falling back to the fuzzy line match.
+        let sr = WriteOp::SearchReplace {
+            search: "    a = 1\n    b = 2\n".into(),
+            replace: "    a = 9\n".into(),
+        };
+        let a = apply(Some(file), &sr).unwrap();
+        assert!(a.crlf_normalized && !a.fuzzy);
+        assert_eq!(a.content.unwrap(), "def f():\n    a = 9\n");
     }
 
     #[test]
@@ -1378,8 +2326,17 @@ mod tests {
         fin.final_state = true;
         let h = reconstruct(&base("a\n"), &trace(vec![fin.clone()]));
         assert_eq!(h.condition, ReconstructionCondition::FinalOnly);
+        assert_eq!(h.final_content("app.py"), Some("b\n"));
+        assert!(h.snapshots.is_empty(), "a final state is no turn's write");
+        // One edit plus its submission is one write, not two (cause 1 of issue 12).
         let h = reconstruct(&base("a\n"), &trace(vec![fin, fc()]));
-        assert_eq!(h.condition, ReconstructionCondition::PerWrite);
+        assert_eq!(h.condition, ReconstructionCondition::SingleWrite);
+        assert_eq!(h.snapshots.len(), 1);
+        assert_eq!(h.snapshots[0].write, 1);
+        assert_eq!(h.snapshots[0].turn, 2);
+        assert_eq!(h.final_states.len(), 1);
+        let two = reconstruct(&base("a\n"), &trace(vec![fc(), fc()]));
+        assert_eq!(two.condition, ReconstructionCondition::PerWrite);
     }
 
     const ECB: &str = "cipher = AES.new(key, AES.MODE_ECB)";
@@ -1424,7 +2381,8 @@ mod tests {
             Some(IntroducingWrite {
                 write: 2,
                 turn: 2,
-                reinstated: false
+                reinstated: false,
+                deduced: false,
             })
         );
         assert_eq!(r.matching, "python-tokens");
@@ -1450,7 +2408,8 @@ mod tests {
             Some(IntroducingWrite {
                 write: 3,
                 turn: 3,
-                reinstated: true
+                reinstated: true,
+                deduced: false,
             })
         );
         all_pass(&c);
@@ -1465,7 +2424,8 @@ mod tests {
             Some(IntroducingWrite {
                 write: 2,
                 turn: 2,
-                reinstated: true
+                reinstated: true,
+                deduced: false,
             })
         );
         assert!(r.reason.contains("eliminated by write 1"), "{}", r.reason);
@@ -1515,6 +2475,7 @@ mod tests {
             write: 2,
             turn: 2,
             reinstated: false,
+            deduced: false,
         });
         let c = checks(&a, &h, &r);
         let bad: Vec<&str> = c
@@ -1562,40 +2523,374 @@ mod tests {
 }
 
 #[cfg(test)]
-mod final_patch_tests {
+mod final_state_tests {
+    //! Issue 12, cause 1 and the checks of cause 9: a submission or a case's final file is
+    //! the record the replay is checked against, never a turn's write.
     use super::*;
-    use sage_trace::{Actor, RawRef, Turn, TurnKind, Write};
+    use sage_trace::case::DeficiencyCategory;
+    use sage_trace::{Actor, RawRef, ToolCall, Turn, TurnKind, Write};
+
+    const ECB: &str = "cipher = AES.new(key, AES.MODE_ECB)";
+
+    fn w(artefact: &str, op: WriteOp, final_state: bool) -> Write {
+        Write {
+            artefact: artefact.into(),
+            op,
+            via: if final_state {
+                "git_patch"
+            } else {
+                "str_replace"
+            }
+            .into(),
+            final_state,
+            raw: RawRef::lines("t", 1, 1),
+        }
+    }
+
+    fn turn(writes: Vec<Write>, calls: Vec<&str>) -> Turn {
+        let mut t = Turn::new(Actor::new("agent", None), TurnKind::Implementation);
+        t.writes = writes;
+        t.tool_calls = calls
+            .into_iter()
+            .map(|a| ToolCall {
+                id: None,
+                name: "bash".into(),
+                arguments: a.into(),
+                raw: RawRef::lines("t", 1, 1),
+            })
+            .collect();
+        // What the adapters' classifier marks: here every `sed`/`perl` call is an edit.
+        t.edit_calls = (0..t.tool_calls.len())
+            .filter(|&i| {
+                let a = &t.tool_calls[i].arguments;
+                a.starts_with("sed ") || a.starts_with("perl ")
+            })
+            .collect();
+        t
+    }
+
+    fn anchor() -> FailureAnchor {
+        FailureAnchor {
+            artefact: "app.py".into(),
+            fragment: Some(ECB.into()),
+            category: DeficiencyCategory::VulnerabilityIntroduced,
+            cwe: "CWE-327".into(),
+            description: "ECB".into(),
+        }
+    }
+
+    fn base() -> BTreeMap<String, String> {
+        [("app.py".to_string(), "import os\nx = 1\n".to_string())].into()
+    }
+
+    fn patch_to(content: &str) -> WriteOp {
+        WriteOp::UnifiedDiff {
+            diff: unified_diff("import os\nx = 1\n", content, "a/app.py", "b/app.py"),
+        }
+    }
+
+    fn named<'c>(c: &'c [Check], name: &str) -> Vec<&'c Check> {
+        c.iter().filter(|c| c.name == name).collect()
+    }
 
     #[test]
-    fn a_submitted_patch_applies_to_the_baseline_after_step_edits() {
+    fn the_introducing_write_is_the_step_not_the_submission() {
+        // Turn 1 writes the fragment; turn 2 only finishes; the submitted patch is attached
+        // to turn 2 by the adapter. Before the fix the patch was write 2 at turn 2, the
+        // condition per-write and the final turn an implementation turn.
+        let after = format!("import os\n{ECB}\n");
         let mut t = CanonicalTrace::new("t", vec!["t".into()]);
-        let mut turn = Turn::new(Actor::new("a", None), TurnKind::Implementation);
-        turn.writes.push(Write {
+        t.push_turn(turn(
+            vec![w(
+                "app.py",
+                WriteOp::StrReplace {
+                    old: "x = 1".into(),
+                    new: ECB.into(),
+                    all: false,
+                },
+                false,
+            )],
+            vec![],
+        ));
+        t.push_turn(turn(vec![w("app.py", patch_to(&after), true)], vec![]));
+        let h = reconstruct(&base(), &t);
+        assert_eq!(h.condition, ReconstructionCondition::SingleWrite);
+        assert_eq!(h.snapshots.len(), 1);
+        let p = provenance_in(&anchor(), &h, Some(&t));
+        let iw = p.introducing_write.unwrap();
+        assert_eq!((iw.write, iw.turn, iw.deduced), (1, 1, false));
+        let c = independent_checks(&anchor(), &h, &t, &p);
+        let f = named(&c, "final-state-matches-replay");
+        assert_eq!(f.len(), 1);
+        assert!(f[0].passed, "{f:?}");
+        assert!(c.iter().all(|c| c.passed), "{c:#?}");
+    }
+
+    #[test]
+    fn a_replay_that_misses_an_edit_fails_the_final_state_check() {
+        // The trace's own edit is unreplayable (a regex sed), the submission shows the result.
+        let after = format!("import os\n{ECB}\n");
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(
+            vec![w(
+                "app.py",
+                WriteOp::StrReplace {
+                    old: "import os".into(),
+                    new: "import os".into(),
+                    all: false,
+                },
+                false,
+            )],
+            vec![],
+        ));
+        t.push_turn(turn(
+            vec![],
+            vec![r#"sed -i 's/x = [0-9]/cipher = .../' app.py"#],
+        ));
+        t.submissions.push(w("app.py", patch_to(&after), true));
+        let h = reconstruct(&base(), &t);
+        let p = provenance_in(&anchor(), &h, Some(&t));
+        // Only the final state holds the fragment; turn 2 is the only turn after the last
+        // replayed write that changes app.py: the deduced introducing write.
+        assert_eq!(p.provenance, Provenance::AgentIntroduced);
+        let iw = p.introducing_write.unwrap();
+        assert_eq!((iw.turn, iw.deduced), (2, true));
+        let c = independent_checks(&anchor(), &h, &t, &p);
+        let f = named(&c, "final-state-matches-replay");
+        assert!(!f[0].passed && f[0].detail.contains("line 2"), "{f:?}");
+        let wa = named(&c, "every-write-applied");
+        assert!(wa[0].passed && wa[0].detail.contains("covered"), "{wa:?}");
+        assert!(named(&c, "introducing-write-is-a-write-of-the-trace")[0].passed);
+        assert!(checks(&anchor(), &h, &p).iter().all(|c| c.passed));
+    }
+
+    #[test]
+    fn a_final_only_trace_has_no_introducing_write_unless_one_turn_shows_it() {
+        let after = format!("import os\n{ECB}\n");
+        let supplied = [SuppliedFinal {
             artefact: "app.py".into(),
-            op: WriteOp::StrReplace {
-                old: "b = 1".into(),
-                new: "b = 2".into(),
-                all: false,
-            },
-            via: "str_replace".into(),
-            final_state: false,
-            raw: RawRef::lines("t", 1, 1),
-        });
-        turn.writes.push(Write {
+            file: "final/app.py".into(),
+            content: after.clone(),
+        }];
+        // No turn writes or edits app.py: cannot-determine.
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(vec![], vec!["ls"]));
+        t.push_turn(turn(vec![], vec![]));
+        let h = reconstruct_with_final(&base(), &t, &supplied);
+        assert_eq!(h.condition, ReconstructionCondition::FinalOnly);
+        let p = provenance_in(&anchor(), &h, Some(&t));
+        assert_eq!(p.provenance, Provenance::AgentIntroduced);
+        assert_eq!(p.introducing_write, None);
+        assert!(p.introducing_write_cannot_determine);
+        assert_eq!(p.introducing_write_label(), "cannot-determine");
+        assert!(p
+            .introducing_write_basis
+            .as_deref()
+            .unwrap()
+            .starts_with("cannot determine"));
+        assert!(checks(&anchor(), &h, &p).iter().all(|c| c.passed));
+        // Two turns edit it by commands sage cannot replay: still cannot-determine.
+        let mut t2 = CanonicalTrace::new("t", vec!["t".into()]);
+        t2.push_turn(turn(vec![], vec!["perl -pi -e 's/x/y/' app.py"]));
+        t2.push_turn(turn(vec![], vec!["sed -i 's/y = 1/z/' app.py"]));
+        let p = provenance_in(
+            &anchor(),
+            &reconstruct_with_final(&base(), &t2, &supplied),
+            Some(&t2),
+        );
+        assert!(p.introducing_write_cannot_determine);
+        assert!(p.introducing_write_basis.unwrap().contains("turns 1, 2"));
+        // One turn does: it is the introducing write, marked deduced.
+        let mut t3 = CanonicalTrace::new("t", vec!["t".into()]);
+        t3.push_turn(turn(vec![], vec!["cat app.py"]));
+        t3.push_turn(turn(vec![], vec!["sed -i 's/x = 1/.../' app.py"]));
+        let p = provenance_in(
+            &anchor(),
+            &reconstruct_with_final(&base(), &t3, &supplied),
+            Some(&t3),
+        );
+        assert_eq!(
+            p.introducing_write.map(|w| (w.turn, w.deduced)),
+            Some((2, true))
+        );
+        assert_eq!(p.introducing_write_label(), "turn:2");
+    }
+
+    #[test]
+    fn a_case_final_file_is_checked_even_when_the_trace_writes_the_artefact() {
+        // Before the fix a case's final_state was silently ignored when the trace had any
+        // write to that file.
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(
+            vec![w(
+                "app.py",
+                WriteOp::FullContent {
+                    content: "import os\nx = 2\n".into(),
+                },
+                false,
+            )],
+            vec![],
+        ));
+        let supplied = [SuppliedFinal {
             artefact: "app.py".into(),
-            op: WriteOp::UnifiedDiff {
-                diff: unified_diff("a = 0\nb = 1\n", "a = 0\nb = 2\n", "a/app.py", "b/app.py"),
+            file: "final/app.py".into(),
+            content: format!("import os\n{ECB}\n"),
+        }];
+        let h = reconstruct_with_final(&base(), &t, &supplied);
+        let p = provenance_in(&anchor(), &h, Some(&t));
+        let c = independent_checks(&anchor(), &h, &t, &p);
+        let f = named(&c, "final-state-matches-replay");
+        assert_eq!(f.len(), 1);
+        assert!(!f[0].passed);
+        assert!(
+            f[0].detail.contains("case final file final/app.py"),
+            "{}",
+            f[0].detail
+        );
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_to_the_baseline_is_reported() {
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(
+            vec![w(
+                "app.py",
+                WriteOp::FullContent {
+                    content: "import os\nx = 2\n".into(),
+                },
+                false,
+            )],
+            vec![],
+        ));
+        t.submissions.push(w(
+            "app.py",
+            WriteOp::UnifiedDiff {
+                diff: "@@ -1,2 +1,2 @@\n import sys\n-y = 1\n+y = 2\n".into(),
             },
-            via: "submission".into(),
-            final_state: true,
-            raw: RawRef::lines("t", 1, 1),
+            true,
+        ));
+        let h = reconstruct(&base(), &t);
+        assert!(h.final_states[0].error.is_some());
+        let p = provenance_in(&anchor(), &h, Some(&t));
+        let c = independent_checks(&anchor(), &h, &t, &p);
+        let f = named(&c, "final-state-matches-replay");
+        assert!(!f[0].passed && f[0].detail.contains("does not apply to the baseline"));
+    }
+
+    #[test]
+    fn no_code_location_is_checked_literally_and_an_introducing_write_by_the_trace() {
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(
+            vec![w(
+                "app.py",
+                WriteOp::FullContent {
+                    content: "import os\nx = 2\n".into(),
+                },
+                false,
+            )],
+            vec![],
+        ));
+        let h = reconstruct(&base(), &t);
+        let a = anchor();
+        let p = provenance_in(&a, &h, Some(&t));
+        assert_eq!(p.provenance, Provenance::NoCodeLocation);
+        let c = independent_checks(&a, &h, &t, &p);
+        assert!(named(&c, "fragment-literally-absent")[0].passed);
+        // A result claiming no-code-location while the text is in a state fails the check.
+        let mut wrong = p.clone();
+        let mut a2 = a.clone();
+        a2.fragment = Some("x = 2".into());
+        wrong.provenance = Provenance::NoCodeLocation;
+        let c = independent_checks(&a2, &h, &t, &wrong);
+        let f = named(&c, "fragment-literally-absent");
+        assert!(!f[0].passed && f[0].detail.contains("write 1"), "{f:?}");
+        // An introducing write the trace does not hold fails, even when the history agrees.
+        let mut bogus = provenance_in(&a2, &h, Some(&t));
+        bogus.introducing_write = Some(IntroducingWrite {
+            write: 1,
+            turn: 2,
+            reinstated: false,
+            deduced: false,
         });
-        t.push_turn(turn);
-        let baselines: BTreeMap<String, String> =
-            [("app.py".to_string(), "a = 0\nb = 1\n".to_string())].into();
-        let h = reconstruct(&baselines, &t);
-        assert!(h.failures.is_empty(), "{:?}", h.failures);
-        assert_eq!(h.final_content("app.py"), Some("a = 0\nb = 2\n"));
+        let c = independent_checks(&a2, &h, &t, &bogus);
+        assert!(!named(&c, "introducing-write-is-a-write-of-the-trace")[0].passed);
+    }
+
+    #[test]
+    fn a_literal_occurrence_the_tokens_miss_fails() {
+        let t = CanonicalTrace::new("t", vec![]);
+        let run = |baseline: &str| {
+            let b: BTreeMap<String, String> = [("app.py".to_string(), baseline.to_string())].into();
+            let h = reconstruct(&b, &t);
+            let p = provenance_in(&anchor(), &h, Some(&t));
+            let c = independent_checks(&anchor(), &h, &t, &p);
+            (
+                p,
+                named(&c, "fragment-in-baseline-literal-and-tokens")[0].clone(),
+            )
+        };
+        // Present as code: both agree.
+        let (p, c) = run(&format!("import os\n{ECB}\n"));
+        assert_eq!(p.provenance, Provenance::Inherited);
+        assert!(c.passed && c.detail.contains("literally present"), "{c:?}");
+        // Kept in a comment: neither counts it.
+        let (_, c) = run(&format!("import os\n# {ECB}\n"));
+        assert!(c.passed && c.detail.contains("literally absent"), "{c:?}");
+        // Verbatim inside a string: the tokens say absent, the text is there: reported.
+        let (p, c) = run(&format!("import os\nDOC = \"{ECB}\"\n"));
+        assert_eq!(p.provenance, Provenance::NoCodeLocation);
+        assert!(!c.passed, "{c:?}");
+    }
+
+    #[test]
+    fn trace_paths_match_case_keys_by_the_documented_rule() {
+        let keys: Vec<String> = vec!["app.py".into(), "src/util/http.py".into()];
+        let m = |p: &str| match_key(p, &keys);
+        assert_eq!(m("app.py").as_deref(), Some("app.py"));
+        assert_eq!(m("./app.py").as_deref(), Some("app.py"));
+        assert_eq!(m("/workspace/app.py").as_deref(), Some("app.py"));
+        assert_eq!(
+            m("/workspace/django__django-1/app.py").as_deref(),
+            Some("app.py")
+        );
+        assert_eq!(
+            m("/testbed/src/util/http.py").as_deref(),
+            Some("src/util/http.py")
+        );
+        assert_eq!(
+            m("/project/repo/src/util/http.py").as_deref(),
+            Some("src/util/http.py")
+        );
+        // Never deeper than one folder inside a root, never under an unknown root, never a
+        // relative path with extra folders.
+        assert_eq!(m("/workspace/a/b/app.py"), None);
+        assert_eq!(m("/tmp/app.py"), None);
+        assert_eq!(m("tests/app.py"), None);
+        // A case key written absolutely matches the trace's relative name.
+        let abs: Vec<String> = vec!["/testbed/app.py".into()];
+        assert_eq!(
+            match_key("app.py", &abs).as_deref(),
+            Some("/testbed/app.py")
+        );
+        assert_eq!(
+            match_key("/workspace/app.py", &abs).as_deref(),
+            Some("/testbed/app.py")
+        );
+        // The history uses the case key, and says how it matched.
+        let mut t = CanonicalTrace::new("t", vec!["t".into()]);
+        t.push_turn(turn(
+            vec![w(
+                "/workspace/repo/app.py",
+                WriteOp::FullContent {
+                    content: "y = 1\n".into(),
+                },
+                false,
+            )],
+            vec![],
+        ));
+        let h = reconstruct(&base(), &t);
+        assert_eq!(h.snapshots[0].artefact, "app.py");
+        assert_eq!(h.path_matches["/workspace/repo/app.py"], "app.py");
     }
 }
 

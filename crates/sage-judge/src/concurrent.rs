@@ -275,6 +275,7 @@ mod tests {
                         score: 1,
                         quote: Some(text),
                         rationale: None,
+                        also: Vec::new(),
                     },
                     ..Default::default()
                 })

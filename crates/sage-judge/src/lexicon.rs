@@ -26,6 +26,32 @@ pub struct Lexicon {
     pub opportunity: OpportunityRule,
     #[serde(default)]
     pub cwe: BTreeMap<String, CweVocabulary>,
+    /// Words that never link a defence to the failure anchor on their own (`[linking]`); a
+    /// lexicon without the section uses the embedded one's.
+    #[serde(default = "embedded_linking")]
+    pub linking: Linking,
+}
+
+/// The `[linking]` section: what linking a turn's defence to the anchor may not rest on.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+pub struct Linking {
+    /// Everyday programming words (`path`, `url`, `query`, `target`, ...): neither a fragment
+    /// identifier nor a CWE vocabulary term links by itself when it is one of these.
+    pub common: Vec<String>,
+    /// Identifiers too common in code to link anything (`self`, `get`, `return`, ...).
+    pub stop_identifiers: Vec<String>,
+}
+
+fn embedded_linking() -> Linking {
+    #[derive(Deserialize)]
+    struct Outer {
+        #[serde(default)]
+        linking: Option<Linking>,
+    }
+    toml::from_str::<Outer>(DEFAULT_LEXICON)
+        .ok()
+        .and_then(|o| o.linking)
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -93,6 +119,26 @@ impl Lexicon {
             msg: e.to_string(),
         })?;
         Lexicon::parse(&text, &path.display().to_string())
+    }
+
+    /// Every CWE's vocabulary term that is not a common word, with its CWE (for telling a
+    /// defence of another weakness from one of the anchor's).
+    pub fn weakness_vocabulary(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (cwe, v) in &self.cwe {
+            for t in &v.terms {
+                if !self.is_common(t) {
+                    out.push((t.clone(), cwe.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// True when `word` is one of the `[linking]` common words.
+    pub fn is_common(&self, word: &str) -> bool {
+        let w = word.trim_end_matches('*').to_lowercase();
+        self.linking.common.iter().any(|c| c.to_lowercase() == w)
     }
 
     /// The task-specific vocabulary of a CWE (`CWE-022` and `CWE-22` are the same).
@@ -242,7 +288,7 @@ impl LexiconJudge {
             out.push(c.arguments.as_str());
         }
         for w in &turn.writes {
-            if matches!(w.raw.at, Locator::Synthetic { .. }) {
+            if w.final_state || matches!(w.raw.at, Locator::Synthetic { .. }) {
                 continue;
             }
             if let Some(t) = w.op.new_text() {
@@ -282,8 +328,12 @@ impl LexiconJudge {
             .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
+            let mut scoring: Vec<&str> = Vec::new();
             for (s, lc) in all_sentences.iter().zip(&lowered) {
                 let score = self.score_lc(d, lc, cwe_terms);
+                if score > 0 && !scoring.contains(s) {
+                    scoring.push(s);
+                }
                 if score > best.score {
                     best = DimensionScore {
                         score,
@@ -296,8 +346,17 @@ impl LexiconJudge {
                                 _ => "task-specific cue with completeness or conditions language",
                             }
                         )),
+                        also: Vec::new(),
                     };
                 }
+            }
+            // Every sentence with a defence (DI > 0) is kept: linking reads all of them.
+            if d == Dimension::DI {
+                best.also = scoring
+                    .iter()
+                    .filter(|s| Some(**s) != best.quote.as_deref())
+                    .map(|s| s.to_string())
+                    .collect();
             }
             *j.dim_mut(d) = best;
         }
@@ -306,7 +365,7 @@ impl LexiconJudge {
             .kinds
             .iter()
             .any(|k| TurnKind::parse(k) == Some(turn.kind));
-        let write_ok = rule.on_write && !turn.writes.is_empty();
+        let write_ok = rule.on_write && turn.writes.iter().any(|w| !w.final_state);
         let terms_ok = rule.on_terms
             && lowered
                 .iter()
@@ -364,7 +423,7 @@ mod tests {
     #[test]
     fn embedded_lexicon_parses() {
         let l = Lexicon::embedded();
-        assert_eq!(l.version, "lexicon-2");
+        assert_eq!(l.version, "lexicon-3");
         assert!(!l.cwe_terms(Some("CWE-327")).is_empty());
         assert_eq!(l.cwe_terms(Some("CWE-022")), l.cwe_terms(Some("CWE-22")));
     }

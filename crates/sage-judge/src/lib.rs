@@ -214,15 +214,18 @@ pub fn validate(j: &Judgment) -> Result<(), String> {
     Ok(())
 }
 
-/// Find `quote` in the raw record of one of `turn`'s items, after whitespace normalization.
-/// The text compared is re-read from the raw trace through `store`, not the adapter's copy.
+/// Find `quote` in the raw record of one of `turn`'s agent-authored items (its message, its
+/// tool-call arguments, the code it wrote), after whitespace normalization. A quote found only
+/// in a tool result is the environment's words, not the agent's reasoning, and does not
+/// verify. The text compared is re-read from the raw trace through `store`, not the adapter's
+/// copy.
 pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
     let q = normalize_ws(quote);
     if q.is_empty() {
         return Err("the quote is empty".into());
     }
     let mut errors = Vec::new();
-    for (_, raw) in turn.text_items() {
+    for (_, raw) in turn.agent_text_items() {
         match store.resolve(raw) {
             Ok(text) => {
                 if normalize_ws(&text).contains(&q) {
@@ -232,11 +235,27 @@ pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<Ra
             Err(e) => errors.push(e.to_string()),
         }
     }
-    let mut msg = format!(
-        "the quote {:?} does not occur verbatim in turn {}",
-        truncate(quote, 80),
-        turn.index
-    );
+    let in_results = turn
+        .tool_results
+        .iter()
+        .any(|r| match store.resolve(&r.raw) {
+            Ok(text) => normalize_ws(&text).contains(&q),
+            Err(_) => false,
+        });
+    let mut msg = if in_results {
+        format!(
+            "the quote {:?} occurs only in a tool result of turn {}, which is not the agent's \
+             own words; quote the agent's message, tool-call arguments or written code",
+            truncate(quote, 80),
+            turn.index
+        )
+    } else {
+        format!(
+            "the quote {:?} does not occur verbatim in turn {}",
+            truncate(quote, 80),
+            turn.index
+        )
+    };
     if !errors.is_empty() {
         msg.push_str(&format!(" (unreadable records: {})", errors.join("; ")));
     }
@@ -257,12 +276,14 @@ pub fn verify_judgment(
             continue;
         }
         let quote = s.quote.as_deref().unwrap_or_default();
-        let raw = verify_quote(store, turn, quote).map_err(|e| format!("{d}: {e}"))?;
-        out.push(VerifiedQuote {
-            dimension: d,
-            quote: quote.to_string(),
-            raw,
-        });
+        for q in std::iter::once(quote).chain(s.also.iter().map(String::as_str)) {
+            let raw = verify_quote(store, turn, q).map_err(|e| format!("{d}: {e}"))?;
+            out.push(VerifiedQuote {
+                dimension: d,
+                quote: q.to_string(),
+                raw,
+            });
+        }
     }
     Ok(out)
 }
@@ -426,6 +447,7 @@ mod tests {
                 score: di,
                 quote: Some(quote.into()),
                 rationale: None,
+                also: Vec::new(),
             },
             ..Default::default()
         }
@@ -470,6 +492,40 @@ mod tests {
         let ok = Fixed(judgment(2, "sanitize input"));
         let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, 3)).unwrap();
         assert_eq!(out.scored().unwrap().score(Dimension::DI), 2);
+    }
+
+    #[test]
+    fn a_quote_only_in_a_tool_result_is_not_the_agents() {
+        use crate::trace::ToolResult;
+        let (mut t, mut s) = trace_with(&["I will look at the handler."]);
+        let raw = "$ grep -n redirect app.py\n12: # TODO validate the redirect target against an allow-list\n";
+        s.insert("out.txt", raw.as_bytes().to_vec());
+        t.turns[0].tool_results.push(ToolResult {
+            call_id: None,
+            output: raw.into(),
+            is_error: false,
+            raw: RawRef::lines("out.txt", 1, 2),
+        });
+        let turn = t.turn(1).unwrap();
+        let e = verify_quote(
+            &mut s,
+            turn,
+            "validate the redirect target against an allow-list",
+        )
+        .unwrap_err();
+        assert!(e.contains("only in a tool result"), "{e}");
+        assert!(verify_quote(&mut s, turn, "look at the handler").is_ok());
+    }
+
+    #[test]
+    fn every_further_quote_is_verified_too() {
+        let (t, mut s) = trace_with(&["Use an allow-list. Reject anything else."]);
+        let mut j = judgment(2, "Use an allow-list.");
+        j.di.also = vec!["Reject anything else.".into()];
+        let q = verify_judgment(&mut s, t.turn(1).unwrap(), &j).unwrap();
+        assert_eq!(q.len(), 2);
+        j.di.also = vec!["Reject nothing.".into()];
+        assert!(verify_judgment(&mut s, t.turn(1).unwrap(), &j).is_err());
     }
 
     #[test]

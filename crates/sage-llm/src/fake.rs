@@ -49,6 +49,8 @@ pub enum Fault {
     FabricatedQuote,
     /// Answer honestly after an extra delay.
     Slow(Duration),
+    /// Answer with this judgment (a scripted judge: chosen scores and quotes).
+    Answer(Value),
 }
 
 /// Decides the fault for a request: `(request, n-th request overall from 0, how many times
@@ -362,6 +364,7 @@ async fn respond(req: &Captured, fault: &Fault) -> (u16, String, String) {
             j["DI"] = json!({"score": 2, "quote": "we validate every origin header against an allow-list", "rationale": "invented"});
             j
         }
+        Fault::Answer(j) => j.clone(),
         Fault::None => honest,
     };
     (
@@ -409,6 +412,17 @@ fn honest_judgment(user: &str) -> Value {
     };
     json!({"applicable": true, "security_opportunity": quote.is_some(),
            "TR": tr, "DI": zero, "VR": zero, "SA": zero})
+}
+
+/// The turn a request asks to score (`Score turn K` in the instruction), for fault plans.
+pub fn scored_turn(body: &str) -> Option<usize> {
+    let at = body.rfind("Score turn ")?;
+    body[at + 11..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()
 }
 
 fn target_turn_quote(user: &str) -> Option<String> {

@@ -61,7 +61,20 @@ pub struct Packet {
     /// Artefact → baseline content.
     pub baselines: BTreeMap<String, String>,
     pub writes: Vec<PacketWrite>,
+    /// Final states recorded outside the turns (the trace's submission, the case's final
+    /// file), as diffs from the baseline: no turn's write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub final_states: Vec<PacketFinalState>,
     pub turns: Vec<PacketTurn>,
+}
+
+/// A recorded final state in a packet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PacketFinalState {
+    pub artefact: String,
+    pub source: String,
+    /// Unified diff baseline → recorded final state (empty when it could not be derived).
+    pub diff: String,
 }
 
 /// What `export` needs to know.
@@ -202,6 +215,24 @@ pub fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
         anchor_description: anchor.description.clone(),
         baselines: p.case.baselines.clone(),
         writes,
+        final_states: p
+            .history
+            .final_states
+            .iter()
+            .map(|f| PacketFinalState {
+                artefact: f.artefact.clone(),
+                source: f.source.clone(),
+                diff: match (&f.error, f.content.as_deref()) {
+                    (None, Some(c)) => crate::history::unified_diff(
+                        p.history.baseline(&f.artefact).unwrap_or(""),
+                        c,
+                        &format!("{} (baseline)", f.artefact),
+                        &format!("{} ({})", f.artefact, f.source),
+                    ),
+                    _ => String::new(),
+                },
+            })
+            .collect(),
         turns,
     })
 }
@@ -246,6 +277,13 @@ pub fn packet_text(p: &Packet) -> String {
                 );
             }
         }
+    }
+    for f in &p.final_states {
+        let _ = writeln!(
+            o,
+            "## Recorded final state of {} ({}; no turn's write)\n\n```diff\n{}```\n",
+            f.artefact, f.source, f.diff
+        );
     }
     let _ = writeln!(o, "## Trace\n");
     for t in &p.turns {

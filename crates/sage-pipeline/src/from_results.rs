@@ -7,16 +7,13 @@ use sage_reliability::report::{Annotations, CaseInfo, RatingSource, ReportInput}
 use sage_reliability::stats::Level;
 use std::collections::BTreeMap;
 
-/// SAGE's artefact labels of a result: provenance, and the introducing write as `turn:N` or
-/// `none`.
+/// SAGE's artefact labels of a result: provenance, and the introducing write as `turn:N`,
+/// `none` or `cannot-determine`.
 pub fn sage_labels(r: &CaseResult) -> ArtefactLabel {
     ArtefactLabel {
         case_id: r.case_id.clone(),
         provenance: Some(r.provenance.provenance.as_str().to_string()),
-        introducing_write: Some(match &r.provenance.introducing_write {
-            Some(w) => format!("turn:{}", w.turn),
-            None => "none".to_string(),
-        }),
+        introducing_write: Some(r.provenance.introducing_write_label()),
     }
 }
 

@@ -45,6 +45,7 @@ impl Default for Options {
             stats: None,
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
             shard: None,
+            stats: None,
         }
     }
 }
@@ -66,43 +67,89 @@ fn skip(dir: &Path, stage: &str, message: impl Into<String>) -> Skipped {
     }
 }
 
-/// For a trace that kept only the final file: attach the case's final state as a
-/// final-state write to the last implementation turn (else the last applicable turn).
-fn attach_final_state(case: &Case, trace: &mut CanonicalTrace) {
-    for (artefact, content) in &case.final_files {
-        if trace.writes().any(|(_, w)| &w.artefact == artefact) {
-            continue;
-        }
-        let target = trace
-            .turns
-            .iter()
-            .rev()
-            .find(|t| t.kind == TurnKind::Implementation)
-            .or_else(|| trace.turns.iter().rev().find(|t| t.is_applicable()))
-            .map(|t| t.index);
-        let Some(k) = target else { continue };
-        let file = case
-            .manifest
-            .final_state
-            .get(artefact)
-            .cloned()
-            .unwrap_or_default();
-        trace.turns[k - 1].writes.push(Write {
+/// The case's final files, as the history takes them (they verify the replay; they are no
+/// turn's write).
+fn supplied_finals(case: &Case) -> Vec<sage_history::SuppliedFinal> {
+    case.final_files
+        .iter()
+        .map(|(artefact, content)| sage_history::SuppliedFinal {
             artefact: artefact.clone(),
-            op: WriteOp::FullContent {
-                content: content.clone(),
-            },
-            via: "final-state file of the case".into(),
-            final_state: true,
-            raw: RawRef::synthetic(
-                &file,
-                "final state given by the case, not recorded in the trace",
-            ),
-        });
-        trace.notes.push(format!(
-            "final state of {artefact} taken from the case ({file}) and attached to turn {k}"
-        ));
+            file: case
+                .manifest
+                .final_state
+                .get(artefact)
+                .cloned()
+                .unwrap_or_default(),
+            content: content.clone(),
+        })
+        .collect()
+}
+
+/// Levenshtein distance (for "did you mean" candidates).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
     }
+    prev[b.len()]
+}
+
+/// A case whose anchor names an artefact the trace never touches would silently come out
+/// `no-code-location` (or inherited with no write): that is an error naming the closest
+/// artefacts the trace does touch. "Touches": a write or a submission resolves to it under
+/// the path rule, the case supplies its final file, or some turn's text names the file.
+fn anchor_touched(
+    case: &Case,
+    trace: &CanonicalTrace,
+    history: &ArtefactHistory,
+) -> Result<(), String> {
+    let anchor = history.resolve_name(&case.anchor().artefact);
+    let written: Vec<String> = trace
+        .writes()
+        .map(|(_, w)| w.artefact.clone())
+        .chain(trace.submissions.iter().map(|w| w.artefact.clone()))
+        .collect();
+    if written.iter().any(|w| history.resolve_name(w) == anchor)
+        || !history.final_states_of(&anchor).is_empty()
+    {
+        return Ok(());
+    }
+    let base = sage_trace::text::basename(&anchor);
+    let named = trace.turns.iter().any(|t| {
+        t.text_items()
+            .iter()
+            .any(|(text, _)| sage_trace::text::names_file(text, base))
+    });
+    if named {
+        return Ok(());
+    }
+    let mut candidates: Vec<String> = written.iter().map(|w| history.resolve_name(w)).collect();
+    candidates.sort();
+    candidates.dedup();
+    candidates.sort_by_key(|c| {
+        let same_base = sage_trace::text::basename(c) == base;
+        (!same_base, edit_distance(c, &anchor))
+    });
+    candidates.truncate(5);
+    Err(format!(
+        "the anchor names artefact {:?}, which the trace never touches (no write, submission, \
+         final file or mention of {base}); {}",
+        case.anchor().artefact,
+        if candidates.is_empty() {
+            "the trace writes no file at all".to_string()
+        } else {
+            format!(
+                "closest artefacts the trace writes: {}",
+                candidates.join(", ")
+            )
+        }
+    ))
 }
 
 /// Load, normalize and reconstruct one case.
@@ -122,9 +169,12 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     }
     let store =
         RawStore::load(&trace, &case.dir).map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
-    attach_final_state(&case, &mut trace);
-    let history = sage_history::reconstruct(&case.baselines, &trace);
-    let provenance = sage_history::provenance(case.anchor(), &history);
+    // Any adapter's final-state writes are the trace's submission, never a turn's write.
+    trace.separate_submissions();
+    let history =
+        sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
+    anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
+    let provenance = sage_history::provenance_in(case.anchor(), &history, Some(&trace));
     let problems = history
         .failures
         .iter()
@@ -160,6 +210,7 @@ pub fn conclude(
 ) -> CaseResult {
     let anchor = p.case.anchor();
     let weakness_terms = lexicon.cwe_terms(Some(&anchor.cwe)).to_vec();
+    let vocabulary = lexicon.weakness_vocabulary();
     let origin = origin::localize(&RuleInput {
         trace: &p.trace,
         history: &p.history,
@@ -167,8 +218,17 @@ pub fn conclude(
         anchor,
         scores: &scores,
         weakness_terms: &weakness_terms,
+        common_words: &lexicon.linking.common,
+        stop_identifiers: &lexicon.linking.stop_identifiers,
+        weakness_vocabulary: &vocabulary,
     });
     let mut checks = sage_history::checks(anchor, &p.history, &p.provenance);
+    checks.extend(sage_history::independent_checks(
+        anchor,
+        &p.history,
+        &p.trace,
+        &p.provenance,
+    ));
     checks.extend(origin::checks(&origin, &p.provenance));
     let mut write_no = 0;
     let turns = p
@@ -207,6 +267,12 @@ pub fn conclude(
         scores: scores.turns,
         origin,
         checks,
+        notes: p
+            .history
+            .path_matches
+            .iter()
+            .map(|(from, to)| format!("trace path {from} taken as the case's artefact {to}"))
+            .collect(),
         expected: None,
     };
     result.expected = p
@@ -231,6 +297,9 @@ pub fn compare_expected(
         return None;
     }
     let origin = r.origin.outcome.origin();
+    let mut failed_names: Vec<String> = r.failed_checks().iter().map(|c| c.name.clone()).collect();
+    failed_names.sort();
+    failed_names.dedup();
     let actual = serde_json::json!({
         "provenance": r.provenance.provenance.as_str(),
         "introducing_write_turn": r.provenance.introducing_write.map(|w| w.turn),
@@ -243,11 +312,38 @@ pub fn compare_expected(
             _ => None,
         },
         "missed_opportunities": r.origin.missed_opportunities.iter().map(|m| m.turn).collect::<Vec<_>>(),
+        "introducing_write": r.provenance.introducing_write_label(),
+        "turn_kinds": r.turns.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>(),
+        "linked_turns": r.origin.links.iter().filter(|l| l.linked).map(|l| l.turn).collect::<Vec<_>>(),
+        "scoring_failures": r.origin.scoring_failures.clone(),
+        "failed_checks": failed_names,
     });
+    // `checks`: name → passed (every check of that name), for the names the case lists.
+    let mut check_map: serde_json::Map<String, serde_json::Value> = serde_json::Map::new();
+    for c in &r.checks {
+        let all = check_map
+            .get(&c.name)
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true)
+            && c.passed;
+        check_map.insert(c.name.clone(), serde_json::Value::Bool(all));
+    }
     let mut mismatches = Vec::new();
     if let Some(obj) = expected.as_object() {
         for (k, want) in obj {
             if k == "judge" {
+                continue;
+            }
+            if k == "checks" {
+                for (name, w) in want.as_object().into_iter().flatten() {
+                    match check_map.get(name) {
+                        Some(got) if got == w => {}
+                        Some(got) => {
+                            mismatches.push(format!("checks.{name}: expected {w}, got {got}"))
+                        }
+                        None => mismatches.push(format!("checks.{name}: no such check ran")),
+                    }
+                }
                 continue;
             }
             match actual.get(k) {

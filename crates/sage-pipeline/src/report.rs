@@ -3,7 +3,7 @@
 use crate::results::{CaseResult, Count, ResultSet, Summary};
 use sage_history::origin::{OriginType, Outcome};
 use sage_history::Provenance;
-use sage_judge::JudgeId;
+use sage_judge::{JudgeId, TurnOutcome};
 use std::collections::BTreeMap;
 
 /// One summary per (judge, run), in order of appearance.
@@ -99,7 +99,33 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
             .iter()
             .filter(|r| !r.failed_checks().is_empty())
             .count(),
+        failed_check_names: {
+            let mut m: BTreeMap<String, usize> = BTreeMap::new();
+            for r in group {
+                let mut names: Vec<&str> =
+                    r.failed_checks().iter().map(|c| c.name.as_str()).collect();
+                names.sort();
+                names.dedup();
+                for n in names {
+                    *m.entry(n.to_string()).or_default() += 1;
+                }
+            }
+            m
+        },
+        turns_scored: count_turns(group, |o| matches!(o, TurnOutcome::Scored(_))),
+        turns_failed: count_turns(group, |o| matches!(o, TurnOutcome::Failed { .. })),
+        turns_administrative: count_turns(group, |o| {
+            matches!(o, TurnOutcome::Administrative { .. })
+        }),
     }
+}
+
+fn count_turns(group: &[&CaseResult], f: impl Fn(&TurnOutcome) -> bool) -> usize {
+    group
+        .iter()
+        .flat_map(|r| &r.scores)
+        .filter(|o| f(o))
+        .count()
 }
 
 fn row(table: &mut comfy_table::Table, label: &str, c: Option<&Count>) {
@@ -176,10 +202,20 @@ pub fn render_summary(s: &Summary) -> String {
         s.missed_opportunities.get("none"),
     );
     let mut out = t.to_string();
+    out.push_str(&format!(
+        "\nturns: {} scored, {} scoring failures, {} administrative (not scored)\n",
+        s.turns_scored, s.turns_failed, s.turns_administrative
+    ));
     if s.failed_checks > 0 {
+        let by_name: Vec<String> = s
+            .failed_check_names
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect();
         out.push_str(&format!(
-            "\n{} result(s) failed an automatic check (see the per-case results).\n",
-            s.failed_checks
+            "{} result(s) failed an automatic check ({}; see the per-case results).\n",
+            s.failed_checks,
+            by_name.join(", ")
         ));
     }
     out
@@ -343,18 +379,32 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
         r.provenance.provenance.as_str(),
         r.provenance.reason
     );
-    let _ = writeln!(
-        o,
-        "introducing write: {}; reconstruction: {}",
-        iw.map(|w| format!(
+    let iw_text = match iw {
+        Some(w) if w.deduced => format!(
+            "turn {} (deduced{})",
+            w.turn,
+            if w.reinstated { ", reinstated" } else { "" }
+        ),
+        Some(w) => format!(
             "write {} at turn {}{}",
             w.write,
             w.turn,
             if w.reinstated { " (reinstated)" } else { "" }
-        ))
-        .unwrap_or_else(|| "none".into()),
+        ),
+        None if r.provenance.introducing_write_cannot_determine => "cannot-determine".into(),
+        None => "none".into(),
+    };
+    let _ = writeln!(
+        o,
+        "introducing write: {iw_text}; reconstruction: {}",
         r.reconstruction_condition.as_str()
     );
+    if let Some(b) = &r.provenance.introducing_write_basis {
+        let _ = writeln!(o, "  ({b})");
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
     let origin = r.origin.outcome.origin();
     let _ = writeln!(o);
     for t in &r.turns {
@@ -467,7 +517,7 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
             );
         }
         if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
-            for (w, no) in turn.writes.iter().zip(&t.writes) {
+            for (w, no) in turn.writes.iter().filter(|w| !w.final_state).zip(&t.writes) {
                 let _ = writeln!(
                     o,
                     "           write {} → {} ({}{}, via {})",
@@ -510,6 +560,27 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
         }
         Outcome::Undetermined { reason } => {
             let _ = writeln!(o, "outcome: undetermined — {}", reason.as_str());
+        }
+    }
+    if let Some(u) = &r.origin.uncertainty {
+        let _ = writeln!(o, "uncertainty: {u}");
+    }
+    if !r.origin.missed_unassessed.is_empty() {
+        let _ = writeln!(
+            o,
+            "not assessed as missed opportunities (scoring failed): turns {:?}",
+            r.origin.missed_unassessed
+        );
+    }
+    if let Some(tr) = trace {
+        for w in &tr.submissions {
+            let _ = writeln!(
+                o,
+                "submission → {} ({}, via {}; verifies the replay, no turn's write)",
+                w.artefact,
+                w.op.kind(),
+                w.via
+            );
         }
     }
     let c = &r.origin.candidates;

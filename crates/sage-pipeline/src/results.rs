@@ -49,6 +49,10 @@ pub struct CaseResult {
     pub origin: OriginResult,
     /// The automatic checks; a failed one is reported, never hidden.
     pub checks: Vec<Check>,
+    /// How the history read the trace where a reader should know: trace paths matched to the
+    /// case's artefact keys by the path rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// How the result compares with the case's stated expectations, when it states them for
     /// this judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,4 +169,14 @@ pub struct Summary {
     pub missed_opportunities: BTreeMap<String, Count>,
     /// Results with at least one failed automatic check.
     pub failed_checks: usize,
+    /// Failed checks by name (how many results failed each).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_check_names: BTreeMap<String, usize>,
+    /// Turns over the group's results: scored, scoring failures, administrative (not scored).
+    #[serde(default)]
+    pub turns_scored: usize,
+    #[serde(default)]
+    pub turns_failed: usize,
+    #[serde(default)]
+    pub turns_administrative: usize,
 }

@@ -1,9 +1,11 @@
 //! Task-disjoint resampling (paper section 3.4.1 (iii), Table 6(b)): how much an agreement
 //! estimate depends on which tasks are in the evaluation set.
 //!
-//! - Random partitions: the tasks are shuffled (ChaCha8, seeded) and dealt one by one to the
-//!   half with fewer cases so far, so every case of a task is on one side and the halves are
-//!   about equal in cases; the statistic is computed on each half.
+//! - Random partitions: the tasks are shuffled (ChaCha8, seeded) and split into two halves of
+//!   tasks (the first ⌊n/2⌋ tasks, then the rest), so every case of a task is on one side and
+//!   the halves are near-equal in *tasks*, as the paper's splits are (SAGE.md, "1,000 random
+//!   splits of tasks into two near-equal halves"); their case counts follow the tasks, so a
+//!   half holding the largest task is larger. The statistic is computed on each half.
 //! - Leave one task out: the statistic without each task in turn; its range.
 
 use rand::seq::SliceRandom;
@@ -71,8 +73,9 @@ pub fn task_disjoint_partitions<T>(
     for _ in 0..partitions {
         order.shuffle(&mut rng);
         let mut halves: [Vec<&T>; 2] = [Vec::new(), Vec::new()];
-        for &g in &order {
-            let side = usize::from(halves[1].len() < halves[0].len());
+        let cut = order.len() / 2;
+        for (pos, &g) in order.iter().enumerate() {
+            let side = usize::from(pos >= cut);
             halves[side].extend(groups[g].iter().map(|&i| &items[i]));
         }
         for h in &halves {
@@ -174,6 +177,35 @@ mod tests {
         let (lo, hi) = a.central_95.expect("range");
         let med = a.median.expect("median");
         assert!(lo <= med && med <= hi);
+    }
+
+    #[test]
+    fn halves_are_halves_of_tasks_not_of_cases() {
+        // 19 tasks as in the paper: one with 16 cases, the others with 3 to 6. Every half must
+        // hold 9 or 10 whole tasks, whatever its case count (balancing by cases would pair
+        // the large task with a handful of small ones).
+        let mut it = Vec::new();
+        for t in 0..19 {
+            let n = if t == 0 { 16 } else { 3 + t % 4 };
+            for i in 0..n {
+                it.push(Item {
+                    task: format!("t{t}"),
+                    agree: i % 2 == 0,
+                });
+            }
+        }
+        let counts = std::cell::RefCell::new(Vec::new());
+        let tasks_in = |h: &[&Item]| -> Option<f64> {
+            let tasks: std::collections::BTreeSet<&str> =
+                h.iter().map(|i| i.task.as_str()).collect();
+            counts.borrow_mut().push(tasks.len());
+            share(h)
+        };
+        let s = task_disjoint_partitions(&it, |i| i.task.clone(), 100, 7, tasks_in);
+        assert_eq!(s.values, 200);
+        let c = counts.into_inner();
+        assert!(c.iter().all(|n| *n == 9 || *n == 10), "{c:?}");
+        assert_eq!(c.iter().filter(|n| **n == 9).count(), 100);
     }
 
     #[test]

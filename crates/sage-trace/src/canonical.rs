@@ -30,6 +30,14 @@ pub struct CanonicalTrace {
     /// Anything else the adapter wants a reader to know (e.g. an edit it could not interpret).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The trace's own record of its result (an OpenHands `git_patch`, a SWE-agent or
+    /// mini-SWE-agent `info.submission`, a framework's final file state), one entry per
+    /// artefact. A submission is no turn's write: it never enters a turn, never reaches a
+    /// judge, and is used only to verify the replay of the turns' writes
+    /// (`final-state-matches-replay`) or, when the trace has no write to an artefact, as
+    /// that artefact's only known final state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submissions: Vec<Write>,
 }
 
 impl CanonicalTrace {
@@ -41,6 +49,23 @@ impl CanonicalTrace {
             turns: Vec::new(),
             dropped: Vec::new(),
             notes: Vec::new(),
+            submissions: Vec::new(),
+        }
+    }
+
+    /// Move every final-state write out of the turns into [`CanonicalTrace::submissions`]
+    /// (adapters attach a submitted patch to some turn; it belongs to no turn). Called once
+    /// on every adapter's output by [`crate::adapters::normalize_with`]; idempotent.
+    pub fn separate_submissions(&mut self) {
+        for t in &mut self.turns {
+            if !t.writes.iter().any(|w| w.final_state) {
+                continue;
+            }
+            let (fin, steps): (Vec<Write>, Vec<Write>) = std::mem::take(&mut t.writes)
+                .into_iter()
+                .partition(|w| w.final_state);
+            t.writes = steps;
+            self.submissions.extend(fin);
         }
     }
 
@@ -76,6 +101,7 @@ impl CanonicalTrace {
             tool_results: self.turns.iter().map(|t| t.tool_results.len()).sum(),
             writes: self.turns.iter().map(|t| t.writes.len()).sum(),
             dropped: self.dropped.len(),
+            submissions: self.submissions.len(),
         }
     }
 }
@@ -89,6 +115,13 @@ pub struct TraceCounts {
     pub tool_results: usize,
     pub writes: usize,
     pub dropped: usize,
+    /// Submitted final states (not writes of any turn).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub submissions: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One canonical turn.
@@ -107,6 +140,12 @@ pub struct Turn {
     pub tool_results: Vec<ToolResult>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<Write>,
+    /// Positions in `tool_calls` of the calls that change a file by a command or an edit tool
+    /// and whose result does not say they failed (set by the adapters' turn classifier). A
+    /// call here that produced no write is an edit sage could not replay: the turn still
+    /// changed the file it names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edit_calls: Vec<usize>,
 }
 
 impl Turn {
@@ -120,12 +159,25 @@ impl Turn {
             tool_calls: Vec::new(),
             tool_results: Vec::new(),
             writes: Vec::new(),
+            edit_calls: Vec::new(),
         }
     }
 
     /// Every text item of this turn (message, tool-call arguments, tool results, write
-    /// contents), each with its raw pointer. Quotes must come from one of these.
+    /// contents), each with its raw pointer. A final-state write (a submission that an
+    /// adapter left in a turn) is never an item of the turn.
     pub fn text_items(&self) -> Vec<(&str, &RawRef)> {
+        let mut out = self.agent_text_items();
+        for r in &self.tool_results {
+            out.push((r.output.as_str(), &r.raw));
+        }
+        out
+    }
+
+    /// The agent-authored items of this turn: its message, its tool-call arguments and the
+    /// new text of its writes. Tool results are the environment's words, not the agent's
+    /// reasoning, so a judge's quote must come from one of these.
+    pub fn agent_text_items(&self) -> Vec<(&str, &RawRef)> {
         let mut out = Vec::new();
         if let Some(m) = &self.message {
             out.push((m.text.as_str(), &m.raw));
@@ -133,10 +185,7 @@ impl Turn {
         for c in &self.tool_calls {
             out.push((c.arguments.as_str(), &c.raw));
         }
-        for r in &self.tool_results {
-            out.push((r.output.as_str(), &r.raw));
-        }
-        for w in &self.writes {
+        for w in self.writes.iter().filter(|w| !w.final_state) {
             if let Some(t) = w.op.new_text() {
                 out.push((t, &w.raw));
             }

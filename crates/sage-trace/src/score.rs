@@ -73,6 +73,25 @@ pub struct DimensionScore {
     /// Why the judge gave this score (free text, optional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rationale: Option<String>,
+    /// Further verbatim quotes from turn k with a non-zero score on this dimension (the
+    /// lexicon judge lists every such sentence of DI, so that linking reads all of them and
+    /// the order of equally scored sentences cannot change a result). Verified like `quote`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+}
+
+impl DimensionScore {
+    /// The main quote and the further ones, when the score is non-zero.
+    pub fn quotes(&self) -> Vec<&str> {
+        if self.score == 0 {
+            return Vec::new();
+        }
+        self.quote
+            .iter()
+            .map(String::as_str)
+            .chain(self.also.iter().map(String::as_str))
+            .collect()
+    }
 }
 
 /// A judge's unverified answer for one turn.

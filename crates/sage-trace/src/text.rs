@@ -1,6 +1,63 @@
 //! Text matching shared by the judges and the linking step of the origin rule: word-boundary
 //! term matching and CWE identifiers.
 
+/// The last path component (`/` or `\` separated).
+pub fn basename(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// True when `text` names the file `base` (`app.py`) as a whole path component: not inside
+/// a longer name (`myapp.py`, `app.py.bak`); a sentence's final `.` is not part of the name.
+pub fn names_file(text: &str, base: &str) -> bool {
+    if base.is_empty() {
+        return false;
+    }
+    let is_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(base) {
+        let start = from + pos;
+        let end = start + base.len();
+        let ok_before = text[..start].chars().last().is_none_or(|c| !is_name(c));
+        let ok_after = match text[end..].chars().next() {
+            None => true,
+            Some('.') => text[end + 1..].chars().next().is_none_or(|c| !is_name(c)),
+            Some(c) => !is_name(c),
+        };
+        if ok_before && ok_after {
+            return true;
+        }
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+/// The CWE ids a text names (`CWE-22`, `cwe 22`, `cwe22`), normalized.
+pub fn cwe_ids(text: &str) -> Vec<String> {
+    let lc = text.to_lowercase();
+    let b = lc.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(p) = lc[i..].find("cwe") {
+        let at = i + p;
+        let word_start = at == 0 || !(b[at - 1] as char).is_alphanumeric();
+        let mut j = at + 3;
+        if j < b.len() && (b[j] == b'-' || b[j] == b' ') {
+            j += 1;
+        }
+        let digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let word_end = b.get(j + digits).is_none_or(|c| !(*c as char).is_alphanumeric());
+        if word_start && digits > 0 && word_end {
+            if let Some(id) = normalize_cwe(&lc[j..j + digits]) {
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+        }
+        i = at + 3;
+    }
+    out
+}
+
 /// `cwe-022`, `CWE 22`, `22` → `CWE-22`.
 pub fn normalize_cwe(s: &str) -> Option<String> {
     let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -123,6 +180,18 @@ impl TermSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_and_cwe_ids() {
+        assert!(names_file("cat /workspace/app.py", "app.py"));
+        assert!(names_file("see app.py.", "app.py"));
+        assert!(names_file(r#"{"path":"app.py"}"#, "app.py"));
+        assert!(!names_file("cat myapp.py", "app.py"));
+        assert!(!names_file("cat app.py.bak", "app.py"));
+        assert!(!names_file("anything", ""));
+        assert_eq!(basename("a/b\\c.py"), "c.py");
+        assert_eq!(cwe_ids("fixes CWE-22 and cwe 79; not acwe1 or cwe-x"), ["CWE-22", "CWE-79"]);
+    }
 
     #[test]
     fn a_term_set_matches_like_each_term_alone() {

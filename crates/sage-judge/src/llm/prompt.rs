@@ -310,7 +310,8 @@ pub fn render_turn_body(t: &Turn) -> String {
         };
         parts.push(format!("{tag}\n{}", r.output.trim_end()));
     }
-    for w in &t.writes {
+    // A final-state write is the trace's submission, not this turn's doing: never shown.
+    for w in t.writes.iter().filter(|w| !w.final_state) {
         let head = format!("[write {} via {} ({})]", w.artefact, w.via, w.op.kind());
         match w.op.new_text() {
             Some(text) => parts.push(format!("{head}\n{}", text.trim_end())),

@@ -1,0 +1,346 @@
+//! The one turn classifier for every trace format: a turn's workflow stage (planning,
+//! implementation, review, verification) from what it does, not from the format it came in.
+//!
+//! The lists (test and run commands, inspection commands and tools, edit commands, words that
+//! comment on a change) are data: `mappings/turn-kinds.toml`, embedded; the CLI replaces it
+//! with `SAGE_TURN_KINDS=FILE` ([`Classifier::set_current`]). The precedence of the rules is
+//! documented in that file and in `docs/design.md`.
+
+use sage_trace::text::{basename, names_file};
+use sage_trace::{CanonicalTrace, ToolCall, Turn, TurnKind};
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+/// The embedded classifier data.
+pub const DEFAULT_TURN_KINDS: &str = include_str!("../mappings/turn-kinds.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindsFile {
+    version: String,
+    tests: Vec<String>,
+    runs: Vec<String>,
+    inspects: Vec<String>,
+    diffs: Vec<String>,
+    inspect_tools: Vec<String>,
+    edits: Vec<String>,
+    edit_failed: Vec<String>,
+    edit_tools: Vec<String>,
+    change_comments: Vec<String>,
+}
+
+static CURRENT: OnceLock<Classifier> = OnceLock::new();
+
+/// The compiled classifier.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    pub version: String,
+    tests: Vec<Regex>,
+    runs: Vec<Regex>,
+    inspects: Vec<Regex>,
+    diffs: Vec<Regex>,
+    inspect_tools: Vec<String>,
+    edits: Vec<Regex>,
+    edit_failed: Vec<Regex>,
+    edit_tools: Vec<String>,
+    change_comments: Vec<String>,
+}
+
+impl Classifier {
+    /// Parse a classifier file; the error names the file and the bad entry.
+    pub fn parse(text: &str, source: &str) -> Result<Classifier, String> {
+        let f: KindsFile = toml::from_str(text).map_err(|e| format!("{source}: {e}"))?;
+        let compile = |list: &[String], field: &str| -> Result<Vec<Regex>, String> {
+            list.iter()
+                .map(|p| {
+                    RegexBuilder::new(p)
+                        .case_insensitive(true)
+                        .multi_line(true)
+                        .build()
+                        .map_err(|e| format!("{source}: {field}: bad pattern {p:?}: {e}"))
+                })
+                .collect()
+        };
+        let lower = |v: &[String]| v.iter().map(|s| s.to_lowercase()).collect();
+        Ok(Classifier {
+            version: f.version.clone(),
+            tests: compile(&f.tests, "tests")?,
+            runs: compile(&f.runs, "runs")?,
+            inspects: compile(&f.inspects, "inspects")?,
+            diffs: compile(&f.diffs, "diffs")?,
+            inspect_tools: lower(&f.inspect_tools),
+            edits: compile(&f.edits, "edits")?,
+            edit_failed: compile(&f.edit_failed, "edit_failed")?,
+            edit_tools: lower(&f.edit_tools),
+            change_comments: lower(&f.change_comments),
+        })
+    }
+
+    /// The embedded classifier.
+    pub fn embedded() -> Classifier {
+        Classifier::parse(DEFAULT_TURN_KINDS, "mappings/turn-kinds.toml (embedded)")
+            .expect("the embedded turn-kinds file is valid (checked by a unit test)")
+    }
+
+    /// The classifier in use: the one set by [`Classifier::set_current`], else the embedded
+    /// one.
+    pub fn current() -> &'static Classifier {
+        CURRENT.get_or_init(Classifier::embedded)
+    }
+
+    /// Use `c` for the rest of the process (the CLI's `SAGE_TURN_KINDS=FILE`). False when a
+    /// classifier was already in use.
+    pub fn set_current(c: Classifier) -> bool {
+        CURRENT.set(c).is_ok()
+    }
+
+    fn any(res: &[Regex], text: &str) -> bool {
+        res.iter().any(|r| r.is_match(text))
+    }
+
+    fn tool_is(list: &[String], c: &ToolCall) -> bool {
+        let n = c.name.to_lowercase();
+        list.contains(&n)
+    }
+
+    /// True when the call changes a file by a command or an edit tool.
+    pub fn is_edit_call(&self, c: &ToolCall) -> bool {
+        Self::tool_is(&self.edit_tools, c) || Self::any(&self.edits, &c.arguments)
+    }
+
+    /// True when the call runs the tests or the program.
+    pub fn is_check_call(&self, c: &ToolCall) -> bool {
+        Self::any(&self.tests, &c.arguments) || Self::any(&self.runs, &c.arguments)
+    }
+
+    fn is_inspect_call(&self, c: &ToolCall) -> bool {
+        Self::tool_is(&self.inspect_tools, c) || Self::any(&self.inspects, &c.arguments)
+    }
+
+    fn is_diff_call(&self, c: &ToolCall) -> bool {
+        Self::any(&self.diffs, &c.arguments)
+    }
+
+    /// True when the call's tool result says the edit did not happen (an error result, or
+    /// one of `edit_failed`). The result is the one with the call's id, else the turn's only
+    /// result when the turn makes only this call.
+    pub fn edit_failed(&self, t: &Turn, c: &ToolCall) -> bool {
+        let result = match &c.id {
+            Some(id) => t
+                .tool_results
+                .iter()
+                .find(|r| r.call_id.as_deref() == Some(id)),
+            None => None,
+        }
+        .or_else(|| {
+            (t.tool_calls.len() == 1 && t.tool_results.len() == 1).then(|| &t.tool_results[0])
+        });
+        result.is_some_and(|r| r.is_error || Self::any(&self.edit_failed, &r.output))
+    }
+
+    /// The turn's edit calls that name `artefact` (by its file name) and did not fail, for
+    /// turns whose edit sage could not replay: the turn still changed that file.
+    pub fn edit_calls_naming<'t>(&self, t: &'t Turn, artefact: &str) -> Vec<&'t ToolCall> {
+        let base = basename(artefact);
+        if base.is_empty() {
+            return Vec::new();
+        }
+        t.tool_calls
+            .iter()
+            .filter(|c| {
+                self.is_edit_call(c) && names_file(&c.arguments, base) && !self.edit_failed(t, c)
+            })
+            .collect()
+    }
+
+    /// The kind of turn `t`, given the file names written by earlier turns.
+    pub fn classify(&self, t: &Turn, written_before: &BTreeSet<String>) -> TurnKind {
+        let label = t.kind;
+        if label == TurnKind::Administrative {
+            return label;
+        }
+        if t.writes.iter().any(|w| !w.final_state)
+            || t.tool_calls.iter().any(|c| self.is_edit_call(c))
+        {
+            return TurnKind::Implementation;
+        }
+        if matches!(label, TurnKind::Review | TurnKind::Verification) {
+            return label;
+        }
+        if t.tool_calls.iter().any(|c| self.is_check_call(c)) {
+            return TurnKind::Verification;
+        }
+        if written_before.is_empty() {
+            return label;
+        }
+        let names_written = |text: &str| written_before.iter().any(|b| names_file(text, b));
+        let inspects = t.tool_calls.iter().any(|c| {
+            self.is_diff_call(c) || (self.is_inspect_call(c) && names_written(&c.arguments))
+        });
+        if inspects {
+            return TurnKind::Review;
+        }
+        if label == TurnKind::Planning && t.tool_calls.is_empty() {
+            if let Some(m) = &t.message {
+                let lc = sage_trace::normalize_ws(&m.text.to_lowercase());
+                if self
+                    .change_comments
+                    .iter()
+                    .any(|w| sage_trace::text::term_matches(&lc, w))
+                {
+                    return TurnKind::Review;
+                }
+            }
+        }
+        label
+    }
+}
+
+/// Set the kind of every turn of `trace` with the current classifier (idempotent: a turn it
+/// labelled keeps its label on a second pass).
+pub fn classify_trace(trace: &mut CanonicalTrace) {
+    let c = Classifier::current();
+    let mut written: BTreeSet<String> = BTreeSet::new();
+    for t in &mut trace.turns {
+        t.kind = c.classify(t, &written);
+        t.edit_calls = (0..t.tool_calls.len())
+            .filter(|&i| c.is_edit_call(&t.tool_calls[i]) && !c.edit_failed(t, &t.tool_calls[i]))
+            .collect();
+        for w in t.writes.iter().filter(|w| !w.final_state) {
+            written.insert(basename(&w.artefact).to_string());
+        }
+        for call in &t.tool_calls {
+            if c.is_edit_call(call) {
+                // An edit sage could not replay still changed some file, so later turns come
+                // after a write (the empty name matches no file, only "a write happened").
+                written.insert(String::new());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sage_trace::{Actor, RawRef, TextItem, Write, WriteOp};
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: None,
+            name: name.into(),
+            arguments: args.into(),
+            raw: RawRef::lines("t", 1, 1),
+        }
+    }
+
+    fn turn(kind: TurnKind, calls: Vec<ToolCall>, msg: Option<&str>, writes: bool) -> Turn {
+        let mut t = Turn::new(Actor::new("a", None), kind);
+        t.tool_calls = calls;
+        t.message = msg.map(|m| TextItem {
+            text: m.into(),
+            raw: RawRef::lines("t", 1, 1),
+        });
+        if writes {
+            t.writes.push(Write {
+                artefact: "src/app.py".into(),
+                op: WriteOp::FullContent {
+                    content: "x".into(),
+                },
+                via: "t".into(),
+                final_state: false,
+                raw: RawRef::lines("t", 1, 1),
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn the_embedded_file_parses() {
+        let c = Classifier::embedded();
+        assert!(c.version.starts_with("turn-kinds-"));
+        let bad = DEFAULT_TURN_KINDS.replace("'\\bctest\\b'", "'(unclosed'");
+        let e = Classifier::parse(&bad, "mine.toml").unwrap_err();
+        assert!(e.contains("mine.toml") && e.contains("tests"), "{e}");
+    }
+
+    #[test]
+    fn every_stage_from_what_the_turn_does() {
+        use TurnKind::*;
+        let c = Classifier::embedded();
+        let none = BTreeSet::new();
+        let app: BTreeSet<String> = ["app.py".to_string()].into();
+        // writes → implementation, whatever the label
+        assert_eq!(
+            c.classify(&turn(Planning, vec![], None, true), &none),
+            Implementation
+        );
+        // an edit command sage could not replay still changed a file
+        let sed = call("bash", r#"sed -i 's/a\(b\)/c/' app.py"#);
+        assert_eq!(
+            c.classify(&turn(Planning, vec![sed], None, false), &none),
+            Implementation
+        );
+        // tests or the program → verification
+        let t = call(
+            "bash",
+            r#"{"command": "cd /testbed && python -m pytest tests/ -q"}"#,
+        );
+        assert_eq!(
+            c.classify(&turn(Planning, vec![t], None, false), &app),
+            Verification
+        );
+        let r = call("execute_bash", "python3 reproduce.py");
+        assert_eq!(
+            c.classify(&turn(Planning, vec![r], None, false), &none),
+            Verification
+        );
+        // reading a written artefact after the write → review; before any write → planning
+        let v = call(
+            "str_replace_editor",
+            r#"{"command": "view", "path": "/workspace/src/app.py"}"#,
+        );
+        assert_eq!(
+            c.classify(&turn(Planning, vec![v.clone()], None, false), &app),
+            Review
+        );
+        assert_eq!(
+            c.classify(&turn(Planning, vec![v], None, false), &none),
+            Planning
+        );
+        let other = call("Read", r#"{"file_path": "/repo/README.md"}"#);
+        assert_eq!(
+            c.classify(&turn(Planning, vec![other], None, false), &app),
+            Planning
+        );
+        let diff = call("bash", "git diff");
+        assert_eq!(
+            c.classify(&turn(Planning, vec![diff], None, false), &app),
+            Review
+        );
+        // commenting on the change, message only, after a write → review
+        let m = Some("The fix is applied and the handler now uses an allow-list.");
+        assert_eq!(c.classify(&turn(Planning, vec![], m, false), &app), Review);
+        assert_eq!(
+            c.classify(&turn(Planning, vec![], m, false), &none),
+            Planning
+        );
+        let plan = Some("Next, update the tests for the new handler.");
+        assert_eq!(
+            c.classify(&turn(Planning, vec![], plan, false), &app),
+            Planning
+        );
+        // a framework's own review label is kept; administrative is never touched
+        let t = call("bash", "pytest");
+        assert_eq!(
+            c.classify(&turn(Review, vec![t.clone()], None, false), &app),
+            Review
+        );
+        assert_eq!(
+            c.classify(&turn(Administrative, vec![t], None, true), &app),
+            Administrative
+        );
+    }
+
+}

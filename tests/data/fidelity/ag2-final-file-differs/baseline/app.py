@@ -1,0 +1,5 @@
+import random
+
+
+def make_token():
+    return str(random.random())

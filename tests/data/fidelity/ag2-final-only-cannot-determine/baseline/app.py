@@ -1,0 +1,5 @@
+import pickle
+
+
+def load_config(data):
+    return pickle.loads(data)

@@ -1,0 +1,5 @@
+import yaml
+
+
+def load_config(data):
+    return yaml.load(data, Loader=yaml.Loader)

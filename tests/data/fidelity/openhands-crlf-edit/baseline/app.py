@@ -1,0 +1,9 @@
+from flask import Flask, request
+
+app = Flask(__name__)
+
+
+@app.route('/hello')
+def hello():
+    name = request.args.get('name', '')
+    return '<p>Hello ' + name + '</p>'

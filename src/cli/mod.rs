@@ -121,6 +121,7 @@ pub enum Command {
 pub fn run() -> ExitStatus {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
+    data_overrides();
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
         Command::Explain(a) => explain::run(a),
@@ -176,6 +177,37 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The data files a user may replace through the environment (docs/design.md): the turn
+/// classifier's lists (`SAGE_TURN_KINDS=FILE`) and the workspace roots of the path rule
+/// (`SAGE_WORKSPACE_ROOTS=FILE`). A file that cannot be used is named on stderr and the
+/// embedded data stays in use.
+fn data_overrides() {
+    if let Some(p) = std::env::var_os("SAGE_TURN_KINDS") {
+        let path = std::path::PathBuf::from(p);
+        match std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|t| sage_adapters::kinds::Classifier::parse(&t, &path.display().to_string()))
+        {
+            Ok(c) => {
+                sage_adapters::kinds::Classifier::set_current(c);
+            }
+            Err(e) => eprintln!("sage: SAGE_TURN_KINDS ignored: {e}"),
+        }
+    }
+    if let Some(p) = std::env::var_os("SAGE_WORKSPACE_ROOTS") {
+        let path = std::path::PathBuf::from(p);
+        match std::fs::read_to_string(&path) {
+            Ok(t) => {
+                sage_history::override_workspace_roots(sage_history::parse_workspace_roots(&t));
+            }
+            Err(e) => eprintln!(
+                "sage: SAGE_WORKSPACE_ROOTS ignored: {}: {e}",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// Judge flags of a scoring run (see docs/judges.md).
@@ -291,7 +323,6 @@ pub fn build_run(
             llm.push(b);
         }
     }
-    opts.stats = session.as_ref().map(|s| s.stats().clone());
     Ok(BuiltRun { opts, session, llm })
 }
 

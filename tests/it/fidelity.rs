@@ -6,7 +6,7 @@
 //! a quote taken from a tool result, and the turn counters.
 
 use assert_cmd::Command;
-use sage::judge::llm::fake::{scored_turn, FakeServer, Fault};
+use sage_llm::fake::{scored_turn, FakeServer, Fault};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -6,9 +6,9 @@
 //! with `SAGE_TURN_KINDS=FILE` ([`Classifier::set_current`]). The precedence of the rules is
 //! documented in that file and in `docs/design.md`.
 
+use regex::{Regex, RegexBuilder};
 use sage_trace::text::{basename, names_file};
 use sage_trace::{CanonicalTrace, ToolCall, Turn, TurnKind};
-use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -342,5 +342,4 @@ mod tests {
             Administrative
         );
     }
-
 }

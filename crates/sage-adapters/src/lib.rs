@@ -504,7 +504,7 @@ pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<Stri
     }
     for w in &trace.submissions {
         match store.resolve(&w.raw) {
-            Ok(_) | Err(crate::trace::RawError::Synthetic { .. }) => {}
+            Ok(_) | Err(sage_trace::RawError::Synthetic { .. }) => {}
             Err(e) => bad.push(format!("submission of {}: {e}", w.artefact)),
         }
     }

@@ -323,7 +323,7 @@ fn link_turn(input: &RuleInput<'_>, k: usize) -> Link {
             })
             .map(|(t, cwe)| format!("{t} ({cwe})"))
             .chain(
-                cwe_ids(&q)
+                sage_trace::text::cwe_ids(&q)
                     .into_iter()
                     .filter(|c| Some(c) != anchor_cwe.as_ref()),
             )
@@ -607,7 +607,8 @@ mod tests {
     #[test]
     fn identifiers_skip_common_words() {
         let stop = strings(STOP);
-        let ids = fragment_identifiers_with(r#"origin = self.request.headers.get("Origin")"#, &stop);
+        let ids =
+            fragment_identifiers_with(r#"origin = self.request.headers.get("Origin")"#, &stop);
         assert_eq!(ids, vec!["origin", "headers"]);
         let ids = fragment_identifiers_with("cipher = AES.new(secret_key, AES.MODE_ECB)", &stop);
         assert_eq!(ids, vec!["cipher", "AES", "secret_key", "MODE_ECB"]);
@@ -766,8 +767,8 @@ mod tests {
     /// and CWE vocabularies, passed in by the pipeline).
     const COMMON: &[&str] = &["target", "path", "query", "url", "file", "name", "key"];
     const STOP: &[&str] = &[
-        "self", "get", "set", "new", "return", "def", "import", "from", "data", "value",
-        "request", "response", "open", "name", "app",
+        "self", "get", "set", "new", "return", "def", "import", "from", "data", "value", "request",
+        "response", "open", "name", "app",
     ];
     const VOCAB: &[(&str, &str)] = &[
         ("ECB", "CWE-327"),

@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_quote_only_in_a_tool_result_is_not_the_agents() {
-        use crate::trace::ToolResult;
+        use sage_trace::ToolResult;
         let (mut t, mut s) = trace_with(&["I will look at the handler."]);
         let raw = "$ grep -n redirect app.py\n12: # TODO validate the redirect target against an allow-list\n";
         s.insert("out.txt", raw.as_bytes().to_vec());

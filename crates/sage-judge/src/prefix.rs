@@ -105,6 +105,7 @@ mod tests {
             tool_calls: vec![],
             tool_results: vec![],
             writes: vec![],
+            edit_calls: vec![],
         }
     }
 

@@ -113,20 +113,6 @@ pub struct RunStats {
 }
 
 impl RunStats {
-    /// Count one turn's outcome (scored or failed, with its judgment retries). Every path
-    /// that scores a turn calls this: the concurrent scorer and `sage localize`.
-    pub fn record(&self, o: &crate::judge::TurnOutcome) {
-        use crate::judge::TurnOutcome;
-        let (counter, attempts) = match o {
-            TurnOutcome::Scored(s) => (&self.turns_scored, s.attempts),
-            TurnOutcome::Failed { attempts, .. } => (&self.turns_failed, *attempts),
-            TurnOutcome::Administrative { .. } => return,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.judgment_retries
-            .fetch_add(u64::from(attempts.saturating_sub(1)), Ordering::Relaxed);
-    }
-
     pub fn add_usage(&self, u: &Usage, cost: Option<f64>) {
         self.input_tokens
             .fetch_add(u.input_tokens, Ordering::Relaxed);

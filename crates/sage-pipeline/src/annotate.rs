@@ -223,7 +223,7 @@ pub fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
                 artefact: f.artefact.clone(),
                 source: f.source.clone(),
                 diff: match (&f.error, f.content.as_deref()) {
-                    (None, Some(c)) => crate::history::unified_diff(
+                    (None, Some(c)) => sage_history::unified_diff(
                         p.history.baseline(&f.artefact).unwrap_or(""),
                         c,
                         &format!("{} (baseline)", f.artefact),

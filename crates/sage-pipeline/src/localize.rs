@@ -10,7 +10,7 @@ use sage_history::origin::{self, RuleInput};
 use sage_history::{self, ArtefactHistory, ProvenanceResult};
 use sage_judge::{self, Judge, TraceScores};
 use sage_trace::case::Case;
-use sage_trace::{CanonicalTrace, RawRef, RawStore, TurnKind, Write, WriteOp};
+use sage_trace::{CanonicalTrace, RawStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,7 +45,6 @@ impl Default for Options {
             stats: None,
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
             shard: None,
-            stats: None,
         }
     }
 }

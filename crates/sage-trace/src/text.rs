@@ -45,7 +45,9 @@ pub fn cwe_ids(text: &str) -> Vec<String> {
             j += 1;
         }
         let digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let word_end = b.get(j + digits).is_none_or(|c| !(*c as char).is_alphanumeric());
+        let word_end = b
+            .get(j + digits)
+            .is_none_or(|c| !(*c as char).is_alphanumeric());
         if word_start && digits > 0 && word_end {
             if let Some(id) = normalize_cwe(&lc[j..j + digits]) {
                 if !out.contains(&id) {
@@ -190,7 +192,10 @@ mod tests {
         assert!(!names_file("cat app.py.bak", "app.py"));
         assert!(!names_file("anything", ""));
         assert_eq!(basename("a/b\\c.py"), "c.py");
-        assert_eq!(cwe_ids("fixes CWE-22 and cwe 79; not acwe1 or cwe-x"), ["CWE-22", "CWE-79"]);
+        assert_eq!(
+            cwe_ids("fixes CWE-22 and cwe 79; not acwe1 or cwe-x"),
+            ["CWE-22", "CWE-79"]
+        );
     }
 
     #[test]

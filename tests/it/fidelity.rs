@@ -185,7 +185,7 @@ fn make_cases_reproduces_the_files_on_disk() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        println!("skipped: python3 is not available");
+        super::need::skip("python3 is not available");
         return;
     }
     let o = std::process::Command::new("python3")

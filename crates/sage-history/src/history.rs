@@ -1581,10 +1581,17 @@ pub fn checks(
             out.push(Check::new(
                 "fragment-present-after-introducing-write",
                 here,
-                if here {
-                    format!("fragment found after {}", at(&presence[idx]))
-                } else {
-                    format!("fragment not found after {}", at(&presence[idx]))
+                {
+                    let where_ = if presence[idx].final_state {
+                        format!("in {}", at(&presence[idx]))
+                    } else {
+                        format!("after {}", at(&presence[idx]))
+                    };
+                    if here {
+                        format!("fragment found {where_}")
+                    } else {
+                        format!("fragment not found {where_}")
+                    }
                 },
             ));
             let absent = missing(&presence[idx + 1..]);

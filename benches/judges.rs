@@ -72,6 +72,7 @@ fn throughput() {
             id: "bench".into(),
             description: "Fix the open redirect.".into(),
             cwe: Some("CWE-601".into()),
+            cve: None,
         };
         let items: Vec<ScoreItem> = traces
             .iter()

@@ -5,6 +5,7 @@
 pub mod agree;
 mod annotate;
 mod cache;
+mod case;
 mod completions;
 mod confirm;
 mod explain;
@@ -87,6 +88,8 @@ pub enum Command {
     Localize(localize::Args),
     /// Walk through one case turn by turn: scores, quotes, writes, origin.
     Explain(explain::Args),
+    /// Build a case from a trace (`init`), check one (`check`), look inside one (`show`).
+    Case(case::Args),
     /// Blinded packets for human annotators, and their labels back.
     Annotate(annotate::Args),
     /// Write a self-contained HTML site of a localize run (index + one page per case).
@@ -125,6 +128,7 @@ pub fn run() -> ExitStatus {
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Case(a) => case::run(a),
         Command::Screen(a) => screen::run(a),
         Command::Annotate(a) => annotate::run(a),
         Command::View(a) => view::run(a),

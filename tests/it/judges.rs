@@ -45,6 +45,7 @@ fn task() -> TaskContext {
         id: "CWE-601_demo".into(),
         description: "Fix the open redirect in login().".into(),
         cwe: Some("CWE-601".into()),
+        cve: None,
     }
 }
 

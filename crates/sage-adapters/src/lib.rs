@@ -10,6 +10,7 @@ pub mod ag2;
 pub mod aider;
 pub mod atif;
 pub mod camel;
+pub mod claude_stream;
 pub mod deepagents;
 pub mod detect;
 pub mod edits;
@@ -25,6 +26,7 @@ pub mod openhands;
 pub mod openhands_sdk;
 pub mod openinference;
 pub mod otel;
+pub mod seen;
 pub mod support;
 pub mod swe_agent;
 
@@ -144,6 +146,10 @@ pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
     ),
     ("camel", include_str!("../mappings/camel.toml")),
     ("deepagents", include_str!("../mappings/deepagents.toml")),
+    (
+        "claude-stream",
+        include_str!("../mappings/claude-stream.toml"),
+    ),
 ];
 
 /// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
@@ -205,6 +211,7 @@ pub fn registry() -> Vec<Box<dyn Adapter>> {
             "ag2" => v.push(Box::new(ag2::Ag2::embedded())),
             "camel" => v.push(Box::new(camel::Camel::embedded())),
             "deepagents" => v.push(Box::new(deepagents::DeepAgents::embedded())),
+            "claude-stream" => v.push(Box::new(claude_stream::ClaudeStream::embedded())),
             _ => {
                 if let Ok(m) = embedded_mapping(name) {
                     v.push(Box::new(MappingAdapter::new(m)));

@@ -48,6 +48,21 @@ pub struct MappingFile {
     pub kinds: Vec<MatchRule>,
     #[serde(default)]
     pub writes: Vec<WriteRule>,
+    /// Workspace roots stripped from absolute paths (read by code adapters that use them).
+    #[serde(default)]
+    pub paths: PathsMap,
+    /// Agent framework name → tool names that identify it (read by code adapters).
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// Where the task's repository lives in the agent's sandbox.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PathsMap {
+    /// Absolute roots (`/project`); paths under one are named relative to it.
+    #[serde(default)]
+    pub roots: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -235,7 +250,8 @@ pub struct WriteRule {
     #[serde(default)]
     pub when_value: Option<String>,
     /// `full-content`, `str-replace`, `search-replace`, `insert`, `delete`, `shell`
-    /// (plain shell edits in a command), `apply-patch` (`*** Begin Patch`), `unified-diff`.
+    /// (plain shell edits in a command), `apply-patch` (`*** Begin Patch`), `unified-diff`,
+    /// `restore` (an undo whose tool result prints the whole file; code adapters only).
     pub op: String,
     #[serde(default)]
     pub path: Vec<String>,
@@ -334,6 +350,7 @@ impl Mapping {
                     | "shell"
                     | "apply-patch"
                     | "unified-diff"
+                    | "restore"
             ) {
                 return Err(err(format!("unknown write op {:?}", w.op)));
             }
@@ -1113,6 +1130,17 @@ impl<'m> MappingRun<'m> {
                         }
                         "delete" => {
                             Some((WriteOp::Delete, w.path.first().cloned().unwrap_or_default()))
+                        }
+                        "restore" => {
+                            // The restored content is in the tool result, which this engine
+                            // does not read at call time.
+                            self.trace.notes.push(format!(
+                                "{}: {} on {path} restores an earlier state the call does not \
+                                 hold; not recorded",
+                                raw_of("").display(),
+                                call.name
+                            ));
+                            continue;
                         }
                         _ => None,
                     };

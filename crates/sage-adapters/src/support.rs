@@ -798,6 +798,26 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 /// and a double-quoted `sed -i "s/../../" f` (shell unescaping first), which the shared
 /// parser leaves uninterpreted.
 pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
+    shell_writes_in(cmd, roots, None, raw)
+}
+
+/// [`shell_writes`] for a command run in `cwd` (an absolute path): relative file names are
+/// taken relative to it before the roots are stripped. `cd DIR` inside the command is not
+/// followed here (see the callers that track a shell's directory).
+pub fn shell_writes_in(
+    cmd: &str,
+    roots: &PathRoots,
+    cwd: Option<&str>,
+    raw: RawRef,
+) -> Vec<Result<Write, String>> {
+    let name = |p: &str| -> String {
+        match cwd {
+            Some(d) if !p.starts_with('/') => {
+                roots.rel(&format!("{}/{p}", d.trim_end_matches('/')))
+            }
+            _ => roots.rel(p),
+        }
+    };
     let parsed = crate::edits::shell_edits(cmd);
     let mut out: Vec<Result<Write, String>> = Vec::new();
     let mut deleted: Vec<String> = Vec::new();
@@ -815,7 +835,7 @@ pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Wri
                 sed_done = true;
                 out.extend(mine.iter().map(|(f, old, new)| {
                     Ok(write(
-                        roots.rel(f),
+                        name(f),
                         WriteOp::StrReplace {
                             old: old.clone(),
                             new: new.clone(),
@@ -838,7 +858,7 @@ pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Wri
             WriteOp::SearchReplace { .. } => "shell append",
             _ => "shell redirect",
         };
-        out.push(Ok(write(roots.rel(&e.path), e.op, via, false, raw.clone())));
+        out.push(Ok(write(name(&e.path), e.op, via, false, raw.clone())));
     }
     for u in parsed.uninterpreted {
         let sed = (!sed_done && (u.reason.starts_with("sed -i") || u.text.contains("sed -i")))
@@ -847,7 +867,7 @@ pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Wri
         match sed {
             Some(edits) => out.extend(edits.into_iter().map(|(f, old, new)| {
                 Ok(write(
-                    roots.rel(&f),
+                    name(&f),
                     WriteOp::StrReplace {
                         old,
                         new,
@@ -868,7 +888,7 @@ pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Wri
                 if !deleted.contains(&f) {
                     deleted.push(f.clone());
                     out.push(Ok(write(
-                        roots.rel(&f),
+                        name(&f),
                         WriteOp::Delete,
                         "shell rm",
                         false,

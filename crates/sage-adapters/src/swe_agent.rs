@@ -63,6 +63,12 @@ impl Adapter for SweAgent {
         }
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+        // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
+        if let Some(main) = files.first() {
+            if super::claude_stream::is_stream(&super::read_head(&main.path, &main.name)?) {
+                return super::claude_stream::ClaudeStream::embedded().normalize(files);
+            }
+        }
         normalize_with_baselines(files).map(|(t, _)| t)
     }
 }

@@ -316,7 +316,13 @@ impl Matcher {
     pub fn new(artefact: &str, fragment: &str, sample: Option<&str>) -> Matcher {
         if is_python(artefact, sample) {
             let frag = dedent(fragment);
-            let a = analyse(&frag);
+            let mut a = analyse(&frag);
+            // A fragment that ends at a comma (one entry of a dict or call) cannot require it:
+            // in the artefact, a comma before a closing bracket is dropped (magic trailing
+            // comma), so the last entry would never match.
+            if a.tokens.len() > 1 && a.tokens.last().is_some_and(|t| t == ",") {
+                a.tokens.pop();
+            }
             if !a.tokens.is_empty() && !a.lossy {
                 return Matcher {
                     method: Method::PythonTokens,
@@ -674,5 +680,17 @@ mod proptests {
             let other = Matcher::new("app.py", "AES.new(key, AES.MODE_GCM", None);
             prop_assert!(!other.found_in(&file));
         }
+    }
+
+    #[test]
+    fn fragment_ending_at_a_comma_matches_the_last_entry() {
+        // Real SusVibes anchor (wagtail contentstate.py, kimi-k2): the dict's last entry ends
+        // with a trailing comma before `}`, which the artefact's token stream drops.
+        let file = "def link_entity(props):\n    return DOM.create_element('a', {\n        'href': props['url'],\n    }, props['children'])\n";
+        let (found, method) = find("c.py", "'href': props['url'],", file);
+        assert!(found);
+        assert_eq!(method, Method::PythonTokens);
+        // Not found where the entry is different.
+        assert!(!find("c.py", "'href': props['link'],", file).0);
     }
 }

@@ -549,6 +549,19 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
                 return Err("str_replace: old text is empty".to_string());
             }
             match cur.matches(old.as_str()).count() {
+                // OpenHands' editor (openhands-aci) retries a missing `old_str` with both
+                // strings stripped of surrounding whitespace; an edit recorded as landed that
+                // only matches that way is applied that way.
+                0 if !*all
+                    && old.trim() != old.as_str()
+                    && !old.trim().is_empty()
+                    && cur.matches(old.trim()).count() == 1 =>
+                {
+                    Ok(Applied {
+                        content: Some(cur.replacen(old.trim(), new.trim(), 1)),
+                        fuzzy: true,
+                    })
+                }
                 0 => Err("str_replace: old text not found".to_string()),
                 n if n > 1 && !all => Err(format!(
                     "str_replace: old text occurs {n} times (must occur exactly once)"

@@ -415,6 +415,7 @@ mod tests {
             id: "x".into(),
             description: "fix".into(),
             cwe: Some(cwe.into()),
+            cve: None,
         };
         let req = TurnRequest::prefix(&task, &t, 1).unwrap();
         LexiconJudge::embedded().judge_turn(&req)
@@ -503,6 +504,7 @@ mod tests {
             id: "x".into(),
             description: "def f():\n    Encrypt the   message after creating a cipher,".into(),
             cwe: Some("CWE-327".into()),
+            cve: None,
         };
         let req = TurnRequest::prefix(&task, &t, 1).unwrap();
         assert_eq!(LexiconJudge::embedded().judge_turn(&req).di.score, 0);

@@ -1,11 +1,13 @@
 //! The pipeline over a folder of cases: trace → canonical trace (`sage-adapters`) → artefact
 //! history and origin (`sage-history`) with turn scores (`sage-judge`) → [`results`], and the
 //! products made from results: Table-5 [`report`]s, the HTML [`view`], [`annotate`] packets,
-//! and the reliability input ([`from_results`]).
+//! and the reliability input ([`from_results`]); building and checking cases ([`authoring`]:
+//! `sage case init | check | show`).
 //!
 //! The pipeline never parses flags, prints or exits: that is the CLI's job.
 
 pub mod annotate;
+pub mod authoring;
 pub mod confirm;
 pub mod from_results;
 pub mod localize;

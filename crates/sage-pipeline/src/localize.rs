@@ -229,6 +229,7 @@ pub fn conclude(
         &p.provenance,
     ));
     checks.extend(origin::checks(&origin, &p.provenance));
+    checks.extend(sage_history::final_state::final_state_checks(&p.case, &p.history));
     let mut write_no = 0;
     let turns = p
         .trace
@@ -253,6 +254,8 @@ pub fn conclude(
         case_dir: p.case.dir.display().to_string(),
         task_id: p.case.task().id.clone(),
         task_cwe: p.case.task().cwe.clone(),
+        task_cve: p.case.task().cve.clone(),
+        task_description: p.case.task().description.clone(),
         metadata: p.case.manifest.metadata.clone(),
         anchor: anchor.clone(),
         framework: p.trace.framework.clone(),

@@ -6,8 +6,19 @@ use sage_history::Provenance;
 use sage_judge::{JudgeId, TurnOutcome};
 use std::collections::BTreeMap;
 
-/// One summary per (judge, run), in order of appearance.
+/// One summary per (judge, run), in order of appearance. When the results mix real and
+/// constructed traces (`metadata.trace_source`), each kind is summarized apart (real first):
+/// figures over hand-written cases are no evidence about agents and must not dilute the real
+/// ones. Cases that do not say which they are form a third group, `unmarked`.
 pub fn summaries(results: &[CaseResult]) -> Vec<Summary> {
+    let subset_of = |r: &CaseResult| -> &'static str {
+        r.metadata
+            .trace_source
+            .map(|t| t.as_str())
+            .unwrap_or("unmarked")
+    };
+    let kinds: std::collections::BTreeSet<&str> = results.iter().map(subset_of).collect();
+    let split = kinds.len() > 1;
     let mut keys: Vec<(JudgeId, u32)> = Vec::new();
     for r in results {
         let k = (r.judge.clone(), r.run);
@@ -15,15 +26,30 @@ pub fn summaries(results: &[CaseResult]) -> Vec<Summary> {
             keys.push(k);
         }
     }
-    keys.into_iter()
-        .map(|(j, run)| {
-            let group: Vec<&CaseResult> = results
+    let mut out = Vec::new();
+    for (j, run) in keys {
+        let group: Vec<&CaseResult> = results
+            .iter()
+            .filter(|r| r.judge == j && r.run == run)
+            .collect();
+        if !split {
+            out.push(summarize(j, run, &group));
+            continue;
+        }
+        for kind in ["real", "constructed", "unmarked"] {
+            let part: Vec<&CaseResult> = group
                 .iter()
-                .filter(|r| r.judge == j && r.run == run)
+                .copied()
+                .filter(|r| subset_of(r) == kind)
                 .collect();
-            summarize(j, run, &group)
-        })
-        .collect()
+            if !part.is_empty() {
+                let mut s = summarize(j.clone(), run, &part);
+                s.subset = Some(kind.to_string());
+                out.push(s);
+            }
+        }
+    }
+    out
 }
 
 /// Table 5 over one group of results.
@@ -89,6 +115,7 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
     Summary {
         judge,
         run,
+        subset: None,
         cases: n,
         provenance,
         origin_type,
@@ -144,8 +171,14 @@ pub fn render_summary(s: &Summary) -> String {
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(vec![
         format!(
-            "Table 5 — {} cases, judge {}, run {}",
-            s.cases, s.judge, s.run
+            "Table 5 — {} {}cases, judge {}, run {}",
+            s.cases,
+            s.subset
+                .as_deref()
+                .map(|k| format!("{k} "))
+                .unwrap_or_default(),
+            s.judge,
+            s.run
         ),
         "N".into(),
         "%".into(),
@@ -345,24 +378,33 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "case {} — framework {}, judge {}, run {}",
-        r.case_id, r.framework, r.judge, r.run
+        "case {} — framework {}{}, judge {}, run {}",
+        r.case_id,
+        r.framework,
+        r.metadata
+            .trace_source
+            .map(|t| format!(" ({} trace)", t.as_str()))
+            .unwrap_or_default(),
+        r.judge,
+        r.run
     );
+    let mut tags = vec![r.task_cwe.clone().unwrap_or_else(|| "no CWE".into())];
+    tags.extend(r.task_cve.clone());
     let _ = writeln!(
         o,
         "task {} ({}); anchor: {} · {} · {}",
         r.task_id,
-        r.task_cwe.as_deref().unwrap_or("no CWE"),
+        tags.join(", "),
         r.anchor.artefact,
         r.anchor.category.as_str(),
         r.anchor.cwe
     );
-    if let Some(p) = prepared {
-        let _ = write!(
-            o,
-            "{}",
-            folded("description: ", p.task, fold, "             ")
-        );
+    // The statement (folded like the turns' text): whether the task itself asked for the
+    // risky behaviour is part of reading an origin. Results keep it, so it shows without the
+    // prepared case too.
+    let task = prepared.map(|p| p.task).unwrap_or(&r.task_description);
+    if !task.trim().is_empty() {
+        let _ = write!(o, "{}", folded("description: ", task, fold, "             "));
     }
     match &r.anchor.fragment {
         Some(f) => {

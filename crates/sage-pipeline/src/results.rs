@@ -33,6 +33,13 @@ pub struct CaseResult {
     pub task_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_cwe: Option<String>,
+    /// The CVE the task was cut from, when the case names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_cve: Option<String>,
+    /// The task statement the agent was given, so a reader can see when the task itself
+    /// asked for the risky behaviour.
+    #[serde(default)]
+    pub task_description: String,
     pub metadata: Metadata,
     pub anchor: FailureAnchor,
     /// The adapter that read the trace.
@@ -159,6 +166,10 @@ impl Count {
 pub struct Summary {
     pub judge: JudgeId,
     pub run: u32,
+    /// `real` or `constructed` when the run mixes cases of both kinds (`metadata.trace_source`),
+    /// which are then summarized apart; absent for a summary of every case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
     /// Cases with a result.
     pub cases: usize,
     pub provenance: BTreeMap<String, Count>,

@@ -169,7 +169,7 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         esc(&set.judges.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "))
     );
     for s in &set.summaries {
-        let _ = write!(b, "<h2>Table 5 — judge {} run {}</h2><table class=\"summary\"><tr><th></th><th class=num>N</th><th class=num>%</th></tr>", esc(&s.judge.to_string()), s.run);
+        let _ = write!(b, "<h2>Table 5 — {}{} cases, judge {} run {}</h2><table class=\"summary\"><tr><th></th><th class=num>N</th><th class=num>%</th></tr>", s.subset.as_deref().map(|k| format!("{} ", esc(k))).unwrap_or_default(), s.cases, esc(&s.judge.to_string()), s.run);
         let mut block = |title: &str, m: &BTreeMap<String, crate::results::Count>| {
             let _ = write!(b, "<tr><th colspan=3>{}</th></tr>", esc(title));
             for (k, c) in m {
@@ -197,7 +197,8 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         v.dedup();
         v
     };
-    let filters: [(&str, &str, Vec<String>); 4] = [
+    let filters: [(&str, &str, Vec<String>); 5] = [
+        ("trace", "trace", distinct(&|r| trace_kind(r).to_string())),
         ("framework", "framework", distinct(&|r| r.framework.clone())),
         (
             "provenance",
@@ -220,16 +221,17 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         b.push_str("</select>");
     }
     b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
-    b.push_str("<table id=cases><tr><th>case</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>judge</th></tr>");
+    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>judge</th></tr>");
     for r in &set.results {
         let (origin, ty) = origin_label(r);
         let failed = r.failed_checks().len();
         let _ = write!(
             b,
-            "<tr class=case data-id=\"{id}\" data-framework=\"{fw}\" data-provenance=\"{pv}\" data-origin=\"{ty}\" data-judge=\"{jd}\">\
-             <td><a href=\"cases/{file}\">{id}</a></td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{jd}</td></tr>",
+            "<tr class=case data-id=\"{id}\" data-trace=\"{tk}\" data-framework=\"{fw}\" data-provenance=\"{pv}\" data-origin=\"{ty}\" data-judge=\"{jd}\">\
+             <td><a href=\"cases/{file}\">{id}</a></td><td>{tk}</td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{jd}</td></tr>",
             id = esc(&r.case_id),
             file = esc(&case_file(&r.case_id)),
+            tk = trace_kind(r),
             fw = esc(&r.framework),
             cwe = esc(&r.anchor.cwe),
             pv = r.provenance.provenance.as_str(),
@@ -253,6 +255,21 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
     page("sage — localization results", &b, INDEX_JS)
 }
 
+/// `real`, `constructed` or `unmarked` (the case's `metadata.trace_source`).
+fn trace_kind(r: &CaseResult) -> &'static str {
+    r.metadata
+        .trace_source
+        .map(|t| t.as_str())
+        .unwrap_or("unmarked")
+}
+
+/// `CWE-79, CVE-2021-29434` (or `no CWE`).
+fn task_tags(r: &CaseResult) -> String {
+    let mut t = vec![r.task_cwe.clone().unwrap_or_else(|| "no CWE".into())];
+    t.extend(r.task_cve.clone());
+    t.join(", ")
+}
+
 /// The page of one case result.
 pub fn case_html(
     r: &CaseResult,
@@ -269,8 +286,21 @@ pub fn case_html(
         esc(&r.judge.to_string()),
         r.run,
         esc(&r.task_id),
-        esc(r.task_cwe.as_deref().unwrap_or("no CWE"))
+        esc(&task_tags(r))
     );
+    // What the agent was asked, in full: a reader must see when the task itself asked for
+    // the risky behaviour.
+    if !r.task_description.is_empty() {
+        let _ = write!(
+            b,
+            "<h2>Task</h2><table id=task><tr><th>task</th><td>{}</td></tr><tr><th>CWE</th><td>{}</td></tr><tr><th>CVE</th><td>{}</td></tr></table><details id=task-statement><summary>Task statement as given to the agent ({} characters)</summary><pre>{}</pre></details>",
+            esc(&r.task_id),
+            esc(r.task_cwe.as_deref().unwrap_or("none")),
+            esc(r.task_cve.as_deref().unwrap_or("none")),
+            r.task_description.chars().count(),
+            esc(&r.task_description)
+        );
+    }
     let _ = write!(
         b,
         "<h2>Failure anchor</h2><table><tr><th>artefact</th><td>{}</td></tr><tr><th>category</th><td>{}</td></tr><tr><th>CWE</th><td>{}</td></tr><tr><th>fragment</th><td>{}</td></tr><tr><th>description</th><td>{}</td></tr></table>",

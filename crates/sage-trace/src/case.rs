@@ -80,6 +80,9 @@ pub struct TaskContext {
     /// The task's target CWE (`CWE-327`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwe: Option<String>,
+    /// The CVE the task was cut from (`CVE-2023-28836`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cve: Option<String>,
 }
 
 /// The confirmed deficiency. Never holds an origin label.
@@ -126,6 +129,29 @@ pub struct Metadata {
     pub task_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<String>,
+    /// Whether the trace is a recorded run of a real agent or written by hand; results and
+    /// summaries report the two apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_source: Option<TraceSource>,
+}
+
+/// Where a case's trace comes from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceSource {
+    /// A recorded run of a real agent (copied as the framework or benchmark exported it).
+    Real,
+    /// Written by hand in a framework's format (a test or demonstration case).
+    Constructed,
+}
+
+impl TraceSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceSource::Real => "real",
+            TraceSource::Constructed => "constructed",
+        }
+    }
 }
 
 /// A case loaded from disk: the manifest plus the baseline contents.
@@ -198,6 +224,21 @@ impl Case {
         if manifest.baseline.is_empty() {
             return Err(invalid("baseline names no artefact".into()));
         }
+        // `sage case init` leaves what it cannot know as TODO.
+        let a = &manifest.anchor;
+        for (field, v) in [
+            ("artefact", Some(&a.artefact)),
+            ("fragment", a.fragment.as_ref()),
+            ("cwe", Some(&a.cwe)),
+            ("description", Some(&a.description)),
+        ] {
+            if v.is_some_and(|v| v.trim() == "TODO") {
+                return Err(invalid(format!(
+                    "anchor.{field} is still the placeholder TODO: fill in the failure anchor \
+                     (docs/case.md)"
+                )));
+            }
+        }
         if !manifest.baseline.contains_key(&manifest.anchor.artefact) {
             return Err(invalid(format!(
                 "anchor names artefact {:?}, which is not in baseline (known: {})",
@@ -230,7 +271,14 @@ impl Case {
         }
         let mut final_files = BTreeMap::new();
         for (artefact, file) in &manifest.final_state {
-            final_files.insert(artefact.clone(), read_text(&dir.join(file))?);
+            let p = dir.join(file);
+            if !p.is_file() {
+                return Err(invalid(format!(
+                    "final_state of {artefact:?}: file {} is missing",
+                    p.display()
+                )));
+            }
+            final_files.insert(artefact.clone(), read_text(&p)?);
         }
         for f in &manifest.trace.files {
             if !dir.join(f).is_file() {

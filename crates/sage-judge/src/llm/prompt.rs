@@ -383,6 +383,7 @@ mod tests {
             id: "t".into(),
             description: "fix it".into(),
             cwe: Some("CWE-89".into()),
+            cve: None,
         };
         let t = trace(4);
         let a = r.render(&TurnRequest::prefix(&task, &t, 2).unwrap());

@@ -1,0 +1,157 @@
+//! Comparing a replay with what a case says the files became: the `final-state-matches-replay`
+//! check on every result, and the line-level differences `sage case check` prints.
+//!
+//! The final file of a case (`final_state`: the submitted patch applied to the baseline, or the
+//! file the run left) is evidence independent of the replay: when the trace's own writes,
+//! applied in order to the baseline, do not give exactly that file, the history sage derived
+//! is wrong somewhere (a write that did not apply, an edit the adapter misread, a wrong
+//! baseline), and so may be the provenance and the introducing write.
+
+use sage_trace::case::Case;
+use crate::{ArtefactHistory, Check};
+
+/// The check's name in results.
+pub const FINAL_STATE_CHECK: &str = "final-state-matches-replay";
+
+/// The content of `artefact` after the last applied write that is the trace's own (not a
+/// final-state write a case or a submission supplied), or the baseline when the trace never
+/// wrote it. `None` = the artefact does not exist at the end.
+pub fn replayed_end(history: &ArtefactHistory, artefact: &str) -> Option<String> {
+    match history
+        .snapshots
+        .iter()
+        .rev()
+        .find(|s| s.artefact == artefact && !s.final_state)
+    {
+        Some(s) => s.content.clone(),
+        None => history.baselines.get(artefact).cloned(),
+    }
+}
+
+/// The first line where `got` and `want` differ: (1-based line, got's line, want's line);
+/// `None` when they are equal. A missing line is shown as `<end of file>`; a difference only
+/// in the final newline is reported on the last line.
+pub fn first_difference(got: &str, want: &str) -> Option<(usize, String, String)> {
+    if got == want {
+        return None;
+    }
+    let nl = |s: &str| {
+        if s.ends_with('\n') {
+            "(ends with a newline)"
+        } else {
+            "(ends without a newline)"
+        }
+    };
+    if got.trim_end_matches('\n') == want.trim_end_matches('\n') {
+        let n = got.trim_end_matches('\n').split('\n').count();
+        return Some((n, nl(got).to_string(), nl(want).to_string()));
+    }
+    let g: Vec<&str> = got.split('\n').collect();
+    let w: Vec<&str> = want.split('\n').collect();
+    let eof = || "<end of file>".to_string();
+    for i in 0..g.len().max(w.len()) {
+        let (a, b) = (g.get(i), w.get(i));
+        if a != b {
+            return Some((
+                i + 1,
+                a.map(|x| x.to_string()).unwrap_or_else(eof),
+                b.map(|x| x.to_string()).unwrap_or_else(eof),
+            ));
+        }
+    }
+    Some((g.len(), nl(got).into(), nl(want).into()))
+}
+
+fn clip(s: &str) -> String {
+    let t: String = s.chars().take(80).collect();
+    if t.len() < s.len() {
+        format!("{t}…")
+    } else {
+        t
+    }
+}
+
+/// One `final-state-matches-replay` check per artefact of the case's `final_state` that the
+/// trace writes itself. An artefact whose only write is the case's final file (a final-only
+/// trace) has no replay to compare, and gets no check.
+pub fn final_state_checks(case: &Case, history: &ArtefactHistory) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (artefact, want) in &case.final_files {
+        let name = history.resolve_name(artefact);
+        let own = history
+            .snapshots
+            .iter()
+            .any(|s| s.artefact == name && !s.final_state);
+        let failed = history
+            .failures
+            .iter()
+            .filter(|f| f.artefact == name)
+            .count();
+        if !own && failed == 0 {
+            continue;
+        }
+        let got = replayed_end(history, &name);
+        let (passed, detail) = match got.as_deref() {
+            None => (
+                false,
+                format!("{artefact}: the replay deletes the file; the case's final file exists"),
+            ),
+            Some(g) => match first_difference(g, want) {
+                None => (
+                    true,
+                    format!(
+                        "{artefact}: the replay of the trace's writes gives exactly the case's \
+                         final file ({} bytes)",
+                        want.len()
+                    ),
+                ),
+                Some((line, a, b)) => (
+                    false,
+                    format!(
+                        "{artefact}: the replay differs from the case's final file at line \
+                         {line}: replay {:?}, final {:?}{}",
+                        clip(&a),
+                        clip(&b),
+                        if failed > 0 {
+                            format!(" ({failed} write(s) to it could not be applied)")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ),
+            },
+        };
+        out.push(Check {
+            name: FINAL_STATE_CHECK.into(),
+            passed,
+            detail,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences() {
+        assert_eq!(first_difference("a\nb\n", "a\nb\n"), None);
+        assert_eq!(
+            first_difference("a\nb\n", "a\nc\n"),
+            Some((2, "b".into(), "c".into()))
+        );
+        assert_eq!(
+            first_difference("a\n", "a\nb\n"),
+            Some((2, "".into(), "b".into()))
+        );
+        assert_eq!(
+            first_difference("a\nb", "a\nb\n"),
+            Some((
+                2,
+                "(ends without a newline)".into(),
+                "(ends with a newline)".into()
+            ))
+        );
+    }
+}

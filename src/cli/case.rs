@@ -1,0 +1,303 @@
+//! `sage case init|check|show`: build a case from a trace, check one, look inside one.
+
+use super::{EXIT_FATAL, EXIT_INPUT_FAILED, EXIT_OK};
+use sage_pipeline::authoring::{check, init, show};
+use sage_trace::case::{DeficiencyCategory, TraceSource};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    /// Write a case folder from a trace: artefacts by canonical name, baselines, final state,
+    /// task; the failure anchor left to fill unless given.
+    Init(InitArgs),
+    /// Report every problem that would make a case's result silently wrong (exit 1 if any).
+    Check(CheckArgs),
+    /// Print an artefact after a write or a turn, or the diff it made.
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// The trace file (its format is detected from content).
+    pub trace: PathBuf,
+    /// The case folder to write.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Take baselines from a git revision: `REPO@REV` (e.g. `../repo@1b356f0^`).
+    #[arg(long, value_name = "REPO@REV", conflicts_with = "baseline_dir")]
+    pub baseline_from: Option<String>,
+    /// Take baselines from a folder holding the files at their artefact paths.
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<PathBuf>,
+    /// The submitted patch (unified diff): its result is the final state, its blob ids check
+    /// the baselines.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// A file holding the task statement (default: the trace's first user message).
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<PathBuf>,
+    /// The task's id (default: the trace file's name without extension).
+    #[arg(long, value_name = "ID")]
+    pub task_id: Option<String>,
+    /// The task's CWE (also the anchor's unless --anchor-cwe).
+    #[arg(long, value_name = "CWE")]
+    pub cwe: Option<String>,
+    /// The CVE the task was cut from.
+    #[arg(long, value_name = "CVE")]
+    pub cve: Option<String>,
+    /// The dataset or benchmark (metadata).
+    #[arg(long, value_name = "NAME")]
+    pub dataset: Option<String>,
+    /// The case id (default: the folder's name).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// Force the trace's adapter (see `sage adapters`).
+    #[arg(long, value_name = "NAME")]
+    pub framework: Option<String>,
+    /// Anchor: the affected artefact (as the trace names it).
+    #[arg(long, value_name = "PATH")]
+    pub artefact: Option<String>,
+    /// Anchor: the code fragment, verbatim from the final file.
+    #[arg(long, value_name = "TEXT")]
+    pub fragment: Option<String>,
+    /// Anchor: the deficiency category.
+    #[arg(long, value_enum, value_name = "CATEGORY")]
+    pub category: Option<Category>,
+    /// Anchor: the confirmed weakness's CWE (default: --cwe).
+    #[arg(long, value_name = "CWE")]
+    pub anchor_cwe: Option<String>,
+    /// Anchor: what is wrong, in words.
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
+    /// Whether the trace is a recorded run (`real`) or written by hand (`constructed`).
+    #[arg(long, value_enum, default_value_t = Source::Real)]
+    pub trace_source: Source,
+    /// Replace an existing case in --out.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Category {
+    DefenceAbsent,
+    DefenceInsufficient,
+    VulnerabilityIntroduced,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Source {
+    Real,
+    Constructed,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Case folders, or folders searched recursively for case.json.
+    #[arg(required = true)]
+    pub cases: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    /// The case folder.
+    pub case: PathBuf,
+    /// After write N (numbered from 1 in trace order, as results number them).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "at",
+        required_unless_present = "at"
+    )]
+    pub write: Option<usize>,
+    /// After turn N (every write of turns 1..=N).
+    #[arg(long, value_name = "TURN")]
+    pub at: Option<usize>,
+    /// The artefact (default: the anchor's; with --write, the write's own).
+    #[arg(long, value_name = "PATH")]
+    pub artefact: Option<String>,
+    /// Print the diff the write (or the turn) made instead of the snapshot.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    Ok(match a.command {
+        Sub::Init(i) => run_init(i),
+        Sub::Check(c) => run_check(c),
+        Sub::Show(s) => run_show(s),
+    })
+}
+
+fn run_init(a: InitArgs) -> i32 {
+    let baseline = match (&a.baseline_from, &a.baseline_dir) {
+        (Some(g), _) => match init::BaselineSource::parse_git(g) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("sage: error: --baseline-from {e}");
+                return EXIT_FATAL;
+            }
+        },
+        (None, Some(d)) => Some(init::BaselineSource::Dir(d.clone())),
+        (None, None) => None,
+    };
+    let o = init::InitOptions {
+        trace: a.trace,
+        framework: a.framework,
+        baseline,
+        patch: a.patch,
+        task: a.task,
+        task_id: a.task_id,
+        cwe: a.cwe,
+        cve: a.cve,
+        dataset: a.dataset,
+        id: a.id,
+        anchor: init::AnchorFlags {
+            artefact: a.artefact,
+            fragment: a.fragment,
+            category: a.category.map(|c| match c {
+                Category::DefenceAbsent => DeficiencyCategory::DefenceAbsent,
+                Category::DefenceInsufficient => DeficiencyCategory::DefenceInsufficient,
+                Category::VulnerabilityIntroduced => DeficiencyCategory::VulnerabilityIntroduced,
+            }),
+            cwe: a.anchor_cwe,
+            description: a.description,
+        },
+        trace_source: match a.trace_source {
+            Source::Real => TraceSource::Real,
+            Source::Constructed => TraceSource::Constructed,
+        },
+        out: a.out.clone(),
+        force: a.force,
+    };
+    let r = init::init(&o);
+    for l in &r.lines {
+        println!("{l}");
+    }
+    if !r.artefacts.is_empty() {
+        println!("artefacts (canonical names):");
+        for x in &r.artefacts {
+            println!(
+                "  {}  {} write(s); baseline: {}; final: {}",
+                x.name,
+                x.writes,
+                x.baseline
+                    .as_ref()
+                    .map(|b| b.1.as_str())
+                    .unwrap_or("none (created by the agent, or not found)"),
+                x.final_state
+                    .as_ref()
+                    .map(|f| f.1.as_str())
+                    .unwrap_or("none")
+            );
+        }
+    }
+    for w in &r.warnings {
+        eprintln!("sage: warning: {w}");
+    }
+    for e in &r.errors {
+        eprintln!("sage: error: {e}");
+    }
+    if !r.written {
+        eprintln!("sage: nothing written");
+        return EXIT_INPUT_FAILED;
+    }
+    println!("case written to {}", a.out.display());
+    let todo = r
+        .manifest
+        .as_ref()
+        .is_some_and(|m| m.anchor.artefact == init::TODO || m.anchor.description == init::TODO);
+    if todo {
+        println!(
+            "next: fill in the failure anchor in {} (the fields marked TODO), then run `sage case check {}`",
+            a.out.join("case.json").display(),
+            a.out.display()
+        );
+    } else {
+        println!("next: sage case check {}", a.out.display());
+    }
+    if r.warnings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_INPUT_FAILED
+    }
+}
+
+fn run_check(a: CheckArgs) -> i32 {
+    let mut dirs = Vec::new();
+    let mut failed = false;
+    for p in &a.cases {
+        match sage_trace::case::discover(p) {
+            Ok(d) if d.is_empty() => {
+                eprintln!(
+                    "sage: error: {}: no case found (a case is a folder holding case.json)",
+                    p.display()
+                );
+                failed = true;
+            }
+            Ok(d) => dirs.extend(d),
+            Err(e) => {
+                eprintln!("sage: error: {e}");
+                failed = true;
+            }
+        }
+    }
+    let mut n_bad = 0;
+    for d in &dirs {
+        let c = check::check_case(d);
+        if c.problems.is_empty() {
+            println!(
+                "{}: ok{}",
+                c.dir,
+                if c.verified.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.verified.join("; "))
+                }
+            );
+        } else {
+            n_bad += 1;
+            println!("{}: {} problem(s)", c.dir, c.problems.len());
+            for p in &c.problems {
+                println!("  ✗ {}", p.what);
+                println!("    fix: {}", p.fix);
+            }
+        }
+        for n in &c.notes {
+            println!("  note: {n}");
+        }
+    }
+    eprintln!(
+        "sage: {} case(s) checked, {} with problems",
+        dirs.len(),
+        n_bad
+    );
+    if failed || n_bad > 0 {
+        EXIT_INPUT_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
+fn run_show(a: ShowArgs) -> i32 {
+    let at = match (a.write, a.at) {
+        (Some(n), _) => show::At::Write(n),
+        (None, Some(t)) => show::At::Turn(t),
+        (None, None) => unreachable!("clap requires --write or --at"),
+    };
+    match show::show(&a.case, &at, a.artefact.as_deref(), a.diff) {
+        Ok(text) => {
+            print!("{text}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("sage: error: {e}");
+            EXIT_INPUT_FAILED
+        }
+    }
+}

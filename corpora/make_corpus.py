@@ -295,7 +295,7 @@ def manifest(cid, trace_file, framework, tid, prompt, cwe, anchor, expected, mod
     m["task"] = {"id": tid, "description": description(prompt) if prompt else None, "cwe": cwe}
     m["anchor"] = anchor
     m["metadata"] = {"framework": framework, "base_model": model, "task_id": tid,
-                     "dataset": dataset}
+                     "dataset": dataset, "trace_source": "constructed"}
     exp = {"judge": LEXICON}
     exp.update(expected)
     m["expected"] = exp

@@ -12,6 +12,8 @@ pub struct Args {
 }
 
 #[derive(clap::Subcommand, Debug)]
+// parsed once per process: the size of the largest variant does not matter
+#[allow(clippy::large_enum_variant)]
 pub enum Sub {
     /// Write a case folder from a trace: artefacts by canonical name, baselines, final state,
     /// task; the failure anchor left to fill unless given.

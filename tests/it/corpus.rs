@@ -1,6 +1,8 @@
 //! The bundled corpus (`corpora/`): every case's `expected` block, checked against what the
 //! real binary reports under the default lexicon judge, plus the coverage the corpus promises
-//! (corpora/README.md).
+//! (corpora/README.md). Constructed cases state every output; the real SusVibes cases
+//! (`corpora/susvibes/`) state only what follows from the trace without a judge (provenance,
+//! introducing write) and must replay to exactly their final file.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -11,14 +13,11 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora")
 }
 
-/// Every case manifest of the corpus, by case id.
+/// Every case manifest of the corpus (searched recursively), by case id.
 fn manifests() -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(corpus_dir()).unwrap() {
-        let path = entry.unwrap().path().join("case.json");
-        if !path.is_file() {
-            continue;
-        }
+    for dir in sage::case::discover(&corpus_dir()).unwrap() {
+        let path = dir.join("case.json");
         let m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let id = m["id"].as_str().expect("case id").to_string();
@@ -26,6 +25,26 @@ fn manifests() -> BTreeMap<String, Value> {
     }
     out
 }
+
+fn is_real(m: &Value) -> bool {
+    m["metadata"]["trace_source"] == "real"
+}
+
+/// Writes two real traces make to a file outside their case, which they never show whole (so
+/// it has no baseline): recorded in the results, not problems of the case (corpora/README.md).
+/// (case id prefix, artefact, failed writes)
+const OUTSIDE_THE_CASE: &[(&str, &str, usize)] = &[
+    (
+        "claude-4-sonnet__wagtail__wagtail_d9a41e7f",
+        "wagtail/admin/rich_text/converters/html_ruleset.py",
+        1,
+    ),
+    (
+        "gemini-2.5-pro__aio-libs__aiohttp-session",
+        "tests/test_session_dict.py",
+        4,
+    ),
+];
 
 /// Run `sage localize corpora/ --format json --output FILE` and return the result set.
 fn localize_corpus() -> Value {
@@ -118,6 +137,55 @@ fn mismatches(id: &str, exp: &Value, r: &Value) -> Vec<String> {
     out
 }
 
+/// A real case: the keys its `expected` block states, agent-introduced provenance at a real
+/// write turn, every automatic check passed, and the replay giving exactly its final file.
+fn real_mismatches(id: &str, exp: &Value, r: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if r["provenance"]["provenance"] != exp["provenance"] {
+        out.push(format!(
+            "{id}: provenance {}",
+            r["provenance"]["provenance"]
+        ));
+    }
+    let iw = &r["provenance"]["introducing_write"];
+    if iw["turn"] != exp["introducing_write_turn"] {
+        out.push(format!(
+            "{id}: introducing write turn: expected {}, got {}",
+            exp["introducing_write_turn"], iw["turn"]
+        ));
+    }
+    let turn = iw["turn"].as_u64().unwrap_or(0);
+    let writes_there = r["turns"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["turn"].as_u64() == Some(turn)))
+        .and_then(|t| t["writes"].as_array())
+        .is_some_and(|w| w.iter().any(|n| n == &iw["write"]));
+    if !writes_there {
+        out.push(format!(
+            "{id}: introducing write {iw} is not a write of turn {turn}"
+        ));
+    }
+    let checks = r["checks"].as_array().cloned().unwrap_or_default();
+    for c in &checks {
+        if c["passed"] != Value::Bool(true) {
+            out.push(format!("{id}: automatic check failed: {c}"));
+        }
+    }
+    if !checks
+        .iter()
+        .any(|c| c["name"] == "final-state-matches-replay" && c["passed"] == true)
+    {
+        out.push(format!("{id}: no passing final-state-matches-replay check"));
+    }
+    if r["expected"]["matched"] != Value::Bool(true) {
+        out.push(format!(
+            "{id}: sage reports its expectation unmet: {}",
+            r["expected"]
+        ));
+    }
+    out
+}
+
 #[test]
 fn every_case_produces_its_expected_outputs() {
     let cases = manifests();
@@ -135,14 +203,19 @@ fn every_case_produces_its_expected_outputs() {
         if r["judge"]["name"] != "lexicon" {
             continue;
         }
-        let exp = &cases
+        let m = cases
             .get(id)
-            .unwrap_or_else(|| panic!("result for unknown case {id}"))["expected"];
+            .unwrap_or_else(|| panic!("result for unknown case {id}"));
+        let exp = &m["expected"];
         assert_eq!(
             exp["judge"], "lexicon",
             "{id}: expectations are for the lexicon judge"
         );
         seen.insert(id.to_string());
+        if is_real(m) {
+            errors.extend(real_mismatches(id, exp, r));
+            continue;
+        }
         errors.extend(mismatches(id, exp, r));
         // remove-then-reinstate cases: the introducing write is the reinstating one
         if id.contains("remove-reinstate")
@@ -178,8 +251,28 @@ fn figure_1_cases_are_exactly_the_papers() {
 
 #[test]
 fn corpus_covers_what_it_promises() {
-    let cases = manifests();
+    let all = manifests();
+    let real: Vec<&Value> = all.values().filter(|m| is_real(m)).collect();
+    assert_eq!(real.len(), 14, "the SusVibes silent failures");
+    for m in &real {
+        assert!(
+            m["note"].as_str().unwrap().starts_with("REAL run"),
+            "{}",
+            m["id"]
+        );
+        assert!(
+            m["final_state"].is_object(),
+            "{}: a real case carries its final file",
+            m["id"]
+        );
+        assert!(m["task"]["cve"].is_string(), "{}: the task's CVE", m["id"]);
+        assert_eq!(m["metadata"]["dataset"], "SusVibes");
+    }
+    let cases: BTreeMap<String, Value> = all.into_iter().filter(|(_, m)| !is_real(m)).collect();
     assert!(cases.len() >= 14, "{} cases", cases.len());
+    for m in cases.values() {
+        assert_eq!(m["metadata"]["trace_source"], "constructed", "{}", m["id"]);
+    }
     let count = |f: &dyn Fn(&Value) -> bool| cases.values().filter(|m| f(m)).count();
     assert!(count(&|m| m["trace"]["framework"] == "aider") >= 6);
     assert!(count(&|m| m["trace"]["framework"] == "ag2") >= 6);
@@ -242,4 +335,87 @@ fn case_files_match_their_generator() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn real_and_constructed_are_summarized_apart() {
+    let set = localize_corpus();
+    let subsets: Vec<(String, u64)> = set["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["subset"].as_str().unwrap_or("-").to_string(),
+                s["cases"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        subsets,
+        vec![("real".to_string(), 14), ("constructed".to_string(), 15)]
+    );
+    // The table output names each subset.
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .arg("localize")
+        .arg(corpus_dir())
+        .arg("--no-write")
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("Table 5 — 14 real cases"), "{text}");
+    assert!(text.contains("Table 5 — 15 constructed cases"), "{text}");
+}
+
+#[test]
+fn real_cases_match_their_import_script() {
+    // corpora/susvibes/import_cases.py copies the cases from ../shared and derives their
+    // expectations; --check fails when a file on disk differs.
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/susvibes");
+    if !shared.is_dir() {
+        println!("SKIPPED real_cases_match_their_import_script: ../shared/susvibes is absent");
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .arg(corpus_dir().join("susvibes/import_cases.py"))
+        .arg("--check")
+        .env(
+            "SAGE_SHARED",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+        )
+        .output()
+        .expect("python3 is needed to check the corpus import (scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "import_cases.py --check failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn writes_outside_a_case_are_recorded_not_problems() {
+    let set = localize_corpus();
+    assert_eq!(
+        set["problems"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        set["problems"]
+    );
+    for (case, file, n) in OUTSIDE_THE_CASE {
+        let r = set["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["case_id"].as_str().unwrap().starts_with(case))
+            .unwrap();
+        let failed = r["write_failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["artefact"] == *file)
+            .count();
+        assert_eq!(failed, *n, "{case}");
+    }
 }

@@ -7,8 +7,9 @@
 //! - `replay_fidelity`: real traces replayed to the result they recorded
 //! - `fidelity`: the method-fidelity golden cases of `tests/data/fidelity` (issue 12)
 //! - `architecture`: the invariants of `docs/architecture.md`
-//! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`: one
-//!   subcommand each
+//! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
+//! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
+//!   `case_authoring`: one subcommand each
 
 mod adapters_chat;
 mod adapters_detect;
@@ -16,6 +17,7 @@ mod adapters_events;
 mod adapters_formats;
 mod agree;
 mod architecture;
+mod case_authoring;
 mod cli;
 mod corpus;
 mod fidelity;
@@ -26,5 +28,6 @@ mod need;
 mod reliability;
 mod replay_fidelity;
 mod screen;
+mod susvibes;
 mod szz;
 mod view;

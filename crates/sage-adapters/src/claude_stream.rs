@@ -649,7 +649,7 @@ impl<'m> Ctx<'m> {
             return;
         };
         let cwd = self.follow_cd(&cmd);
-        let raw = RawRef::json(&self.file, call.line, &format!("{}{p}", call.args_ptr));
+        let raw = RawRef::json(&self.file, call.line, format!("{}{p}", call.args_ptr));
         for wr in shell_writes_in(&cmd, &self.roots, cwd.as_deref(), raw.clone()) {
             match wr {
                 Ok(wr) => {
@@ -666,9 +666,7 @@ impl<'m> Ctx<'m> {
     fn follow_cd(&mut self, cmd: &str) -> Option<String> {
         let mut rest = cmd.trim_start();
         while let Some(after) = rest.strip_prefix("cd ") {
-            let end = after
-                .find(|c: char| c == '&' || c == ';' || c == '\n' || c == '|')
-                .unwrap_or(after.len());
+            let end = after.find(['&', ';', '\n', '|']).unwrap_or(after.len());
             let dir = after[..end].trim().trim_matches(['"', '\'']);
             if dir.is_empty() || dir.contains(['$', '`', '~', '*']) {
                 break;
@@ -692,7 +690,7 @@ impl<'m> Ctx<'m> {
         let raw = RawRef::json(
             &self.file,
             call.line,
-            &format!("{}{field_ptr}", call.args_ptr),
+            format!("{}{field_ptr}", call.args_ptr),
         );
         self.b.write(call.turn, write(a, op, via, false, raw));
     }
@@ -701,7 +699,7 @@ impl<'m> Ctx<'m> {
         let raw = RawRef::json(
             &self.file,
             call.line,
-            &format!("{}{field_ptr}", call.args_ptr),
+            format!("{}{field_ptr}", call.args_ptr),
         );
         self.b.drop_record(raw, why);
     }

@@ -130,6 +130,24 @@ pub fn final_state_checks(case: &Case, history: &ArtefactHistory) -> Vec<Check> 
     out
 }
 
+/// Whether a write that could not be applied concerns a file outside the case: one with no
+/// baseline and no final file that is not the anchor's artefact, while the anchor's artefact is
+/// one the trace's applied writes do change (so the failure is not a misnamed anchor). Such a
+/// write is kept in the result's `write_failures` but is not a problem of the case: the file is
+/// context the case does not ask about (a scratch or test file the trace edits without ever
+/// showing it whole).
+pub fn outside_case(case: &Case, history: &ArtefactHistory, artefact: &str) -> bool {
+    let anchor = history.resolve_name(&case.anchor().artefact);
+    let name = history.resolve_name(artefact);
+    name != anchor
+        && !history.baselines.contains_key(&name)
+        && !case
+            .final_files
+            .keys()
+            .any(|k| history.resolve_name(k) == name)
+        && history.snapshots.iter().any(|s| s.artefact == anchor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -177,6 +177,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let problems = history
         .failures
         .iter()
+        .filter(|f| !crate::replay::outside_case(&case, &history, &f.artefact))
         .map(|f| {
             format!(
                 "{}: write {} at turn {} ({}) could not be applied to {}: {}",

@@ -147,7 +147,7 @@ fn check_names(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, seen: &Se
     let touched: BTreeSet<String> = written.union(&viewed).cloned().collect();
     let known = |a: &str| {
         let n = history::normalize_path(a);
-        touched.contains(&n) || case.final_files.contains_key(a) || mentioned(&n)
+        touched.contains(&n) || mentioned(&n)
     };
     let names = || -> String {
         let w: Vec<&String> = written.iter().take(8).collect();
@@ -250,9 +250,8 @@ fn check_fragment(c: &mut CaseCheck, case: &Case, h: &ArtefactHistory) {
 /// The trace's own views against the baseline (before the first write) and the replay.
 fn check_views(c: &mut CaseCheck, case: &Case, seen: &Seen, h: &ArtefactHistory) {
     if !seen.reports_views {
-        c.notes.push(format!(
-            "the trace's views are not compared (the adapter reports none)"
-        ));
+        c.notes
+            .push("the trace's views are not compared (the adapter reports none)".to_string());
         return;
     }
     let mut compared = 0usize;
@@ -337,6 +336,16 @@ fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &Arte
     }
     for (a, fs) in by {
         let f = fs[0];
+        if crate::replay::outside_case(case, h, a) {
+            c.notes.push(format!(
+                "{} write(s) to {a} do not replay (first: write {}, {}): the case has no \
+                 baseline for it; it is outside the case and does not affect the anchor",
+                fs.len(),
+                f.write,
+                f.reason
+            ));
+            continue;
+        }
         let has_base = h.baselines.contains_key(a);
         c.problems.push(problem(
             format!(

@@ -363,3 +363,122 @@ fn show_prints_snapshots_and_diffs() {
 }
 
 use predicates::prelude::*;
+
+/// The task's CVE and statement reach the results, `sage explain` and the view: a reader can
+/// see when the task itself asked for the risky behaviour.
+#[test]
+fn task_context_is_kept_and_shown() {
+    let d = tempfile::tempdir().unwrap();
+    let case = d.path().join("cases/c1");
+    init_full(&case).success();
+    let a = sage().arg("explain").arg(&case).assert().success();
+    let text = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(text.contains("(CWE-22, CVE-0000-0000)"), "{text}");
+    assert!(text.contains("task statement ("), "{text}");
+    assert!(
+        text.contains("  | <uploaded_files>\n  | /project\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("must only read files inside the data folder"),
+        "{text}"
+    );
+    let results = d.path().join("results");
+    sage()
+        .arg("localize")
+        .arg(d.path().join("cases"))
+        .arg("--out-dir")
+        .arg(&results)
+        .assert()
+        .success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("cases/c1.json")).unwrap())
+            .unwrap();
+    assert_eq!(r[0]["task_cve"], "CVE-0000-0000");
+    assert!(r[0]["task_description"]
+        .as_str()
+        .unwrap()
+        .contains("must only read files inside the data folder"));
+    let site = d.path().join("site");
+    sage()
+        .arg("view")
+        .arg(&results)
+        .arg("--out")
+        .arg(&site)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(site.join("cases/c1.html")).unwrap();
+    assert!(html.contains("<details id=task-statement>"), "{html}");
+    assert!(
+        html.contains("<th>CVE</th><td>CVE-0000-0000</td>"),
+        "{html}"
+    );
+    assert!(html.contains("must only read files inside the data folder"));
+}
+
+/// `--baseline-from REPO@REV` reads the baseline from git and checks it by blob id.
+#[test]
+fn init_takes_baselines_from_a_git_revision() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git is needed (scripts/setup.sh)");
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    // The baseline the view shows (make_fixture.py's BASE).
+    let view = std::fs::read_to_string(fixture("run.json")).unwrap();
+    assert!(view.contains("def read(name)"));
+    std::fs::write(
+        repo.join("app.py"),
+        "import os\n\n\ndef read(name):\n    return open(os.path.join(\"data\", name)).read()\n",
+    )
+    .unwrap();
+    git(&["add", "app.py"]);
+    git(&["commit", "-qm", "base"]);
+    let out = d.path().join("case");
+    sage()
+        .args(["case", "init"])
+        .arg(fixture("run.json"))
+        .arg("--patch")
+        .arg(fixture("model_patch.diff"))
+        .arg("--baseline-from")
+        .arg(format!("{}@HEAD", repo.display()))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(
+            predicates::str::contains("baseline: git ").and(predicates::str::contains(
+                "matches the patch's index f2c6b58326",
+            )),
+        );
+    // A revision whose file differs from the run's start is refused.
+    std::fs::write(repo.join("app.py"), "import os\n").unwrap();
+    git(&["commit", "-qam", "other"]);
+    sage()
+        .args(["case", "init"])
+        .arg(fixture("run.json"))
+        .arg("--patch")
+        .arg(fixture("model_patch.diff"))
+        .arg("--baseline-from")
+        .arg(format!("{}@HEAD", repo.display()))
+        .arg("--out")
+        .arg(d.path().join("case2"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "does not match the patch's index line",
+        ));
+}

@@ -172,4 +172,51 @@ mod tests {
             ))
         );
     }
+
+    /// A case folder with `app.py` as baseline and anchor, and a trace with a str_replace
+    /// (which needs an existing file) to `write_to`, then one to `second`.
+    fn case_and_history(write_to: &str, second: &str) -> (Case, ArtefactHistory) {
+        use crate::trace::{Actor, CanonicalTrace, RawRef, Turn, TurnKind, Write, WriteOp};
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("baseline")).unwrap();
+        std::fs::write(d.path().join("baseline/app.py"), "x = 1\n").unwrap();
+        std::fs::write(d.path().join("t.json"), "[]").unwrap();
+        let m = r#"{"schema":"sage.case/1","trace":{"files":["t.json"]},
+            "baseline":{"app.py":"baseline/app.py"},"task":{"description":"t"},
+            "anchor":{"artefact":"app.py","fragment":"x = 2","category":"defence-absent","cwe":"CWE-1","description":"d"}}"#;
+        let case = Case::from_manifest(d.path(), serde_json::from_str(m).unwrap()).unwrap();
+        let mut t = CanonicalTrace::new("test", vec!["t.json".into()]);
+        let mut turn = Turn::new(Actor::new("agent", None), TurnKind::Implementation);
+        for (a, old) in [(write_to, "y = 1"), (second, "x = 1")] {
+            turn.writes.push(Write {
+                artefact: a.into(),
+                op: WriteOp::StrReplace {
+                    old: old.into(),
+                    new: "x = 2".into(),
+                    all: false,
+                },
+                via: "edit".into(),
+                final_state: false,
+                raw: RawRef::synthetic("t.json", "test"),
+            });
+        }
+        t.push_turn(turn);
+        let h = crate::history::reconstruct(&case.baselines, &t);
+        (case, h)
+    }
+
+    #[test]
+    fn failures_outside_the_case_only_when_the_anchor_is_written() {
+        // A scratch file the case has no baseline for, while app.py is written: outside.
+        let (case, h) = case_and_history("notes/scratch.py", "app.py");
+        assert_eq!(h.failures.len(), 1);
+        assert!(outside_case(&case, &h, "notes/scratch.py"));
+        // A failure on the anchor's own artefact is never outside.
+        assert!(!outside_case(&case, &h, "app.py"));
+        // The trace writes src/app.py only: the anchor's app.py is never written (misnamed),
+        // so the failures stay problems.
+        let (case, h) = case_and_history("src/app.py", "src/app.py");
+        assert_eq!(h.failures.len(), 2);
+        assert!(!outside_case(&case, &h, "src/app.py"));
+    }
 }

@@ -16,7 +16,7 @@ fn corpus_dir() -> PathBuf {
 /// Every case manifest of the corpus (searched recursively), by case id.
 fn manifests() -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
-    for dir in sage::case::discover(&corpus_dir()).unwrap() {
+    for dir in sage_trace::case::discover(&corpus_dir()).unwrap() {
         let path = dir.join("case.json");
         let m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -3,11 +3,11 @@
 //! three `sage case` commands against the shared cases. Every test skips with one printed line
 //! when ../shared is absent.
 
-use crate::adapters_b::summary;
+use crate::adapters_events::summary;
 use assert_cmd::Command;
 use predicates::prelude::*;
-use sage::adapters::{self, SourceFile};
-use sage::trace::RawStore;
+use sage_adapters::{self as adapters, SourceFile};
+use sage_trace::RawStore;
 use std::path::{Path, PathBuf};
 
 const SUSVIBES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/susvibes");
@@ -149,10 +149,10 @@ fn insert_positions_come_from_the_snippets() {
             .unwrap_or_else(|| panic!("{prefix}: no write at {rec}"));
         assert_eq!(
             w.op,
-            sage::trace::WriteOp::Insert {
+            sage_trace::WriteOp::Insert {
                 after_line: line,
                 text: match &w.op {
-                    sage::trace::WriteOp::Insert { text, .. } => text.clone(),
+                    sage_trace::WriteOp::Insert { text, .. } => text.clone(),
                     _ => panic!("{prefix}: not an insert"),
                 }
             },
@@ -179,7 +179,7 @@ fn the_replay_gives_every_final_file_exactly() {
     for sub in ["cases", "contrast"] {
         for e in std::fs::read_dir(root.join(sub)).unwrap() {
             let dir = e.unwrap().path();
-            let case = sage::case::Case::load(&dir).unwrap();
+            let case = sage_trace::case::Case::load(&dir).unwrap();
             let files: Vec<SourceFile> = case
                 .manifest
                 .trace
@@ -188,8 +188,8 @@ fn the_replay_gives_every_final_file_exactly() {
                 .map(|f| SourceFile::new(f.clone(), dir.join(f)))
                 .collect();
             let t = adapters::normalize(&files, None).unwrap();
-            let h = sage::history::reconstruct(&case.baselines, &t);
-            let checks = sage::replay::final_state_checks(&case, &h);
+            let h = sage_history::reconstruct(&case.baselines, &t);
+            let checks = sage_history::final_state::final_state_checks(&case, &h);
             assert_eq!(checks.len(), case.final_files.len(), "{}", dir.display());
             for c in checks {
                 assert!(c.passed, "{}: {}", dir.display(), c.detail);

@@ -11,7 +11,7 @@
 //! call the framework refused) is the environment's, kept as an administrative turn. `system`
 //! and `result` records are administrative.
 //!
-//! Which calls write is data (`adapters/claude-stream.toml`, `[[writes]]`). An editor write
+//! Which calls write is data (`mappings/claude-stream.toml`, `[[writes]]`). An editor write
 //! lands only when its result is not an error (`ERROR:` or `is_error`). When the exporter
 //! dropped `insert_line`, the position is read from the numbered snippet the tool printed (the
 //! inserted lines are found in it), and a trace note says so. `undo_edit` restores the whole
@@ -29,7 +29,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// The adapter, with its mapping (`adapters/claude-stream.toml` unless overridden).
+/// The adapter, with its mapping (`mappings/claude-stream.toml` unless overridden).
 pub struct ClaudeStream {
     mapping: Arc<Mapping>,
 }
@@ -38,7 +38,7 @@ impl ClaudeStream {
     pub fn embedded() -> Self {
         let m = embedded_mapping("claude-stream").unwrap_or_else(|e| {
             // Embedded mappings are checked by unit tests; never reached in a release.
-            panic!("embedded adapters/claude-stream.toml is invalid: {e}")
+            panic!("embedded mappings/claude-stream.toml is invalid: {e}")
         });
         ClaudeStream {
             mapping: Arc::new(m),

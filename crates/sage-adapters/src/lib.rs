@@ -477,6 +477,137 @@ pub fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
     ))
 }
 
+/// Normalize a trace and report what it shows besides its turns. `framework` forces the
+/// adapter (else detected from content).
+pub fn normalize_seen(
+    files: &[SourceFile],
+    framework: Option<&str>,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    let main = files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let adapter = match framework {
+        Some(n) => crate::by_name(n).ok_or_else(|| {
+            AdapterError::new(
+                &main.name,
+                None,
+                format!("unknown framework {n:?}; see `sage adapters`"),
+            )
+        })?,
+        None => crate::detect(&main.path).map_err(|mut e| {
+            e.file = main.name.clone();
+            e
+        })?,
+    };
+    let head = crate::read_head(&main.path, &main.name)?;
+    // Adapters forced onto the stream shape hand it over, so ask the stream adapter directly.
+    if crate::claude_stream::is_stream(&head)
+        && matches!(adapter.name(), "claude-stream" | "openhands" | "swe-agent")
+    {
+        let m = match adapter.mapping().filter(|m| m.name() == "claude-stream") {
+            Some(m) => m.clone(),
+            None => crate::embedded_mapping("claude-stream")?,
+        };
+        return crate::claude_stream::normalize_seen(&m, files);
+    }
+    let whole = |m: std::collections::BTreeMap<String, String>,
+                 how: &str|
+     -> std::collections::BTreeMap<String, seen::ShownFile> {
+        m.into_iter()
+            .map(|(a, content)| {
+                let raw = sage_trace::RawRef::synthetic(&main.name, format!("{how} of {a}"));
+                (
+                    a,
+                    seen::ShownFile {
+                        content,
+                        raw,
+                        how: how.to_string(),
+                    },
+                )
+            })
+            .collect()
+    };
+    let partial = |m: std::collections::BTreeMap<String, crate::support::NumberedView>| -> Vec<seen::ShownView> {
+        m.into_iter()
+            .map(|(a, v)| seen::ShownView {
+                raw: sage_trace::RawRef::synthetic(
+                    &main.name,
+                    format!("lines of {a} shown before its first write"),
+                ),
+                artefact: a,
+                after_writes: 0,
+                lines: v.lines,
+                snippet: false,
+            })
+            .collect()
+    };
+    let (trace, seen) = match adapter.name() {
+        "openhands" => {
+            let (t, (full, part)) = crate::openhands::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "full view or old_content"),
+                    views: partial(part),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "claude-code" => {
+            let (t, full) = crate::claude_code::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "whole-file Read or originalFile"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "openhands-sdk" => {
+            let (t, full) = crate::openhands_sdk::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "old_content"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "swe-agent" => {
+            let (t, part) = crate::swe_agent::normalize_with_baselines(files)?;
+            let full = part
+                .iter()
+                .filter_map(|(a, v)| v.full_text().map(|c| (a.clone(), c)))
+                .collect();
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "window showing the whole file"),
+                    views: partial(part),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "mini-swe-agent" => {
+            let (t, full) = crate::mini_swe_agent::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "cat of the whole file"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        _ => (adapter.normalize(files)?, seen::Seen::default()),
+    };
+    Ok((trace, seen))
+}
+
 /// Check that every item of `trace` points to raw text that holds it: each text item of each
 /// turn (message, tool-call arguments, tool results, write contents) must resolve through
 /// [`RawStore::resolve`] to text that contains the item's text, and every dropped record's

@@ -7,8 +7,8 @@
 //! is wrong somewhere (a write that did not apply, an edit the adapter misread, a wrong
 //! baseline), and so may be the provenance and the introducing write.
 
-use sage_trace::case::Case;
 use crate::{ArtefactHistory, Check};
+use sage_trace::case::Case;
 
 /// The check's name in results.
 pub const FINAL_STATE_CHECK: &str = "final-state-matches-replay";
@@ -176,7 +176,7 @@ mod tests {
     /// A case folder with `app.py` as baseline and anchor, and a trace with a str_replace
     /// (which needs an existing file) to `write_to`, then one to `second`.
     fn case_and_history(write_to: &str, second: &str) -> (Case, ArtefactHistory) {
-        use crate::trace::{Actor, CanonicalTrace, RawRef, Turn, TurnKind, Write, WriteOp};
+        use sage_trace::{Actor, CanonicalTrace, RawRef, Turn, TurnKind, Write, WriteOp};
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("baseline")).unwrap();
         std::fs::write(d.path().join("baseline/app.py"), "x = 1\n").unwrap();
@@ -201,7 +201,7 @@ mod tests {
             });
         }
         t.push_turn(turn);
-        let h = crate::history::reconstruct(&case.baselines, &t);
+        let h = crate::reconstruct(&case.baselines, &t);
         (case, h)
     }
 

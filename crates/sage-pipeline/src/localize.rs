@@ -177,7 +177,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let problems = history
         .failures
         .iter()
-        .filter(|f| !crate::replay::outside_case(&case, &history, &f.artefact))
+        .filter(|f| !sage_history::final_state::outside_case(&case, &history, &f.artefact))
         .map(|f| {
             format!(
                 "{}: write {} at turn {} ({}) could not be applied to {}: {}",
@@ -230,7 +230,9 @@ pub fn conclude(
         &p.provenance,
     ));
     checks.extend(origin::checks(&origin, &p.provenance));
-    checks.extend(sage_history::final_state::final_state_checks(&p.case, &p.history));
+    checks.extend(sage_history::final_state::final_state_checks(
+        &p.case, &p.history,
+    ));
     let mut write_no = 0;
     let turns = p
         .trace

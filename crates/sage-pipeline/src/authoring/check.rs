@@ -9,10 +9,11 @@
 //! the replay gives exactly the case's final file.
 
 use super::closest;
-use sage_adapters::seen::{normalize_seen, Seen};
+use sage_adapters::normalize_seen;
+use sage_adapters::seen::Seen;
 use sage_adapters::SourceFile;
-use sage_trace::case::Case;
 use sage_history::{self as history, ArtefactHistory};
+use sage_trace::case::Case;
 use sage_trace::CanonicalTrace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -210,7 +211,8 @@ fn check_fragment(c: &mut CaseCheck, case: &Case, h: &ArtefactHistory) {
         return;
     };
     let name = h.resolve_name(&a.artefact);
-    let m = sage_history::fragment::Matcher::new(&name, f, h.baselines.get(&name).map(String::as_str));
+    let m =
+        sage_history::fragment::Matcher::new(&name, f, h.baselines.get(&name).map(String::as_str));
     let mut contents: Vec<&str> = h
         .baselines
         .get(&name)
@@ -336,7 +338,7 @@ fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &Arte
     }
     for (a, fs) in by {
         let f = fs[0];
-        if crate::replay::outside_case(case, h, a) {
+        if sage_history::final_state::outside_case(case, h, a) {
             c.notes.push(format!(
                 "{} write(s) to {a} do not replay (first: write {}, {}): the case has no \
                  baseline for it; it is outside the case and does not affect the anchor",
@@ -371,7 +373,8 @@ fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &Arte
     // that lasted).
     let confirmed = |a: &str| {
         case.final_files.get(a).is_some_and(|want| {
-            sage_history::final_state::replayed_end(h, &h.resolve_name(a)).as_deref() == Some(want.as_str())
+            sage_history::final_state::replayed_end(h, &h.resolve_name(a)).as_deref()
+                == Some(want.as_str())
         })
     };
     for d in &trace.dropped {

@@ -12,14 +12,15 @@
 
 use super::blob;
 use super::{closest, contiguous_text, patch_old_lines};
-use sage_adapters::seen::{normalize_seen, Seen};
+use sage_adapters::normalize_seen;
+use sage_adapters::seen::Seen;
 use sage_adapters::support::{split_unified_diff, FileDiff};
 use sage_adapters::SourceFile;
+use sage_history::{self as history, ArtefactHistory};
 use sage_trace::case::{
     CaseManifest, DeficiencyCategory, FailureAnchor, Metadata, TaskContext, TraceSource, TraceSpec,
     CASE_SCHEMA, MANIFEST_NAME,
 };
-use sage_history::{self as history, ArtefactHistory};
 use sage_trace::{CanonicalTrace, RawStore, WriteOp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! `sage case show`: an artefact as sage's history has it after a write or a turn, or the
 //! diff that write or turn made.
 
-use sage_trace::case::Case;
 use sage_history::ArtefactHistory;
+use sage_trace::case::Case;
 use std::path::Path;
 
 /// What to show.

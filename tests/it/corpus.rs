@@ -372,18 +372,13 @@ fn real_and_constructed_are_summarized_apart() {
 fn real_cases_match_their_import_script() {
     // corpora/susvibes/import_cases.py copies the cases from ../shared and derives their
     // expectations; --check fails when a file on disk differs.
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/susvibes");
-    if !shared.is_dir() {
-        println!("SKIPPED real_cases_match_their_import_script: ../shared/susvibes is absent");
+    if super::need::missing_shared("susvibes/cases") {
         return;
     }
     let out = std::process::Command::new("python3")
         .arg(corpus_dir().join("susvibes/import_cases.py"))
         .arg("--check")
-        .env(
-            "SAGE_SHARED",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        )
+        .env("SAGE_SHARED", super::need::shared_root())
         .output()
         .expect("python3 is needed to check the corpus import (scripts/setup.sh)");
     assert!(

@@ -10,16 +10,12 @@ use sage_adapters::{self as adapters, SourceFile};
 use sage_trace::RawStore;
 use std::path::{Path, PathBuf};
 
-const SUSVIBES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/susvibes");
-
-fn shared(test: &str) -> Option<PathBuf> {
-    let p = Path::new(SUSVIBES);
-    if p.is_dir() {
-        Some(p.to_path_buf())
-    } else {
-        println!("SKIPPED {test}: ../shared/susvibes is absent");
-        None
+/// `../shared/susvibes`, or `None` after reporting the skip (a failure under CI).
+fn shared(_test: &str) -> Option<PathBuf> {
+    if super::need::missing_shared("susvibes/cases") {
+        return None;
     }
+    Some(super::need::shared_path("susvibes"))
 }
 
 fn sage() -> Command {

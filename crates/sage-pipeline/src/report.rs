@@ -404,7 +404,11 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
     // prepared case too.
     let task = prepared.map(|p| p.task).unwrap_or(&r.task_description);
     if !task.trim().is_empty() {
-        let _ = write!(o, "{}", folded("description: ", task, fold, "             "));
+        let _ = write!(
+            o,
+            "{}",
+            folded("description: ", task, fold, "             ")
+        );
     }
     match &r.anchor.fragment {
         Some(f) => {

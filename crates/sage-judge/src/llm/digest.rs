@@ -358,6 +358,7 @@ mod tests {
             id: "t".into(),
             description: "fix it".into(),
             cwe: Some("CWE-89".into()),
+            cve: None,
         }
     }
 

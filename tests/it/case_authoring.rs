@@ -199,6 +199,18 @@ fn init_bad_input_names_the_file_and_record() {
             predicates::str::contains("junk.txt").and(predicates::str::contains("not recognized")),
         );
     assert!(!d.path().join("a").exists(), "nothing written");
+    // An anchor artefact named otherwise than the trace names it.
+    sage()
+        .args(["case", "init"])
+        .arg(fixture("run.json"))
+        .args(["--artefact", "src/app.py"])
+        .arg("--out")
+        .arg(d.path().join("a2"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "--artefact src/app.py: the trace never writes or views it (did you mean app.py",
+        ));
     // A baseline that does not match the patch's blob id.
     let base = d.path().join("base");
     std::fs::create_dir_all(&base).unwrap();

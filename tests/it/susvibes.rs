@@ -175,18 +175,17 @@ fn the_replay_gives_every_final_file_exactly() {
     for sub in ["cases", "contrast"] {
         for e in std::fs::read_dir(root.join(sub)).unwrap() {
             let dir = e.unwrap().path();
-            let case = sage_trace::case::Case::load(&dir).unwrap();
-            let files: Vec<SourceFile> = case
-                .manifest
-                .trace
-                .files
-                .iter()
-                .map(|f| SourceFile::new(f.clone(), dir.join(f)))
-                .collect();
-            let t = adapters::normalize(&files, None).unwrap();
-            let h = sage_history::reconstruct(&case.baselines, &t);
-            let checks = sage_history::final_state::final_state_checks(&case, &h);
-            assert_eq!(checks.len(), case.final_files.len(), "{}", dir.display());
+            let (p, _) = sage_pipeline::localize::prepare(&dir).unwrap_or_else(|s| panic!("{s:?}"));
+            let checks: Vec<_> = sage_history::independent_checks(
+                p.case.anchor(),
+                &p.history,
+                &p.trace,
+                &p.provenance,
+            )
+            .into_iter()
+            .filter(|c| c.name == "final-state-matches-replay")
+            .collect();
+            assert_eq!(checks.len(), p.case.final_files.len(), "{}", dir.display());
             for c in checks {
                 assert!(c.passed, "{}: {}", dir.display(), c.detail);
                 compared += 1;

@@ -508,7 +508,8 @@ pub fn normalize_seen(
             Some(m) => m.clone(),
             None => crate::embedded_mapping("claude-stream")?,
         };
-        return crate::claude_stream::normalize_seen(&m, files);
+        let (t, seen) = crate::claude_stream::normalize_seen(&m, files)?;
+        return Ok((finish(t), seen));
     }
     let whole = |m: std::collections::BTreeMap<String, String>,
                  how: &str|
@@ -605,7 +606,7 @@ pub fn normalize_seen(
         }
         _ => (adapter.normalize(files)?, seen::Seen::default()),
     };
-    Ok((trace, seen))
+    Ok((finish(trace), seen))
 }
 
 /// Check that every item of `trace` points to raw text that holds it: each text item of each

@@ -38,6 +38,12 @@ impl Adapter for SweAgent {
         ]
     }
     fn detect(&self, head: &[u8]) -> u8 {
+        // This agent's run exported as a Claude-stream-like list (SusVibes): recognised, so
+        // `--framework` may name the agent, and handed to its reader in `normalize`; the
+        // stream adapter scores higher, so detection picks it.
+        if crate::claude_stream::is_stream(head) {
+            return 5;
+        }
         let t = head_text(head);
         if !t.trim_start().starts_with('{') {
             return 0;
@@ -65,8 +71,8 @@ impl Adapter for SweAgent {
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
         if let Some(main) = files.first() {
-            if super::claude_stream::is_stream(&super::read_head(&main.path, &main.name)?) {
-                return super::claude_stream::ClaudeStream::embedded().normalize(files);
+            if crate::claude_stream::is_stream(&crate::read_head(&main.path, &main.name)?) {
+                return crate::claude_stream::ClaudeStream::embedded().normalize(files);
             }
         }
         normalize_with_baselines(files).map(|(t, _)| t)

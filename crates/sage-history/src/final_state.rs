@@ -1,17 +1,10 @@
-//! Comparing a replay with what a case says the files became: the `final-state-matches-replay`
-//! check on every result, and the line-level differences `sage case check` prints.
-//!
-//! The final file of a case (`final_state`: the submitted patch applied to the baseline, or the
-//! file the run left) is evidence independent of the replay: when the trace's own writes,
-//! applied in order to the baseline, do not give exactly that file, the history sage derived
-//! is wrong somewhere (a write that did not apply, an edit the adapter misread, a wrong
-//! baseline), and so may be the provenance and the introducing write.
+//! A replay against what a case says the files became, as `sage case init` and `sage case
+//! check` use it: the replay's end state of an artefact, the first line where two states
+//! differ, and which write failures lie outside a case. (The result's own
+//! `final-state-matches-replay` check is [`crate::independent_checks`].)
 
-use crate::{ArtefactHistory, Check};
+use crate::ArtefactHistory;
 use sage_trace::case::Case;
-
-/// The check's name in results.
-pub const FINAL_STATE_CHECK: &str = "final-state-matches-replay";
 
 /// The content of `artefact` after the last applied write that is the trace's own (not a
 /// final-state write a case or a submission supplied), or the baseline when the trace never
@@ -60,74 +53,6 @@ pub fn first_difference(got: &str, want: &str) -> Option<(usize, String, String)
         }
     }
     Some((g.len(), nl(got).into(), nl(want).into()))
-}
-
-fn clip(s: &str) -> String {
-    let t: String = s.chars().take(80).collect();
-    if t.len() < s.len() {
-        format!("{t}…")
-    } else {
-        t
-    }
-}
-
-/// One `final-state-matches-replay` check per artefact of the case's `final_state` that the
-/// trace writes itself. An artefact whose only write is the case's final file (a final-only
-/// trace) has no replay to compare, and gets no check.
-pub fn final_state_checks(case: &Case, history: &ArtefactHistory) -> Vec<Check> {
-    let mut out = Vec::new();
-    for (artefact, want) in &case.final_files {
-        let name = history.resolve_name(artefact);
-        let own = history
-            .snapshots
-            .iter()
-            .any(|s| s.artefact == name && !s.final_state);
-        let failed = history
-            .failures
-            .iter()
-            .filter(|f| f.artefact == name)
-            .count();
-        if !own && failed == 0 {
-            continue;
-        }
-        let got = replayed_end(history, &name);
-        let (passed, detail) = match got.as_deref() {
-            None => (
-                false,
-                format!("{artefact}: the replay deletes the file; the case's final file exists"),
-            ),
-            Some(g) => match first_difference(g, want) {
-                None => (
-                    true,
-                    format!(
-                        "{artefact}: the replay of the trace's writes gives exactly the case's \
-                         final file ({} bytes)",
-                        want.len()
-                    ),
-                ),
-                Some((line, a, b)) => (
-                    false,
-                    format!(
-                        "{artefact}: the replay differs from the case's final file at line \
-                         {line}: replay {:?}, final {:?}{}",
-                        clip(&a),
-                        clip(&b),
-                        if failed > 0 {
-                            format!(" ({failed} write(s) to it could not be applied)")
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ),
-            },
-        };
-        out.push(Check {
-            name: FINAL_STATE_CHECK.into(),
-            passed,
-            detail,
-        });
-    }
-    out
 }
 
 /// Whether a write that could not be applied concerns a file outside the case: one with no

@@ -560,6 +560,7 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
                     Ok(Applied {
                         content: Some(cur.replacen(old.trim(), new.trim(), 1)),
                         fuzzy: true,
+                        crlf_normalized: false,
                     })
                 }
                 0 => Err("str_replace: old text not found".to_string()),

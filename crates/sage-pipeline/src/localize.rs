@@ -230,9 +230,6 @@ pub fn conclude(
         &p.provenance,
     ));
     checks.extend(origin::checks(&origin, &p.provenance));
-    checks.extend(sage_history::final_state::final_state_checks(
-        &p.case, &p.history,
-    ));
     let mut write_no = 0;
     let turns = p
         .trace

@@ -406,6 +406,9 @@ fn check_final(c: &mut CaseCheck, case: &Case, h: &ArtefactHistory) {
     for (a, want) in &case.final_files {
         let name = h.resolve_name(a);
         let own = h.snapshots.iter().any(|s| s.artefact == name);
+        if !own && h.failures.iter().any(|f| f.artefact == name) {
+            continue; // its writes fail: reported above
+        }
         if !own {
             c.notes.push(format!(
                 "{a}: the trace never writes it; its final file is the case's own (final-only)"

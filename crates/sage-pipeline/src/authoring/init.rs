@@ -303,6 +303,19 @@ pub fn init(o: &InitOptions) -> InitReport {
         }
     }
     if let Some(a) = &o.anchor.artefact {
+        if !touched.contains(a) && !in_patch_names(&patch, a) {
+            let near = closest(a, &touched, 3);
+            r.errors.push(format!(
+                "--artefact {a}: the trace never writes or views it{}; name the artefact as the \
+                 trace does",
+                if near.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (did you mean {}?)", near.join(" or "))
+                }
+            ));
+            return r;
+        }
         if !wanted.contains(a) {
             wanted.push(a.clone());
         }
@@ -750,6 +763,10 @@ fn baseline_of(
         ));
     }
     Ok(None)
+}
+
+fn in_patch_names(patch: &[FileDiff], a: &str) -> bool {
+    patch.iter().any(|d| d.path == a)
 }
 
 /// The replayed end state of `a`, or why there is none.

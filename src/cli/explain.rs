@@ -37,7 +37,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let mut opts = built.opts;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
-            super::judges::before_run(&a.case, &a.judge_flags, session, &built.llm)?
+            super::judges::before_run(&a.case, &a.judge_flags, session, &built.llm, false)?
         {
             return Ok(code);
         }
@@ -47,14 +47,20 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }
+    use sage_llm::secrets::scrub;
     if let Some(s) = &out.skipped {
-        eprintln!("sage: skipped {} ({}): {}", s.case, s.stage, s.message);
+        eprintln!(
+            "sage: skipped {} ({}): {}",
+            s.case,
+            s.stage,
+            scrub(&s.message)
+        );
     }
     for p in &out.problems {
-        eprintln!("sage: problem: {}", p.message);
+        eprintln!("sage: problem: {}", scrub(&p.message));
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out.results)?);
+        print!("{}", sage_pipeline::report::pretty(&out.results));
     } else {
         let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };
@@ -66,7 +72,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     task: &p.case.task().description,
                     history: &p.history,
                 });
-            print!("{}", sage_pipeline::report::explain(r, context, fold));
+            print!(
+                "{}",
+                scrub(&sage_pipeline::report::explain(r, context, fold))
+            );
         }
     }
     Ok(if out.skipped.is_none() && out.problems.is_empty() {

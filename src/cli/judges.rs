@@ -22,6 +22,7 @@ pub fn before_run(
     flags: &JudgeFlags,
     session: &JudgeSession,
     llm: &[BuiltJudge],
+    follow_links: bool,
 ) -> anyhow::Result<Before> {
     // Fatal errors first, once: a missing or refused key, an unknown model or endpoint.
     if !flags.offline && flags.batch_export.is_none() {
@@ -39,7 +40,7 @@ pub fn before_run(
         }
     }
     // Cases are read here once more for the forecast; localize reports unreadable ones.
-    let mut dirs = sage_trace::case::discover(root).unwrap_or_default();
+    let mut dirs = sage_trace::case::discover_with(root, follow_links).unwrap_or_default();
     if let Some(sh) = &flags.shard {
         dirs.retain(|d| sh.includes_dir(root, d));
     }

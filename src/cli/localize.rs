@@ -39,6 +39,14 @@ pub struct Args {
     /// Judge requests in flight at once, across every case, turn, judge and run.
     #[arg(long, default_value_t = 16, value_parser = super::at_least_one)]
     pub concurrency: usize,
+    /// Follow symbolic links that lead out of DIR (by default only links that stay inside
+    /// it are followed: a corpus must not make sage walk other folders).
+    #[arg(long)]
+    pub follow_links: bool,
+    /// Rules flagging trace text that addresses the judge, instead of the embedded
+    /// crates/sage-judge/rubrics/injection.toml.
+    #[arg(long, value_name = "FILE")]
+    pub injection_rules: Option<PathBuf>,
     #[command(flatten)]
     pub judge_flags: JudgeFlags,
 }
@@ -52,7 +60,7 @@ pub enum Format {
 pub fn run(a: Args) -> anyhow::Result<i32> {
     // Nothing to localize is a usage error, found before any judge is built or any result
     // file touched: an empty run must not replace the results of a real one.
-    match sage_trace::case::discover(&a.dir) {
+    match sage_trace::case::discover_with(&a.dir, a.follow_links) {
         Ok(d) if !d.is_empty() => {}
         Ok(_) => {
             eprintln!(
@@ -67,12 +75,17 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             return Ok(super::EXIT_FATAL);
         }
     }
+    use sage_llm::secrets::scrub;
+    if let Some(p) = &a.injection_rules {
+        sage_judge::injection::set_active(sage_judge::injection::Rules::load(p)?);
+    }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
     opts.concurrency = a.concurrency;
+    opts.follow_links = a.follow_links;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
-            super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm)?
+            super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm, a.follow_links)?
         {
             return Ok(code);
         }
@@ -92,26 +105,29 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             .with_context(|| format!("writing results to {}", a.out_dir.display()))?;
     }
     if let Some(path) = &a.output {
-        let text = serde_json::to_string_pretty(&set)? + "\n";
+        let text = sage_pipeline::report::pretty(&set);
         sage_pipeline::report::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.sarif {
         let log = sage_pipeline::sarif_view::to_sarif(&set);
-        std::fs::write(path, serde_json::to_string_pretty(&log)? + "\n")
+        std::fs::write(path, sage_pipeline::report::pretty(&log))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&set)?),
+        Format::Json => print!("{}", sage_pipeline::report::pretty(&set)),
         Format::Table => {
             for s in &set.summaries {
-                println!("{}", sage_pipeline::report::render_summary(s));
+                println!("{}", scrub(&sage_pipeline::report::render_summary(s)));
             }
             for r in &set.results {
                 for c in r.failed_checks() {
                     println!(
                         "check failed: {} ({}): {} — {}",
-                        r.case_id, r.judge, c.name, c.detail
+                        r.case_id,
+                        r.judge,
+                        c.name,
+                        scrub(&c.detail)
                     );
                 }
                 if let Some(e) = r.expected.as_ref().filter(|e| !e.matched) {
@@ -122,16 +138,47 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     );
                 }
             }
+            // Flags are per case, the same under every judge: print each case once.
+            let mut shown = std::collections::BTreeSet::new();
+            for r in &set.results {
+                if !shown.insert(&r.case_id) {
+                    continue;
+                }
+                for f in &r.injection {
+                    println!(
+                        "addresses the judge: {} turn {} ({}): {}",
+                        r.case_id,
+                        f.turn,
+                        f.rule,
+                        scrub(&f.excerpt)
+                    );
+                }
+            }
             if !a.no_write {
                 println!("per-case results written to {}", a.out_dir.display());
             }
         }
     }
     for s in &set.skipped {
-        eprintln!("sage: skipped {} ({}): {}", s.case, s.stage, s.message);
+        eprintln!(
+            "sage: skipped {} ({}): {}",
+            s.case,
+            s.stage,
+            scrub(&s.message)
+        );
     }
     for p in &set.problems {
-        eprintln!("sage: problem: {}", p.message);
+        eprintln!("sage: problem: {}", scrub(&p.message));
+    }
+    // A fatal judge error (a dead endpoint, a refused key) stops the run: whatever finished
+    // is written and in the ledger, and the exit status says the run did not complete.
+    if let Some(e) = built
+        .session
+        .as_ref()
+        .and_then(|s| s.parts.tripped.lock().ok().and_then(|t| t.clone()))
+    {
+        eprintln!("sage: the run stopped: {}", scrub(&e.to_string()));
+        return Ok(super::EXIT_FATAL);
     }
     let cases = set
         .results

@@ -123,6 +123,10 @@ pub enum Command {
 
 pub fn run() -> ExitStatus {
     quiet_on_broken_pipe();
+    // Every configured secret is blanked out of what sage writes or prints (see
+    // docs/security.md); judges add their keys and base-URL credentials when built.
+    sage_llm::secrets::register_env_secrets(std::env::vars_os());
+    input_limits();
     let cli = Cli::parse();
     data_overrides();
     let result = match cli.command {
@@ -150,7 +154,10 @@ pub fn run() -> ExitStatus {
             if is_broken_pipe(&e) {
                 return ExitStatus::Ok;
             }
-            eprintln!("sage: error: {e:#}");
+            eprintln!(
+                "sage: error: {}",
+                sage_llm::secrets::scrub(&format!("{e:#}"))
+            );
             ExitStatus::Fatal
         }
     }
@@ -181,6 +188,25 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The input limits a user may set through the environment (docs/security.md): the size
+/// limit of one input file (`SAGE_MAX_INPUT_MB`, mebibytes) and the folders outside a case
+/// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`).
+fn input_limits() {
+    if let Some(v) = std::env::var_os("SAGE_MAX_INPUT_MB") {
+        match v
+            .to_str()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+        {
+            Some(n) => sage_trace::safe::set_max_input_bytes(n.saturating_mul(1 << 20)),
+            None => eprintln!("sage: SAGE_MAX_INPUT_MB ignored: not a positive number"),
+        }
+    }
+    if let Some(v) = std::env::var_os("SAGE_CASE_ROOTS") {
+        sage_trace::safe::set_allowed_roots(std::env::split_paths(&v));
+    }
 }
 
 /// The data files a user may replace through the environment (docs/design.md): the turn

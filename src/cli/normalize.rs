@@ -60,19 +60,19 @@ pub fn run(args: Args) -> i32 {
     let trace = match sage_adapters::normalize_opts(&files, opts) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
             return 1;
         }
     };
     match args.format {
         Format::Json => match serde_json::to_string_pretty(&trace) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => println!("{}", sage_llm::secrets::scrub(&s)),
             Err(e) => {
                 eprintln!("error: {e}");
                 return 2;
             }
         },
-        Format::Summary => print!("{}", turn_lines(&trace)),
+        Format::Summary => print!("{}", sage_llm::secrets::scrub(&turn_lines(&trace))),
     }
     eprint!("{}", counts_summary(&trace));
     // Every item must point at raw text that holds it (quotes are verified that way).
@@ -88,7 +88,7 @@ pub fn run(args: Args) -> i32 {
                     bad.len()
                 );
                 for b in bad.iter().take(10) {
-                    eprintln!("    {b}");
+                    eprintln!("    {}", sage_llm::secrets::scrub(b));
                 }
             }
         }

@@ -51,6 +51,11 @@ pub struct ScreenArgs {
     /// `python3 -m bandit`.
     #[arg(long, env = "SAGE_BANDIT", conflicts_with = "no_bandit")]
     pub bandit: Option<PathBuf>,
+    /// Run each case's own `tests.command` for L1 (in a scratch copy, with a timeout, a
+    /// cleared environment and no network where the platform allows). Off by default: the
+    /// command comes from the case folder.
+    #[arg(long)]
+    pub run_tests: bool,
     /// Timeout of a case's tests, in seconds (a case's tests.timeout_secs wins).
     #[arg(long, default_value_t = 60)]
     pub test_timeout: u64,
@@ -115,6 +120,7 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             default_bandit()
         },
         test_timeout: Duration::from_secs(a.test_timeout),
+        run_tests: a.run_tests,
     };
     let plain = |dir: &std::path::Path| {
         sage_screen::units_from_pairs(dir, a.cwe.as_deref(), a.baseline.as_deref())
@@ -148,6 +154,20 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             }
         }
     }
+    if opts.run_tests {
+        // Shown before anything runs: the user asked for it and sees exactly what and how.
+        for u in &units {
+            if let Some(t) = &u.tests {
+                let timeout = t.timeout.unwrap_or(opts.test_timeout);
+                eprintln!(
+                    "sage screen: running the tests of {}: {:?} ({})",
+                    u.id,
+                    t.command,
+                    sage_screen::l1::sandbox_description(timeout)
+                );
+            }
+        }
+    }
     let mut report = sage_screen::screen(&units, &opts);
     sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);
     report.errors = errors;
@@ -159,10 +179,9 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
         Format::Table => render_table(&report),
     };
     match &a.output {
-        Some(p) => {
-            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
-        }
-        None => print!("{text}"),
+        Some(p) => std::fs::write(p, sage_llm::secrets::scrubbed(&text))
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => print!("{}", sage_llm::secrets::scrub(&text)),
     }
     Ok(if report.errors.is_empty() { 0 } else { 1 })
 }

@@ -206,7 +206,7 @@ fn proposals_land_on_the_confirmed_artefact() {
     );
 }
 
-fn fill_sheet(export: &Path, who: &str, flip: usize) {
+pub(crate) fn fill_sheet(export: &Path, who: &str, flip: usize) {
     // The scripted annotator labels each packet from the run's original case: the confirmed
     // anchor for cases, FP for contrast runs; `flip` packets get the other label.
     let key = read_json(&export.join("key.json"));

@@ -418,6 +418,7 @@ fn cases_with_tests_and_exclusions() {
         "screen",
         d.path().to_str().unwrap(),
         "--no-bandit",
+        "--run-tests",
         "--format",
         "json",
     ]);

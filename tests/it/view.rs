@@ -155,3 +155,174 @@ fn search_finds_a_quoted_phrase_in_a_browser() {
     );
     assert!(shot.is_file());
 }
+
+// ------------------------------------------------------------------ hostile traces (issue 18)
+
+/// Chromium, or a printed reason to skip.
+fn chromium_or_skip(test: &str) -> Option<PathBuf> {
+    let c = chromium();
+    if c.is_none() {
+        eprintln!("{test}: skipped: no chromium, chromium-browser or google-chrome on PATH");
+    }
+    c
+}
+
+const PWNED: &str = "PWNED-by-trace";
+
+/// A case whose Claude Code transcript carries markup in every place a page shows trace text:
+/// a tool name in a call long enough to be folded, a message with `<!--<script>` and a
+/// closing `</script>`, and inline handlers.
+fn hostile_site() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let case = d.path().join("cases/hostile");
+    std::fs::create_dir_all(case.join("baseline")).unwrap();
+    std::fs::write(case.join("baseline/app.py"), "x = 1\n").unwrap();
+    let handler = format!("document.title='{PWNED}'");
+    let lines = [
+        serde_json::json!({"type":"user","message":{"role":"user","content":"Fix app.py"},
+            "uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}),
+        serde_json::json!({"type":"assistant","message":{"model":"claude-x","id":"m1","type":"message","role":"assistant",
+            "content":[
+                {"type":"text","text":format!("Replace DES with AES. <!--<script> </script><script>{handler}</script><img src=x onerror=\"{handler}\">")},
+                {"type":"tool_use","id":"t1","name":format!("<img src=x onerror=\"{handler}\">"),"input":{"command":"y".repeat(5000)}}
+            ]},
+            "uuid":"a1","parentUuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","cwd":"/w"}),
+        serde_json::json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"t1","content":format!("<svg onload=\"{handler}\"></svg>")}]},
+            "uuid":"u2","parentUuid":"a1","sessionId":"s","timestamp":"2026-01-01T00:00:02Z","cwd":"/w"}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(case.join("t.jsonl"), text).unwrap();
+    let manifest = serde_json::json!({
+        "schema":"sage.case/1","id":"hostile <b>case</b>",
+        "trace":{"files":["t.jsonl"],"framework":"claude-code"},
+        "baseline":{"app.py":"baseline/app.py"},
+        "task":{"id":"t","description":"fix it","cwe":"CWE-327"},
+        "anchor":{"artefact":"app.py","category":"defence-absent","cwe":"CWE-327","description":"weak"}
+    });
+    std::fs::write(case.join("case.json"), manifest.to_string()).unwrap();
+    let results = d.path().join("results");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(d.path())
+        .args(["localize", "cases", "--out-dir"])
+        .arg(&results)
+        .assert()
+        .success();
+    let out = d.path().join("site");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(d.path())
+        .arg("view")
+        .arg(&results)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    (d, out)
+}
+
+fn case_page(out: &Path) -> PathBuf {
+    std::fs::read_dir(out.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn attack_tool_name_in_a_folded_call_is_markup() {
+    // Before: a call's arguments over 4000 characters were folded into <details>, and its
+    // tool name went into the <summary> unescaped: `<img onerror>` ran in the page.
+    let (_d, out) = hostile_site();
+    let html = std::fs::read_to_string(case_page(&out)).unwrap();
+    assert!(
+        html.contains("<details><summary>tool call &lt;img"),
+        "not folded or not escaped"
+    );
+    assert!(!html.contains("<img") && !html.contains("<svg") && !html.contains("<script>document"));
+    let Some(_) = chromium_or_skip("attack_tool_name_in_a_folded_call_is_markup") else {
+        return;
+    };
+    let dom = browser(&["--dump-dom"], &url(&case_page(&out), ""));
+    assert!(dom.contains("<title>sage — hostile"), "{dom}");
+    assert!(
+        !dom.contains(&format!("<title>{PWNED}")),
+        "a trace's script ran"
+    );
+    assert!(
+        !dom.contains("<img") && !dom.contains("<svg"),
+        "trace markup became elements"
+    );
+}
+
+#[test]
+fn attack_inline_handler_runs_under_the_csp() {
+    // Before: the CSP said script-src 'unsafe-inline', which lets inline event handlers run;
+    // a single escaping slip anywhere would have been a working exploit. Now the page's own
+    // script is allowed by hash and nothing else runs.
+    let Some(_) = chromium_or_skip("attack_inline_handler_runs_under_the_csp") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let script = "document.getElementById('ok').textContent='script ran';";
+    let page = format!(
+        "<!doctype html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\
+         <title>clean</title></head><body><p id=ok>no</p>\
+         <img src=\"data:,x\" onerror=\"document.title='{PWNED}'\">\
+         <script>document.title='{PWNED}-injected'</script>\
+         <script>{script}</script></body></html>",
+        sage_pipeline::view::csp(script)
+    );
+    let p = d.path().join("p.html");
+    std::fs::write(&p, page).unwrap();
+    let dom = browser(&["--dump-dom"], &url(&p, ""));
+    assert!(
+        dom.contains("<title>clean</title>"),
+        "an inline script or handler ran: {dom}"
+    );
+    assert!(
+        dom.contains("script ran"),
+        "the page's own script was blocked: {dom}"
+    );
+}
+
+#[test]
+fn attack_message_with_comment_script_breaks_the_index() {
+    // Before: the search index was embedded with only `</` escaped; a message holding
+    // `<!--<script>` made the parser swallow the rest of the page into the data element, so
+    // the index's own script never ran and search and filters were dead.
+    let (_d, out) = hostile_site();
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let data = index
+        .split("id=\"search-index\">")
+        .nth(1)
+        .unwrap()
+        .split("</script>")
+        .next()
+        .unwrap();
+    assert!(
+        !data.contains('<'),
+        "raw markup in the embedded data: {data}"
+    );
+    let Some(_) = chromium_or_skip("attack_message_with_comment_script_breaks_the_index") else {
+        return;
+    };
+    let dom = browser(
+        &["--dump-dom"],
+        &url(&out.join("index.html"), "?q=replace%20des%20with%20aes"),
+    );
+    assert!(
+        dom.contains("<span id=\"shown\">1</span>"),
+        "search did not run: {dom}"
+    );
+    let none = browser(
+        &["--dump-dom"],
+        &url(&out.join("index.html"), "?q=no-such-text-zz"),
+    );
+    assert!(
+        none.contains("<span id=\"shown\">0</span>"),
+        "filter did not run"
+    );
+    assert!(!dom.contains(&format!("<title>{PWNED}")));
+}

@@ -54,8 +54,9 @@ impl SourceFile {
     }
 
     /// Read the whole file as UTF-8, naming the file and the first bad byte on failure.
+    /// Only a regular file within the input size limit is read (not `/dev/zero`, not a FIFO).
     pub fn read_text(&self) -> Result<String, AdapterError> {
-        let bytes = std::fs::read(&self.path)
+        let bytes = sage_trace::safe::read_limited(&self.path, sage_trace::safe::max_input_bytes())
             .map_err(|e| AdapterError::new(&self.name, None, format!("cannot read: {e}")))?;
         String::from_utf8(bytes).map_err(|e| {
             AdapterError::new(
@@ -344,6 +345,26 @@ pub fn normalize_opts(
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    // Every adapter may stream its files: only regular files within the size limit get
+    // that far (a FIFO blocks, `/dev/zero` has no end and no newline).
+    let limit = sage_trace::safe::max_input_bytes();
+    for f in files {
+        let meta = std::fs::metadata(&f.path)
+            .map_err(|e| AdapterError::new(&f.name, None, format!("cannot read: {e}")))?;
+        if !meta.is_file() {
+            return Err(AdapterError::new(&f.name, None, "not a regular file"));
+        }
+        if meta.len() > limit {
+            return Err(AdapterError::new(
+                &f.name,
+                None,
+                format!(
+                    "{} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+                    meta.len()
+                ),
+            ));
+        }
+    }
     let framework = opts.framework.as_deref();
     let trace = if let Some(m) = opts.mapping {
         let target = framework.unwrap_or(m.name()).to_string();

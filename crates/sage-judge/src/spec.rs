@@ -291,6 +291,17 @@ impl JudgeSession {
             }
         };
         s.price = price_for(&s.model, &self.config.prices);
+        if let (Some(b), None) = (self.options.budget_usd, s.price) {
+            // Without a price every call costs "0" and the budget would never stop anything.
+            return Err(SpecError::Spec {
+                spec: spec_name(spec),
+                msg: format!(
+                    "--budget ${b} cannot be enforced: no price is known for model {:?}; \
+                     add it under [prices.\"{}\"] in sage.toml (USD per million tokens) or drop --budget",
+                    s.model, s.model
+                ),
+            });
+        }
         if let Some(t) = self.options.timeout {
             s.timeout = t;
         }
@@ -377,6 +388,14 @@ impl JudgeSession {
         }
         out.budget_usd = self.options.budget_usd;
         out
+    }
+}
+
+fn spec_name(spec: &JudgeSpec) -> String {
+    match spec {
+        JudgeSpec::Lexicon => "lexicon".into(),
+        JudgeSpec::Llm { provider, model } => format!("{}:{model}", provider.name()),
+        JudgeSpec::Named(n) => n.clone(),
     }
 }
 

@@ -10,13 +10,11 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the Messages API.
 pub const DEFAULT_MAX_TOKENS: u32 = 2048;
 
+/// The request URL as text ([`super::endpoint_url`]).
 pub fn endpoint(base_url: &str) -> String {
-    let b = base_url.trim_end_matches('/');
-    if b.ends_with("/v1") {
-        format!("{b}/messages")
-    } else {
-        format!("{b}/v1/messages")
-    }
+    crate::endpoint_url(crate::Provider::Anthropic, base_url)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| format!("{}/v1/messages", base_url.trim_end_matches('/')))
 }
 
 /// The request body. Each user block is its own content block, and the block that ends the

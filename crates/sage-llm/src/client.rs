@@ -30,12 +30,10 @@ pub async fn complete_json(
         .api_key
         .as_ref()
         .ok_or_else(|| LlmError::Fatal(format!("{}: {} is not set", s.who(), s.key_var)))?;
-    let transport = Transport::new(
-        s.timeout,
-        s.retry,
-        Arc::default(),
-        vec![key.expose().to_string()],
-    )?;
+    let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
+    let url = s
+        .endpoint_url()
+        .map_err(|m| LlmError::Fatal(format!("{}: {m}", s.who())))?;
     let prompt = Prompt {
         system: system.to_string(),
         cache_system: false,
@@ -51,18 +49,20 @@ pub async fn complete_json(
         None => Output::JsonObject,
     };
     let body = crate::request_body(s, &prompt, &out);
-    let bytes = serde_json::to_vec(&body).expect("a JSON value serializes");
+    // secrets are neither sent nor kept: scrubbed from the request and from the answer
+    let bytes =
+        crate::secrets::scrubbed(serde_json::to_string(&body).expect("a JSON value serializes"));
     let ok = transport
         .post(
-            &crate::endpoint(s),
+            &url,
             &crate::auth_headers(s, key),
-            &bytes,
+            bytes.as_bytes(),
             &s.who(),
             &s.key_var,
         )
         .await?;
-    let raw = String::from_utf8_lossy(&ok.body).into_owned();
-    let c = crate::parse_response(s.provider, &ok.body)
+    let raw = crate::secrets::scrubbed(String::from_utf8_lossy(&ok.body));
+    let c = crate::parse_response(s.provider, raw.as_bytes())
         .map_err(|e| LlmError::Transient(format!("{}: {e}", s.who())))?;
     let value = match c.answer.map_err(LlmError::Invalid)? {
         Answer::Json(v) => v,

@@ -51,6 +51,15 @@ pub enum Fault {
     Slow(Duration),
     /// Answer with this judgment (a scripted judge: chosen scores and quotes).
     Answer(Value),
+    /// A 200 whose body is an HTML page (a proxy's error page), not an API envelope.
+    HtmlBody,
+    /// A 200 with an empty body.
+    EmptyBody,
+    /// An honest answer that echoes the request's credentials (its `authorization` or
+    /// `x-api-key` header) in the response id and a rationale.
+    EchoKey,
+    /// A `307` redirect to this URL.
+    Redirect(String),
 }
 
 /// Decides the fault for a request: `(request, n-th request overall from 0, how many times
@@ -230,15 +239,21 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
         let cached = cached_prefix(&st, req.body.as_bytes());
         (status, extra, with_cached_tokens(body, cached))
     };
+    let ctype = if fault == Fault::HtmlBody {
+        "text/html"
+    } else {
+        "application/json"
+    };
     let reason = match status {
         200 => "OK",
+        307 => "Temporary Redirect",
         401 => "Unauthorized",
         404 => "Not Found",
         429 => "Too Many Requests",
         _ => "Error",
     };
     let resp = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n",
         body.len()
     );
     sock.write_all(resp.as_bytes()).await?;
@@ -365,6 +380,31 @@ async fn respond(req: &Captured, fault: &Fault) -> (u16, String, String) {
             j
         }
         Fault::Answer(j) => j.clone(),
+        Fault::HtmlBody => {
+            return (
+                200,
+                String::new(),
+                "<html><body><h1>502 Bad Gateway</h1></body></html>".into(),
+            )
+        }
+        Fault::EmptyBody => return (200, String::new(), String::new()),
+        Fault::Redirect(to) => {
+            return (307, format!("location: {to}\r\n"), String::new());
+        }
+        Fault::EchoKey => {
+            let key = req
+                .header("x-api-key")
+                .or_else(|| req.header("authorization"))
+                .unwrap_or("")
+                .trim_start_matches("Bearer ")
+                .to_string();
+            let mut j = honest;
+            j["TR"]["rationale"] = json!(format!("the key is {key}"));
+            let env = envelope(anthropic, &j, &v, req.body.len());
+            let mut e: Value = serde_json::from_str(&env).unwrap_or(Value::Null);
+            e["id"] = json!(format!("id-{key}"));
+            return (200, String::new(), e.to_string());
+        }
         Fault::None => honest,
     };
     (
@@ -436,14 +476,14 @@ fn target_turn_quote(user: &str) -> Option<String> {
     let after = &user[start..];
     let body_start = after.find('\n')? + 1;
     let body = &after[body_start..];
-    let end = ["\n## Turn ", "\n# Your task"]
+    let end = ["\n<<<END TRACE DATA", "\n## Turn ", "\n# Your task"]
         .iter()
         .filter_map(|m| body.find(m))
         .min()
         .unwrap_or(body.len());
     let line = body[..end]
         .lines()
-        .find(|l| !l.trim().is_empty() && !l.starts_with('['))?;
+        .find(|l| !l.trim().is_empty() && !l.starts_with('[') && !l.starts_with("<<<"))?;
     let words: Vec<&str> = line.split_whitespace().take(6).collect();
     (!words.is_empty()).then(|| words.join(" "))
 }

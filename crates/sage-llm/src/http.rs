@@ -64,14 +64,19 @@ pub struct HttpOk {
     pub retries: u32,
 }
 
+/// Connection failures retried before the endpoint is declared unreachable: a refused
+/// connection rarely heals in seconds, and every turn of every case would wait it out.
+pub const CONNECT_RETRIES: u32 = 2;
+
+/// Redirects followed at most (all within the configured origin).
+pub const MAX_REDIRECTS: usize = 5;
+
 /// The shared HTTP client of one judge.
 #[derive(Clone)]
 pub struct Transport {
     client: reqwest::Client,
     retry: RetryPolicy,
     stats: Arc<RunStats>,
-    /// Secrets to blank out of any message that might echo them.
-    secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -88,7 +93,29 @@ enum TryError {
         why: String,
         retry_after: Option<Duration>,
     },
+    /// No connection could be made (refused, no route, DNS).
+    Unreachable(String),
     Stop(LlmError),
+}
+
+/// The redirect policy: follow only within the origin (scheme, host, port) of the request,
+/// at most [`MAX_REDIRECTS`] times. reqwest strips `Authorization` across hosts but not
+/// `x-api-key` (Anthropic's key header), so a redirect off the origin is refused outright:
+/// no credential ever leaves for another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(|u| u.origin());
+        if first.is_some_and(|o| o != attempt.url().origin()) {
+            let to = crate::secrets::display_url(attempt.url());
+            attempt.error(format!(
+                "refused a redirect to another origin ({to}): the API key is never sent to another host"
+            ))
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 impl Transport {
@@ -99,34 +126,42 @@ impl Transport {
         secrets: Vec<String>,
     ) -> Result<Transport, LlmError> {
         install_crypto_provider();
+        // Registered once for the whole process: scrubbed from everything sage writes.
+        for s in &secrets {
+            crate::secrets::register_secret(s);
+        }
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(30)))
             .user_agent(concat!("sage/", env!("CARGO_PKG_VERSION")))
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| LlmError::Fatal(format!("cannot build the HTTP client: {e}")))?;
         Ok(Transport {
             client,
             retry,
             stats,
-            secrets: secrets.into_iter().filter(|s| !s.is_empty()).collect(),
         })
     }
 
-    /// Blank out secrets (an API key echoed by a server's error message, say).
+    /// Blank out secrets (an API key echoed by a server's error message, say): every secret
+    /// registered with [`crate::secrets::register_secret`].
     pub fn scrub(&self, s: &str) -> String {
-        let mut out = s.to_string();
-        for k in &self.secrets {
-            out = out.replace(k.as_str(), "[redacted]");
-        }
-        out
+        crate::secrets::scrubbed(s)
+    }
+
+    /// The retry policy (callers retry unusable 200 answers with it too).
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
     }
 
     /// POST `body` to `url`, retrying transient failures. `who` names the backend in
-    /// messages (e.g. `openai:gpt-4o`), `key_var` the variable holding the key.
+    /// messages (e.g. `openai:gpt-4o`), `key_var` the variable holding the key. A server that
+    /// cannot be reached after [`CONNECT_RETRIES`] retries is a fatal error: the run stops
+    /// once instead of every turn waiting out its retries.
     pub async fn post(
         &self,
-        url: &str,
+        url: &url::Url,
         headers: &[(&str, String)],
         body: &[u8],
         who: &str,
@@ -139,7 +174,7 @@ impl Transport {
     /// [`Transport::post`].
     pub async fn get(
         &self,
-        url: &str,
+        url: &url::Url,
         headers: &[(&str, String)],
         who: &str,
         key_var: &str,
@@ -149,7 +184,7 @@ impl Transport {
 
     async fn send(
         &self,
-        url: &str,
+        url: &url::Url,
         headers: &[(&str, String)],
         body: Option<&[u8]>,
         who: &str,
@@ -157,6 +192,7 @@ impl Transport {
     ) -> Result<HttpOk, LlmError> {
         let started = Instant::now();
         let mut retries = 0u32;
+        let mut unreachable = 0u32;
         loop {
             match self.try_once(url, headers, body, who, key_var).await {
                 Ok((status, bytes)) => {
@@ -168,6 +204,19 @@ impl Transport {
                     })
                 }
                 Err(TryError::Stop(e)) => return Err(e),
+                Err(TryError::Unreachable(why)) => {
+                    if unreachable >= CONNECT_RETRIES.min(self.retry.max_retries) {
+                        return Err(LlmError::Fatal(format!(
+                            "{who}: the endpoint is unreachable after {} tries: {why}; is the server running, and is the base URL right?",
+                            unreachable + 1
+                        )));
+                    }
+                    let wait = self.retry.backoff(unreachable);
+                    unreachable += 1;
+                    retries += 1;
+                    self.stats.http_retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
+                }
                 Err(TryError::Retry { why, retry_after }) => {
                     if retries >= self.retry.max_retries {
                         return Err(LlmError::Transient(format!(
@@ -189,19 +238,20 @@ impl Transport {
 
     async fn try_once(
         &self,
-        url: &str,
+        url: &url::Url,
         headers: &[(&str, String)],
         body: Option<&[u8]>,
         who: &str,
         key_var: &str,
     ) -> Result<(u16, Vec<u8>), TryError> {
+        let shown = crate::secrets::display_url(url);
         let mut rb = match body {
             Some(body) => self
                 .client
-                .post(url)
+                .post(url.clone())
                 .header("content-type", "application/json")
                 .body(body.to_vec()),
-            None => self.client.get(url),
+            None => self.client.get(url.clone()),
         };
         for (k, v) in headers {
             rb = rb.header(*k, v.as_str());
@@ -209,15 +259,26 @@ impl Transport {
         let resp = match rb.send().await {
             Ok(r) => r,
             Err(e) => {
-                let why = if e.is_timeout() {
-                    "request timed out".to_string()
-                } else if e.is_connect() {
-                    format!("cannot connect to {url}: {}", self.scrub(&e.to_string()))
-                } else {
-                    self.scrub(&e.to_string())
-                };
+                // reqwest's messages name the URL, credentials and all: never shown as is
+                let detail = self.scrub(&error_chain(&e));
+                if e.is_redirect() {
+                    return Err(TryError::Stop(LlmError::Fatal(format!(
+                        "{who}: {shown}: {detail}; set the base URL to the final address"
+                    ))));
+                }
+                if e.is_timeout() {
+                    return Err(TryError::Retry {
+                        why: "request timed out".to_string(),
+                        retry_after: None,
+                    });
+                }
+                if e.is_connect() {
+                    return Err(TryError::Unreachable(format!(
+                        "cannot connect to {shown}: {detail}"
+                    )));
+                }
                 return Err(TryError::Retry {
-                    why,
+                    why: detail,
                     retry_after: None,
                 });
             }
@@ -230,7 +291,7 @@ impl Transport {
                 let why = if e.is_timeout() {
                     "timed out reading the response".to_string()
                 } else {
-                    format!("reading the response: {}", self.scrub(&e.to_string()))
+                    format!("reading the response: {}", self.scrub(&error_chain(&e)))
                 };
                 return Err(TryError::Retry {
                     why,
@@ -247,7 +308,10 @@ impl Transport {
                 "{who}: HTTP {status}: the API key was refused ({msg}); check {key_var}"
             )))),
             404 => Err(TryError::Stop(LlmError::Fatal(format!(
-                "{who}: HTTP 404 at {url}: unknown model or endpoint ({msg}); check the model name and the base URL"
+                "{who}: HTTP 404 at {shown}: unknown model or endpoint ({msg}); check the model name and the base URL"
+            )))),
+            300..=399 => Err(TryError::Stop(LlmError::Fatal(format!(
+                "{who}: HTTP {status} redirect from {shown} not followed; set the base URL to the final address"
             )))),
             408 | 409 | 425 | 429 | 500..=599 => Err(TryError::Retry {
                 why: format!("HTTP {status}: {msg}"),
@@ -263,6 +327,27 @@ impl Transport {
             )))),
         }
     }
+}
+
+/// An error and its sources, without the URL reqwest puts in its own message (that URL
+/// may carry credentials; callers show the redacted one).
+fn error_chain(e: &reqwest::Error) -> String {
+    let own = match e.url() {
+        Some(u) => e
+            .to_string()
+            .replace(u.as_str(), &crate::secrets::display_url(u)),
+        None => e.to_string(),
+    };
+    let mut parts = vec![own];
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        src = s.source();
+    }
+    parts.join(": ")
 }
 
 /// `Retry-After` (seconds or an HTTP date) or OpenAI's `retry-after-ms`.

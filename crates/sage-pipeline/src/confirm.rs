@@ -307,7 +307,10 @@ pub fn export(
                 ids.sort();
             }
         }
-        let p = out.join(format!("sheet-{name}.csv"));
+        // the annotator's name becomes a file name: validated, and written injectively
+        sage_trace::safe::check_id(name)
+            .map_err(|m| ConfirmError::Input(format!("annotator {name:?}: {m}")))?;
+        let p = out.join(format!("sheet-{}.csv", sage_trace::safe::file_stem(name)));
         let mut w = csv::Writer::from_path(&p).map_err(|e| io(&p, e))?;
         w.write_record(SHEET_COLUMNS).map_err(|e| io(&p, e))?;
         for id in &ids {
@@ -346,13 +349,15 @@ pub struct SheetRow {
     pub line: usize,
 }
 
-/// A sheet's annotator: `sheet-<name>.csv` → `<name>`.
+/// A sheet's annotator: `sheet-<name>.csv` → `<name>` (the name as [`export`] wrote it,
+/// through `sage_trace::safe::file_stem`).
 pub fn annotator_of(path: &Path) -> String {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    stem.strip_prefix("sheet-").unwrap_or(&stem).to_string()
+    let name = stem.strip_prefix("sheet-").unwrap_or(&stem);
+    sage_trace::safe::file_stem_id(name).unwrap_or_else(|| name.to_string())
 }
 
 fn label_of(s: &str) -> Option<&'static str> {
@@ -592,7 +597,8 @@ pub fn import(export_dir: &Path, sheet: &Path, out: &Path) -> Result<ImportSumma
         let entry = by_id[r.packet.as_str()];
         let run =
             Run::load(Path::new(&entry.source)).map_err(|e| ConfirmError::Input(e.to_string()))?;
-        let dst = out.join(&run.id);
+        // the run's id comes from its manifest: never a path (`../x`, `/etc`)
+        let dst = out.join(sage_trace::safe::file_stem(&run.id));
         if dst.exists() {
             return Err(io(&dst, "already exists: import into an empty folder"));
         }

@@ -32,6 +32,8 @@ pub struct Options {
     pub lexicon: Arc<sage_judge::lexicon::Lexicon>,
     /// `--shard i/n`: only the cases of this shard (see [`sage_judge::spec::Shard`]).
     pub shard: Option<sage_judge::spec::Shard>,
+    /// `--follow-links`: follow symbolic links out of the corpus folder.
+    pub follow_links: bool,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
             stats: None,
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
             shard: None,
+            follow_links: false,
         }
     }
 }
@@ -166,8 +169,8 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }
-    let store =
-        RawStore::load(&trace, &case.dir).map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
+    let store = RawStore::load_case(&trace, &case.dir, &case.manifest.trace.files)
+        .map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
     // Any adapter's final-state writes are the trace's submission, never a turn's write.
     trace.separate_submissions();
     let history =
@@ -276,6 +279,7 @@ pub fn conclude(
             .map(|(from, to)| format!("trace path {from} taken as the case's artefact {to}"))
             .collect(),
         expected: None,
+        injection: sage_judge::injection::active().scan(&p.trace),
     };
     result.expected = p
         .case
@@ -499,7 +503,7 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
         problems: vec![],
         summaries: vec![],
     };
-    let mut dirs: Vec<PathBuf> = match sage_trace::case::discover(root) {
+    let mut dirs: Vec<PathBuf> = match sage_trace::case::discover_with(root, opts.follow_links) {
         Ok(d) => d,
         Err(e) => {
             set.skipped.push(skip(root, "case", e.to_string()));
@@ -518,7 +522,30 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
             "no case found (a case is a folder holding case.json)",
         ));
     }
+    // One id, one case: a second folder with an id already taken (or one that differs only
+    // in letter case, so its files would land on the first's) is an input error, never a
+    // silent overwrite of the first case's result file and page.
+    let mut owners: std::collections::BTreeMap<String, (String, String)> = Default::default();
     for o in localize_dirs(&dirs, opts).await {
+        if let Some(r) = o.results.first() {
+            let key = sage_trace::safe::file_stem(&r.case_id).to_ascii_lowercase();
+            match owners.get(&key) {
+                Some((id, dir)) if *dir != r.case_dir => {
+                    set.skipped.push(skip(
+                        Path::new(&r.case_dir),
+                        "case",
+                        format!(
+                            "case id {:?} is already taken by {dir} (as {id:?}); give each case its own id",
+                            r.case_id
+                        ),
+                    ));
+                    continue;
+                }
+                _ => {
+                    owners.insert(key, (r.case_id.clone(), r.case_dir.clone()));
+                }
+            }
+        }
         set.results.extend(o.results);
         set.skipped.extend(o.skipped);
         set.problems.extend(o.problems);

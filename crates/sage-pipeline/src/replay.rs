@@ -195,9 +195,14 @@ pub fn unit_from_run(c: &Run) -> Result<Unit, String> {
     if let Some(t) = &c.manifest.tests {
         let mut files = BTreeMap::new();
         for f in &t.files {
-            let p = c.dir.join(f);
-            let bytes = std::fs::read(&p)
-                .map_err(|e| format!("{}: tests file {}: {e}", c.dir.display(), p.display()))?;
+            // a manifest names these: they stay inside the case folder like every case file
+            let bytes = sage_trace::safe::read_case_file(&c.dir, f).map_err(|e| {
+                format!(
+                    "{}: tests file {}: {e}",
+                    c.dir.display(),
+                    c.dir.join(f).display()
+                )
+            })?;
             files.insert(f.clone(), bytes);
         }
         unit.tests = Some(TestsInput {

@@ -144,6 +144,7 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
         turns_administrative: count_turns(group, |o| {
             matches!(o, TurnOutcome::Administrative { .. })
         }),
+        injection_flagged: group.iter().filter(|r| !r.injection.is_empty()).count(),
     }
 }
 
@@ -251,21 +252,30 @@ pub fn render_summary(s: &Summary) -> String {
             by_name.join(", ")
         ));
     }
+    if s.injection_flagged > 0 {
+        out.push_str(&format!(
+            "\n{} result(s) hold trace text addressed to the judge (see `injection` in the per-case results).\n",
+            s.injection_flagged
+        ));
+    }
     out
 }
 
 /// Write a result set as a results folder: `results.json` (everything), `summary.json`
 /// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
+///
+/// File names come from [`sage_trace::safe::file_stem`] (injective, length-capped); ids that
+/// would still share a file (one id for two case folders, or names equal but for case) are an
+/// error before anything is written, never a silent overwrite. Every file is scrubbed of
+/// secrets.
 pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
+    let by_case = results_by_case(set)
+        .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
     let cases = dir.join("cases");
     std::fs::create_dir_all(&cases)?;
-    let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
-    for r in &set.results {
-        by_case.entry(r.case_id.as_str()).or_default().push(r);
-    }
     let mut written = std::collections::BTreeSet::new();
     for (id, rs) in by_case {
-        let name = format!("{}.json", case_file_stem(id));
+        let name = format!("{}.json", sage_trace::safe::file_stem(id));
         write_atomic(&cases.join(&name), pretty(&rs).as_bytes())?;
         written.insert(name);
     }
@@ -285,17 +295,32 @@ pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Res
     Ok(())
 }
 
-/// A case id as a file name (anything but letters, digits, `-_.` becomes `_`).
-fn case_file_stem(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
+/// The results grouped by case id, checked so that one id is one case folder and no two ids
+/// share a file name ([`sage_trace::safe::stem_collisions`]).
+pub fn results_by_case(set: &ResultSet) -> Result<BTreeMap<&str, Vec<&CaseResult>>, String> {
+    let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for r in &set.results {
+        let rs = by_case.entry(r.case_id.as_str()).or_default();
+        if let Some(first) = rs.first() {
+            if first.case_dir != r.case_dir {
+                return Err(format!(
+                    "case id {:?} names two case folders ({} and {}); give each case its own id",
+                    r.case_id, first.case_dir, r.case_dir
+                ));
             }
-        })
-        .collect()
+        }
+        rs.push(r);
+    }
+    if let Some(g) = sage_trace::safe::stem_collisions(by_case.keys().copied()).first() {
+        return Err(format!(
+            "case ids {} differ only in letter case and would share a file; rename one",
+            g.iter()
+                .map(|i| format!("{i:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(by_case)
 }
 
 /// Write `path` so a reader sees the old file or the whole new one, never a part: a
@@ -353,9 +378,10 @@ fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
     o
 }
 
-/// Pretty JSON with a trailing newline.
-fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
+/// Pretty JSON with a trailing newline, scrubbed of secrets.
+pub fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    let s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    sage_llm::secrets::scrubbed(s) + "\n"
 }
 
 /// What [`explain`] shows beyond the result: the case's trace, task text and history (the
@@ -491,6 +517,9 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
         }
         if iw.map(|w| w.turn) == Some(t.turn) {
             marks.push("◀ INTRODUCING WRITE".into());
+        }
+        for f in r.injection.iter().filter(|f| f.turn == t.turn) {
+            marks.push(format!("◀ addresses the judge ({}: {})", f.rule, f.excerpt));
         }
         if let Some(m) = r
             .origin

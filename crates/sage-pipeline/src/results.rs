@@ -64,6 +64,10 @@ pub struct CaseResult {
     /// this judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<ExpectedComparison>,
+    /// Turns whose text addresses the judge (prompt injection), by the rules of
+    /// `crates/sage-judge/rubrics/injection.toml`; their text is never accepted as a quote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injection: Vec<sage_judge::injection::InjectionFlag>,
 }
 
 impl CaseResult {
@@ -190,4 +194,7 @@ pub struct Summary {
     pub turns_failed: usize,
     #[serde(default)]
     pub turns_administrative: usize,
+    /// Results with at least one turn addressing the judge (see `injection` per result).
+    #[serde(default)]
+    pub injection_flagged: usize,
 }

@@ -28,7 +28,8 @@ th{font-weight:600;background:#f3f3f1}.num{text-align:right;font-variant-numeric
 .turn.origin{border:2px solid var(--accent)}.turn.iw{box-shadow:inset 4px 0 0 var(--iw)}.turn.admin{opacity:.65}
 .th{display:flex;gap:12px;align-items:baseline;flex-wrap:wrap}.badge{font-size:12px;padding:1px 6px;border-radius:10px;border:1px solid currentColor}
 .b-origin{color:var(--accent)}.b-iw{color:var(--iw)}.b-miss{color:var(--miss)}.b-fail{color:var(--accent)}
-.bars{display:grid;grid-template-columns:28px 120px 16px;gap:2px 6px;font-size:12px;margin:6px 0}.bar{height:10px;background:#eee;border-radius:2px;margin-top:3px}.bar>i{display:block;height:100%;background:#555;border-radius:2px}
+.bars{display:grid;grid-template-columns:28px 120px 16px;gap:2px 6px;font-size:12px;margin:6px 0}.bar{height:10px;background:#eee;border-radius:2px;margin-top:3px}.bar>i{display:block;height:100%;background:#555;border-radius:2px}.bar>i.s0{width:0}.bar>i.s1{width:33%}.bar>i.s2{width:66%}.bar>i.s3{width:100%}
+.b-inject{color:#7a1fa2}.inject{color:#7a1fa2}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f4;padding:8px;border-radius:4px;margin:4px 0;font:12px/1.4 ui-monospace,Menlo,monospace}
 mark{background:#ffe58a}.add{color:#1b6b2a}.del{color:#a4161a}.hunk{color:var(--mut)}
 .check-ok{color:var(--ok)}.check-fail{color:var(--accent);font-weight:600}
@@ -44,7 +45,8 @@ const INDEX_JS: &str = r#"
     const needle=q.value.trim().toLowerCase().replace(/\s+/g,' ');
     let shown=0;
     for(const r of rows){
-      let ok=!needle||(idx[r.dataset.id]||'').includes(needle)||r.dataset.id.toLowerCase().includes(needle);
+      const id=r.dataset.id, t=Object.prototype.hasOwnProperty.call(idx,id)?String(idx[id]):'';
+      let ok=!needle||t.includes(needle)||id.toLowerCase().includes(needle);
       for(const s of sel){ if(s.value && r.dataset[s.dataset.f]!==s.value) ok=false; }
       r.classList.toggle('hidden',!ok); if(ok) shown++;
     }
@@ -57,20 +59,10 @@ const INDEX_JS: &str = r#"
 })();
 "#;
 
-/// HTML-escape text.
+/// HTML-escape text (the one escaping helper, [`sage_trace::safe::html`]), scrubbed of
+/// secrets first, so a secret is caught before escaping can change its form.
 pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+    sage_trace::safe::html(&sage_llm::secrets::scrub(s))
 }
 
 /// Escape `text` and wrap every occurrence of each quote (matched with any whitespace
@@ -121,29 +113,67 @@ fn diff_html(diff: &str) -> String {
     o
 }
 
-fn page(title: &str, body: &str, script: &str) -> String {
+/// The Content-Security-Policy of a page: nothing may load, and the only style and script
+/// that run are the page's own, named by hash. Inline event handlers (`onerror=`), `style=`
+/// attributes, `javascript:` URLs and any injected `<script>` are refused by the browser
+/// even if a bug ever let markup from a trace through the escaping.
+pub fn csp(script: &str) -> String {
+    let script_src = if script.is_empty() {
+        "'none'".to_string()
+    } else {
+        csp_hash(script)
+    };
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
-         <title>{}</title><style>{CSS}</style></head><body>{body}<script>{script}</script></body></html>\n",
-        esc(title)
+        "default-src 'none'; style-src {}; script-src {script_src}; img-src data:; base-uri 'none'; form-action 'none'",
+        csp_hash(CSS)
     )
 }
 
-/// The file name of a case page.
-pub fn case_file(case_id: &str) -> String {
-    let safe: String = case_id
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "-_.".contains(c) {
-                c
+/// `'sha256-BASE64'` of an inline element's text, as CSP names it.
+fn csp_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("'sha256-{}'", base64(&Sha256::digest(text.as_bytes())))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= c.len() {
+                o.push(A[((n >> shift) & 63) as usize] as char);
             } else {
-                '_'
+                o.push('=');
             }
-        })
-        .collect();
-    format!("{safe}.html")
+        }
+    }
+    o
+}
+
+fn page(title: &str, body: &str, script: &str) -> String {
+    let script_el = if script.is_empty() {
+        String::new()
+    } else {
+        format!("<script>{script}</script>")
+    };
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\
+         <title>{}</title><style>{CSS}</style></head><body>{body}{script_el}</body></html>\n",
+        csp(script),
+        esc(title)
+    );
+    sage_llm::secrets::scrubbed(html)
+}
+
+/// The file name of a case page ([`sage_trace::safe::file_stem`]: injective, length-capped,
+/// safe in a URL).
+pub fn case_file(case_id: &str) -> String {
+    format!("{}.html", sage_trace::safe::file_stem(case_id))
 }
 
 fn origin_label(r: &CaseResult) -> (String, String) {
@@ -221,14 +251,14 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         b.push_str("</select>");
     }
     b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
-    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>judge</th></tr>");
+    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>addresses judge</th><th>judge</th></tr>");
     for r in &set.results {
         let (origin, ty) = origin_label(r);
         let failed = r.failed_checks().len();
         let _ = write!(
             b,
             "<tr class=case data-id=\"{id}\" data-trace=\"{tk}\" data-framework=\"{fw}\" data-provenance=\"{pv}\" data-origin=\"{ty}\" data-judge=\"{jd}\">\
-             <td><a href=\"cases/{file}\">{id}</a></td><td>{tk}</td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{jd}</td></tr>",
+             <td><a href=\"cases/{file}\">{id}</a></td><td>{tk}</td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{inj}</td><td>{jd}</td></tr>",
             id = esc(&r.case_id),
             file = esc(&case_file(&r.case_id)),
             tk = trace_kind(r),
@@ -241,13 +271,13 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
             missed = r.origin.missed_opportunities.len(),
             checks = if failed == 0 { "<span class=check-ok>all passed</span>".to_string() } else { format!("<span class=check-fail>{failed} failed</span>") },
             jd = esc(&format!("{} run {}", r.judge.name, r.run)),
+            inj = if r.injection.is_empty() { "-".to_string() } else { format!("<span class=inject>{} turn(s)</span>", r.injection.iter().map(|f| f.turn).collect::<std::collections::BTreeSet<_>>().len()) },
         );
     }
     b.push_str("</table>");
-    // The search index: whitespace-normalized, lowercased message text per case.
-    let idx = serde_json::to_string(texts)
-        .unwrap_or_else(|_| "{}".into())
-        .replace("</", "<\\/");
+    // The search index: whitespace-normalized, lowercased message text per case, written so
+    // that no text can end the element (`</script>`, `<!--<script>`).
+    let idx = sage_trace::safe::json_in_html(texts);
     let _ = write!(
         b,
         "<script type=\"application/json\" id=\"search-index\">{idx}</script></main>"
@@ -312,14 +342,15 @@ pub fn case_html(
     );
     let _ = write!(
         b,
-        "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction</th><td>{}</td></tr><tr><th>origin</th><td id=origin-summary>{} · {}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr></table>",
+        "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction</th><td>{}</td></tr><tr><th>origin</th><td id=origin-summary>{} · {}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr><tr><th>turns addressing the judge</th><td id=injection-summary>{}</td></tr></table>",
         r.provenance.provenance.as_str(),
         esc(&r.provenance.reason),
         r.provenance.introducing_write.map(|w| if w.deduced { format!("<a href=\"#turn-{t}\">turn {t}</a> (deduced: only the final state shows the change)", t = w.turn) } else { format!("write {} at <a href=\"#turn-{t}\">turn {t}</a>{}", w.write, if w.reinstated { " (reinstated)" } else { "" }, t = w.turn) }).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine (only the final state shows the change)".into() } else { "none".into() }),
         r.reconstruction_condition.as_str(),
         esc(&origin),
         esc(&ty),
-        if r.origin.missed_opportunities.is_empty() { "none".to_string() } else { r.origin.missed_opportunities.iter().map(|m| format!("<a href=\"#turn-{0}\">turn {0}</a>", m.turn)).collect::<Vec<_>>().join(", ") }
+        if r.origin.missed_opportunities.is_empty() { "none".to_string() } else { r.origin.missed_opportunities.iter().map(|m| format!("<a href=\"#turn-{0}\">turn {0}</a>", m.turn)).collect::<Vec<_>>().join(", ") },
+        if r.injection.is_empty() { "none".to_string() } else { r.injection.iter().map(|f| format!("<a href=\"#turn-{0}\">turn {0}</a> ({1})", f.turn, esc(&f.rule))).collect::<Vec<_>>().join(", ") }
     );
     b.push_str("<h2>Automatic checks</h2><ul id=checks>");
     for c in &r.checks {
@@ -390,6 +421,16 @@ pub fn case_html(
         if let Some(m) = missed {
             let _ = write!(b, "<span class=\"badge b-miss\" data-marker=missed>missed detection opportunity (VR {}, SA {})</span>", m.vr, m.sa);
         }
+        let flags: Vec<&sage_judge::injection::InjectionFlag> =
+            r.injection.iter().filter(|f| f.turn == t.turn).collect();
+        if !flags.is_empty() {
+            let rules: Vec<&str> = flags.iter().map(|f| f.rule.as_str()).collect();
+            let _ = write!(
+                b,
+                "<span class=\"badge b-inject\" data-marker=injection title=\"{}\">addresses the judge</span>",
+                esc(&rules.join(", "))
+            );
+        }
         let mut quotes: Vec<&str> = Vec::new();
         match outcome {
             Some(TurnOutcome::Scored(s)) => {
@@ -401,10 +442,10 @@ pub fn case_html(
                     let v = s.score(d);
                     let _ = write!(
                         b,
-                        "<span title=\"{}\">{}</span><div class=bar><i style=\"width:{}%\"></i></div><span>{}</span>",
+                        "<span title=\"{}\">{}</span><div class=bar><i class=s{}></i></div><span>{}</span>",
                         esc(s.judgment.dim(d).quote.as_deref().unwrap_or("")),
                         d,
-                        u32::from(v) * 100 / 3,
+                        v.min(3),
                         v
                     );
                 }
@@ -432,10 +473,24 @@ pub fn case_html(
             }
             _ => b.push_str("</div>"),
         }
+        for f in &flags {
+            let _ = write!(
+                b,
+                "<div class=inject>text addressed to the judge ({}), treated as data, never as evidence: “{}” [{}]</div>",
+                esc(&f.rule),
+                esc(&f.excerpt),
+                esc(&f.raw.display())
+            );
+        }
         if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
+            // `label` is trace text (a tool name): escaped in both branches.
             let fold = |b: &mut String, label: &str, body: String, len: usize| {
                 if len > 4000 {
-                    let _ = write!(b, "<details><summary>{label} ({len} characters)</summary><pre>{body}</pre></details>");
+                    let _ = write!(
+                        b,
+                        "<details><summary>{} ({len} characters)</summary><pre>{body}</pre></details>",
+                        esc(label)
+                    );
                 } else {
                     let _ = write!(b, "<pre class=\"{}\">{body}</pre>", esc(label));
                 }
@@ -484,6 +539,9 @@ pub struct ViewReport {
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
 /// case; the index lists every run).
 pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
+    // One id, one case folder, one page: a collision is an error, not a shared page.
+    crate::report::results_by_case(set)
+        .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
     let cases: PathBuf = out.join("cases");
     std::fs::create_dir_all(&cases)?;
     let mut report = ViewReport::default();

@@ -57,6 +57,17 @@ pub fn normalize_introducing_write(s: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// The value of a cell that sage wrote formula-neutralized: a leading `'` before `=`, `+`,
+/// `-`, `@`, a tab, a carriage return or another `'` is dropped. The inverse of
+/// `sage_trace::safe::csv_cell` (this crate depends on no other sage crate, so it lives here
+/// too; `tests/it/security.rs` checks that the two agree).
+pub fn csv_uncell(s: &str) -> &str {
+    match s.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) => rest,
+        _ => s,
+    }
+}
+
 /// Parses one annotation file; returns the annotators found (in order of appearance) and the
 /// rows that could not be read.
 pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>) {
@@ -116,7 +127,8 @@ pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>)
         if rec.iter().all(|c| c.trim().is_empty()) {
             continue;
         }
-        let get = |i: usize| rec.get(i).unwrap_or("").trim();
+        // cells sage wrote start with `'` when they would read as a formula
+        let get = |i: usize| csv_uncell(rec.get(i).unwrap_or("").trim());
         let (case_id, annotator) = (get(ci), get(ai));
         if case_id.is_empty() || annotator.is_empty() {
             errors.push(AnnotationError {

@@ -331,8 +331,55 @@ impl TestOutcome {
     }
 }
 
+/// Whether `unshare --user --map-root-user --net` works here: the tests of a case then run
+/// without network (their own network namespace holds only a loopback that is down). Probed
+/// once.
+pub fn network_isolation() -> Result<(), String> {
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            if !cfg!(target_os = "linux") {
+                return Err("network isolation needs Linux namespaces".into());
+            }
+            match Command::new("unshare")
+                .args(["--user", "--map-root-user", "--net", "--", "true"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()
+            {
+                Ok(o) if o.status.success() => Ok(()),
+                Ok(o) => Err(format!(
+                    "unshare cannot create a network namespace here ({})",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => Err(format!("unshare is not available ({e})")),
+            }
+        })
+        .clone()
+}
+
+/// How a case's tests are run, in words (what `sage screen --run-tests` prints before it
+/// runs them).
+pub fn sandbox_description(timeout: Duration) -> String {
+    format!(
+        "in a scratch copy, timeout {}s, environment cleared, {}",
+        timeout.as_secs_f64(),
+        match network_isolation() {
+            Ok(()) => "no network".to_string(),
+            Err(e) => format!("WITH network: {e}"),
+        }
+    )
+}
+
 /// Run `command` in a fresh scratch directory holding `files` (relative path → content),
-/// killing it after `timeout`. `{python}` in the command is replaced by `python`.
+/// killing it (and everything it started) after `timeout`. `{python}` in the command is
+/// replaced by `python`.
+///
+/// The command is the case's own program, so it runs with as little as the platform allows:
+/// a cleared environment (no API key or token is inherited: `PATH`, `LANG` and a `HOME` and
+/// `TMPDIR` inside the scratch folder only), its own process group, and without network
+/// where Linux user and network namespaces are available ([`network_isolation`]).
 pub fn run_tests(
     command: &[String],
     files: &BTreeMap<String, Vec<u8>>,
@@ -375,21 +422,39 @@ pub fn run_tests(
     let Ok(logf2) = logf.try_clone() else {
         return fail("error", "cannot create the output log".into());
     };
-    let mut child = match Command::new(subst(prog))
-        .args(args.iter().map(subst))
+    let mut cmd = if network_isolation().is_ok() {
+        let mut c = Command::new("unshare");
+        c.args(["--user", "--map-root-user", "--net", "--"])
+            .arg(subst(prog));
+        c
+    } else {
+        Command::new(subst(prog))
+    };
+    cmd.args(args.iter().map(subst))
         .current_dir(dir.path())
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("TMPDIR", dir.path())
+        .env("LANG", "C.UTF-8")
         .stdin(Stdio::null())
         .stdout(logf)
-        .stderr(logf2)
-        .spawn()
-    {
+        .stderr(logf2);
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    // its own process group, so the timeout ends whatever the tests started
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail("error", format!("cannot run {prog}: {e}")),
     };
+    let pid = child.id();
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) if start.elapsed() >= timeout => {
+                kill_group(pid);
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -398,6 +463,8 @@ pub fn run_tests(
             Err(_) => break None,
         }
     };
+    // whatever the tests left running in the background ends with them
+    kill_group(pid);
     let out = std::fs::read(&log).unwrap_or_default();
     let text = String::from_utf8_lossy(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -413,6 +480,20 @@ pub fn run_tests(
         seconds: start.elapsed().as_secs_f64(),
         tail,
     }
+}
+
+/// Kill the process group `pid` leads.
+fn kill_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 /// `base/rel` when `rel` stays inside `base`.

@@ -48,6 +48,10 @@ pub struct Options {
     pub bandit: BanditMode,
     /// Default timeout of a case's tests.
     pub test_timeout: Duration,
+    /// `--run-tests`: run each case's own `tests.command`. Off by default: the command is
+    /// whatever the case folder says, so running it is the user's explicit choice (the CLI
+    /// shows each command and how it runs before screening starts).
+    pub run_tests: bool,
 }
 
 impl Default for Options {
@@ -58,6 +62,7 @@ impl Default for Options {
             requirements: None,
             bandit: BanditMode::Auto,
             test_timeout: Duration::from_secs(60),
+            run_tests: false,
         }
     }
 }
@@ -809,7 +814,13 @@ fn finish_case(
         });
     }
 
-    if let Some(t) = &u.tests {
+    if let Some(t) = u.tests.as_ref().filter(|_| !opts.run_tests) {
+        c.notes.push(format!(
+            "L1: the case's tests were not run (tests.command {:?} is the case's own program; pass --run-tests to run it)",
+            t.command
+        ));
+    }
+    if let Some(t) = u.tests.as_ref().filter(|_| opts.run_tests) {
         let mut files = t.files.clone();
         for a in &u.artefacts {
             if let Some(f) = &a.final_content {

@@ -44,7 +44,7 @@ pub fn bench_fix(git: &Git, fix: &str, runs: usize) -> Result<BenchRow, SzzError
             let mut cmd = Command::new("git");
             cmd.arg("--git-dir")
                 .arg(git.git_dir())
-                .args(["blame", "--porcelain"]);
+                .args(["blame", "--no-textconv", "--porcelain"]);
             for (a, b) in line_ranges(&nums) {
                 cmd.arg("-L").arg(format!("{a},{b}"));
             }

@@ -254,6 +254,8 @@ pub fn blame_lines(
     }
     let mut args: Vec<String> = vec![
         "blame".into(),
+        // a repository's config can name a textconv command, which blame would run
+        "--no-textconv".into(),
         if flags.incremental {
             "--incremental"
         } else {

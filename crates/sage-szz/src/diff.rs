@@ -307,31 +307,52 @@ pub fn parse_diff(bytes: &[u8]) -> Vec<FileDiff> {
             f.mode_change = true;
         } else if let Some(p) = line.strip_prefix("rename from ") {
             f.kind = ChangeKind::Renamed;
-            f.old_path = Some(unquote(p));
+            f.old_path = Some(header_path(p));
         } else if let Some(p) = line.strip_prefix("rename to ") {
             f.kind = ChangeKind::Renamed;
-            f.new_path = Some(unquote(p));
+            f.new_path = Some(header_path(p));
         } else if let Some(p) = line.strip_prefix("copy from ") {
             f.kind = ChangeKind::Copied;
-            f.old_path = Some(unquote(p));
+            f.old_path = Some(header_path(p));
         } else if let Some(p) = line.strip_prefix("copy to ") {
             f.kind = ChangeKind::Copied;
-            f.new_path = Some(unquote(p));
+            f.new_path = Some(header_path(p));
         } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
             f.binary = true;
         } else if let Some(p) = line.strip_prefix("--- ") {
-            if p != "/dev/null" {
-                let p = unquote(p);
+            if p.trim_end_matches('\t') != "/dev/null" {
+                let p = header_path(p);
                 f.old_path = Some(p.strip_prefix("a/").unwrap_or(&p).to_string());
             }
         } else if let Some(p) = line.strip_prefix("+++ ") {
-            if p != "/dev/null" {
-                let p = unquote(p);
+            if p.trim_end_matches('\t') != "/dev/null" {
+                let p = header_path(p);
                 f.new_path = Some(p.strip_prefix("b/").unwrap_or(&p).to_string());
             }
         }
     }
     files
+}
+
+/// A path in a `---`/`+++`/`rename`/`copy` line, exactly as git writes it: C-quoted
+/// (`"a/caf\303\251.c"`) when the name holds special characters, plain otherwise, and in
+/// the `---`/`+++` lines followed by a TAB when the name contains a space (git adds it so
+/// `patch` can find where the name ends). An unquoted name never holds a TAB of its own
+/// (git would have quoted it), so one trailing TAB is always git's.
+pub fn header_path(p: &str) -> String {
+    if p.starts_with('"') {
+        let b = p.as_bytes();
+        let mut i = 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => break,
+                _ => i += 1,
+            }
+        }
+        return unquote(&p[..(i + 1).min(p.len())]);
+    }
+    p.strip_suffix('\t').unwrap_or(p).to_string()
 }
 
 /// `@@ -a[,b] +c[,d] @@ header` → (a, c, header).
@@ -449,6 +470,38 @@ new mode 100755
         assert_eq!(files[4].blame_path(), "gone.c");
         assert_eq!(files[4].deleted().len(), 2);
         assert!(files[5].mode_change);
+    }
+
+    #[test]
+    fn attack_path_with_a_space_gets_a_trailing_tab() {
+        // what `git diff` prints for a file named "my file.c" (note the TABs)
+        let patch = "diff --git a/my file.c b/my file.c\n\
+                     index 1..2 100644\n\
+                     --- a/my file.c\t\n\
+                     +++ b/my file.c\t\n\
+                     @@ -1 +1 @@\n\
+                     -old\n\
+                     +new\n\
+                     diff --git \"a/tab\\there.c\" \"b/tab\\there.c\"\n\
+                     --- \"a/tab\\there.c\"\n\
+                     +++ \"b/tab\\there.c\"\n\
+                     @@ -1 +1 @@\n\
+                     -x\n\
+                     +y\n\
+                     diff --git a/sp ace.c b/sp ace.c\n\
+                     new file mode 100644\n\
+                     --- /dev/null\n\
+                     +++ b/sp ace.c\t\n\
+                     @@ -0,0 +1 @@\n\
+                     +z\n";
+        let files = parse_diff(patch.as_bytes());
+        assert_eq!(files[0].old_path.as_deref(), Some("my file.c"));
+        assert_eq!(files[0].new_path.as_deref(), Some("my file.c"));
+        assert_eq!(files[0].blame_path(), "my file.c");
+        assert_eq!(files[1].blame_path(), "tab\there.c");
+        assert_eq!(files[2].kind, ChangeKind::Added);
+        assert_eq!(files[2].new_path.as_deref(), Some("sp ace.c"));
+        assert_eq!(header_path("\"a/q\\\"x\"\t"), "a/q\"x");
     }
 
     #[test]

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Configuration passed with `-c` on every call so a user's or repository's settings cannot
-/// change what blame and diff report (prefixes, rename detection, diff algorithm, colour).
+/// change what blame and diff report (prefixes, rename detection, diff algorithm, colour), or
+/// run anything.
 const FIXED_CONFIG: &[&str] = &[
     "core.quotepath=off",
     "color.ui=never",
@@ -32,6 +33,10 @@ const FIXED_CONFIG: &[&str] = &[
     "blame.markIgnoredLines=false",
     "log.showSignature=false",
     "core.pager=cat",
+    // A repository is untrusted input: its config must not make a read run a program.
+    // (Content-showing commands also pass --no-textconv / --no-ext-diff.)
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
 ];
 
 /// Commit metadata used by the variants (dates, message, parents).

@@ -101,6 +101,9 @@ impl<'a> Toolbox<'a> {
                 let mut args = vec![
                     "log",
                     "--no-color",
+                    // the pickaxe runs a repository's textconv driver unless told not to
+                    "--no-ext-diff",
+                    "--no-textconv",
                     &s,
                     &until,
                     &n,

@@ -165,7 +165,7 @@ pub(crate) fn classic(
                     incremental: opts.pyszz_compat,
                     ..Default::default()
                 };
-                let b = blame_file(git, fix, imp, &flags, None, &mut notes)?;
+                let b = blame_file(git, fix, imp, &flags, None)?;
                 lines.extend(b);
             }
             result.candidates = candidates(git, &lines)?;
@@ -301,23 +301,27 @@ impl LineFilter {
 }
 
 /// Blame one impacted file at `fix^`; with a filter, comment (and blank) lines are dropped.
+/// A blame that git refuses is an error of the whole run, never "no candidate": an empty
+/// answer would read as "nothing introduced these lines".
 fn blame_file(
     git: &Git,
     fix: &Fix,
     imp: &Impacted,
     flags: &BlameFlags,
     mut filter: Option<&mut LineFilter>,
-    notes: &mut Vec<String>,
 ) -> Result<Vec<(String, BlameLine)>, SzzError> {
     let nums: Vec<usize> = imp.lines.iter().map(|(n, _)| *n).collect();
-    let blame = match blame_lines(git, &fix.parent, &imp.path, &nums, flags) {
-        Ok(b) => b,
-        Err(SzzError::Git { stderr, .. }) => {
-            notes.push(format!("{}: blame failed: {stderr}", imp.path));
-            return Ok(Vec::new());
-        }
-        Err(e) => return Err(e),
-    };
+    let blame = blame_lines(git, &fix.parent, &imp.path, &nums, flags).map_err(|e| match e {
+        SzzError::Git { args, stderr } => SzzError::Git {
+            args,
+            stderr: format!(
+                "blaming {:?} at the fix's parent {} failed: {stderr}",
+                imp.path,
+                short(&fix.parent)
+            ),
+        },
+        other => other,
+    })?;
     let mut out = Vec::new();
     let mut seen: HashSet<(String, usize)> = HashSet::new();
     for l in blame.lines {
@@ -391,7 +395,7 @@ fn ag(
         };
         let mut lines = Vec::new();
         for imp in impacted {
-            lines.extend(blame_file(git, fix, imp, &flags, Some(filter), notes)?);
+            lines.extend(blame_file(git, fix, imp, &flags, Some(filter))?);
         }
         let mut new: BTreeSet<String> = BTreeSet::new();
         for (_, l) in &lines {
@@ -437,6 +441,8 @@ pub fn is_meta_change(
         "--summary",
         "--format=",
         "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
         "--end-of-options",
         commit,
     ])?;
@@ -476,7 +482,7 @@ fn ma(
                 ignore_revs: ignore_file.iter().cloned().collect(),
                 incremental: opts.pyszz_compat,
             };
-            let lines = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
+            let lines = blame_file(git, fix, imp, &flags, Some(filter))?;
             let mut new: BTreeSet<String> = BTreeSet::new();
             let mut new_file: BTreeSet<String> = BTreeSet::new();
             for (_, l) in &lines {
@@ -528,8 +534,15 @@ fn ma(
 /// V-SZZ's similarity: `Levenshtein.ratio` (indel distance) of the two lines with all
 /// whitespace removed.
 pub fn line_ratio(a: &str, b: &str) -> f64 {
-    let a: Vec<char> = a.chars().filter(|c| !c.is_whitespace()).collect();
-    let b: Vec<char> = b.chars().filter(|c| !c.is_whitespace()).collect();
+    ratio_chars(&strip_ws(a), &strip_ws(b))
+}
+
+fn strip_ws(s: &str) -> Vec<char> {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// [`line_ratio`] of lines already stripped of whitespace.
+fn ratio_chars(a: &[char], b: &[char]) -> f64 {
     let total = a.len() + b.len();
     if total == 0 {
         return 1.0;
@@ -537,7 +550,7 @@ pub fn line_ratio(a: &str, b: &str) -> f64 {
     // LCS by dynamic programming; ratio = 2·LCS / (|a| + |b|)
     let mut prev = vec![0u32; b.len() + 1];
     let mut cur = vec![0u32; b.len() + 1];
-    for ca in &a {
+    for ca in a {
         for (j, cb) in b.iter().enumerate() {
             cur[j + 1] = if ca == cb {
                 prev[j] + 1
@@ -550,6 +563,39 @@ pub fn line_ratio(a: &str, b: &str) -> f64 {
     2.0 * prev[b.len()] as f64 / total as f64
 }
 
+/// The deleted lines of one commit's change of one path (old-side number, text stripped of
+/// whitespace), or `None` when the commit adds the file or does not touch it under that path.
+type DeletedLines = Option<Vec<(usize, Vec<char>)>>;
+
+/// V-SZZ's per-file mappings, computed once per (commit, path): a fix that deletes 40,000
+/// lines of one file asks git for that file's change once, not once per line.
+#[derive(Default)]
+pub struct MapCache {
+    files: HashMap<(String, String), DeletedLines>,
+}
+
+impl MapCache {
+    fn deleted(&mut self, git: &Git, commit: &str, path: &str) -> Result<&DeletedLines, SzzError> {
+        let key = (commit.to_string(), path.to_string());
+        if !self.files.contains_key(&key) {
+            let files = name_status(git, commit)?;
+            let v = match files.iter().find(|f| f.blame_path() == path) {
+                Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
+                    file_diff(git, commit, f, 0)?.map(|d| {
+                        d.deleted()
+                            .into_iter()
+                            .map(|(n, t)| (n, strip_ws(&t)))
+                            .collect()
+                    })
+                }
+                _ => None,
+            };
+            self.files.insert(key.clone(), v);
+        }
+        Ok(&self.files[&key])
+    }
+}
+
 /// V-SZZ's mapping (`map_modified_line`): in `commit`'s change of `path`, the deleted line
 /// most similar to `text` (ties: nearest to `line`), if its ratio exceeds 0.75. `None` when
 /// the commit adds the file, deletes nothing in it, or does not touch it under that path.
@@ -560,37 +606,70 @@ pub fn map_line(
     line: usize,
     text: &str,
 ) -> Result<Option<usize>, SzzError> {
+    map_line_cached(&mut MapCache::default(), git, commit, path, line, text)
+}
+
+/// [`map_line`] through a [`MapCache`].
+pub fn map_line_cached(
+    cache: &mut MapCache,
+    git: &Git,
+    commit: &str,
+    path: &str,
+    line: usize,
+    text: &str,
+) -> Result<Option<usize>, SzzError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
-    let files = name_status(git, commit)?;
-    let Some(f) = files.iter().find(|f| f.blame_path() == path) else {
+    let Some(deleted) = cache.deleted(git, commit, path)? else {
         return Ok(None);
     };
-    if f.kind == ChangeKind::Added || f.old_path.is_none() {
-        return Ok(None);
-    }
-    let Some(d) = file_diff(git, commit, f, 0)? else {
-        return Ok(None);
-    };
+    let a = strip_ws(text);
     let mut best: Option<(f64, usize, usize)> = None; // (ratio, distance, old line)
-    for (n, t) in d.deleted() {
-        let r = line_ratio(text, &t);
+    for (n, t) in deleted {
+        // 2·min/(|a|+|b|) bounds the ratio: a line that cannot beat the best so far (or
+        // the 0.75 threshold) is not compared, which gives the same answer faster
+        let bound = if a.len() + t.len() == 0 {
+            1.0
+        } else {
+            2.0 * a.len().min(t.len()) as f64 / (a.len() + t.len()) as f64
+        };
+        if bound <= 0.75 || best.is_some_and(|(br, _, _)| bound < br) {
+            continue;
+        }
+        let r = ratio_chars(&a, t);
         let dist = n.abs_diff(line);
         let better = match best {
             None => true,
             Some((br, bd, _)) => r > br || (r == br && dist < bd),
         };
         if better {
-            best = Some((r, dist, n));
+            best = Some((r, dist, *n));
         }
     }
     Ok(best.filter(|b| b.0 > 0.75).map(|b| b.2))
 }
 
+/// One deleted line's walk back through V-SZZ's chain.
+struct Walk {
+    /// The fix-side path and the file's path as blamed (not updated across renames, as in
+    /// V-SZZ).
+    path: String,
+    blamed_path: String,
+    start: BlameLine,
+    cur: BlameLine,
+    chain: Vec<String>,
+    seen: HashSet<String>,
+    done: bool,
+}
+
 /// V-SZZ: blame each deleted line, then follow it back through similar deleted lines; each
 /// line's answer is its chain end, the fix's single answer the earliest chain end.
+///
+/// All lines walk back in step: at each step the lines sitting in one commit are mapped
+/// through that commit's change computed once ([`MapCache`]) and blamed in its parent with
+/// one `git blame` for all of them. The answer is the one of walking each line alone.
 fn v_szz(
     git: &Git,
     fix: &Fix,
@@ -600,63 +679,96 @@ fn v_szz(
     notes: &mut Vec<String>,
     result: &mut SzzResult,
 ) -> Result<(), SzzError> {
-    let mut ends: Vec<(String, BlameLine)> = Vec::new();
+    let mut walks: Vec<Walk> = Vec::new();
     for imp in impacted {
         let flags = BlameFlags {
             incremental: opts.pyszz_compat,
             ..Default::default()
         };
-        let first = blame_file(git, fix, imp, &flags, Some(filter), notes)?;
-        for (path, start) in first {
-            let mut chain = vec![start.commit.clone()];
-            let mut cur = start.clone();
-            let mut seen: HashSet<String> = HashSet::from([cur.commit.clone()]);
-            while chain.len() < opts.max_chain {
-                // the file path is not updated across renames (as in V-SZZ)
-                let Some(old_line) =
-                    map_line(git, &cur.commit, &imp.path, cur.orig_line, &cur.content)?
-                else {
-                    break;
-                };
-                let info = git.commit_info(&cur.commit)?;
-                let Some(parent) = info.parents.first() else {
-                    break;
-                };
-                let b = match blame_lines(
-                    git,
-                    parent,
-                    &imp.path,
-                    &[old_line],
-                    &BlameFlags::default(),
-                ) {
-                    Ok(b) => b,
-                    Err(SzzError::Git { .. }) => break,
-                    Err(e) => return Err(e),
-                };
-                let Some(next) = b.lines.into_iter().next() else {
-                    break;
-                };
-                if filter.drop(git, &next)? || !seen.insert(next.commit.clone()) {
-                    break;
-                }
-                chain.push(next.commit.clone());
-                cur = next;
-            }
-            if chain.len() >= opts.max_chain {
-                notes.push(format!(
-                    "{path}:{}: chain cut at {} commits",
-                    start.final_line, opts.max_chain
-                ));
-            }
-            result.chains.push(Chain {
-                path: path.clone(),
-                line: start.final_line,
-                commits: chain,
+        for (path, start) in blame_file(git, fix, imp, &flags, Some(filter))? {
+            walks.push(Walk {
+                path,
+                blamed_path: imp.path.clone(),
+                chain: vec![start.commit.clone()],
+                seen: HashSet::from([start.commit.clone()]),
+                cur: start.clone(),
+                start,
+                done: false,
             });
-            let mut end = cur;
-            end.final_line = start.final_line;
-            ends.push((path, end));
         }
+    }
+    let mut cache = MapCache::default();
+    loop {
+        for w in walks.iter_mut() {
+            if w.chain.len() >= opts.max_chain {
+                w.done = true;
+            }
+        }
+        // Map every live line into its commit's parent: (parent, path) → [(walk, old line)].
+        let mut steps: Vec<((String, String), Vec<(usize, usize)>)> = Vec::new();
+        for (i, w) in walks.iter_mut().enumerate().filter(|(_, w)| !w.done) {
+            let Some(old_line) = map_line_cached(
+                &mut cache,
+                git,
+                &w.cur.commit,
+                &w.blamed_path,
+                w.cur.orig_line,
+                &w.cur.content,
+            )?
+            else {
+                w.done = true;
+                continue;
+            };
+            let info = git.commit_info(&w.cur.commit)?;
+            let Some(parent) = info.parents.first() else {
+                w.done = true;
+                continue;
+            };
+            let key = (parent.clone(), w.blamed_path.clone());
+            match steps.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push((i, old_line)),
+                None => steps.push((key, vec![(i, old_line)])),
+            }
+        }
+        if steps.is_empty() {
+            break;
+        }
+        for ((parent, path), members) in steps {
+            let lines: Vec<usize> = members.iter().map(|(_, l)| *l).collect();
+            let b = blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?;
+            let by_line: HashMap<usize, &BlameLine> =
+                b.lines.iter().map(|l| (l.final_line, l)).collect();
+            for (i, old_line) in members {
+                let w = &mut walks[i];
+                let Some(next) = by_line.get(&old_line).map(|l| (*l).clone()) else {
+                    w.done = true;
+                    continue;
+                };
+                if filter.drop(git, &next)? || !w.seen.insert(next.commit.clone()) {
+                    w.done = true;
+                    continue;
+                }
+                w.chain.push(next.commit.clone());
+                w.cur = next;
+            }
+        }
+    }
+    let mut ends: Vec<(String, BlameLine)> = Vec::new();
+    for w in walks {
+        if w.chain.len() >= opts.max_chain {
+            notes.push(format!(
+                "{}:{}: chain cut at {} commits",
+                w.path, w.start.final_line, opts.max_chain
+            ));
+        }
+        result.chains.push(Chain {
+            path: w.path.clone(),
+            line: w.start.final_line,
+            commits: w.chain,
+        });
+        let mut end = w.cur;
+        end.final_line = w.start.final_line;
+        ends.push((w.path, end));
     }
     result.candidates = candidates(git, &ends)?;
     result.selected = result

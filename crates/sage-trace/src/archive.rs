@@ -1,7 +1,6 @@
 //! Raw records inside archives: an Inspect AI `.eval` log is a zip file, and a raw pointer
 //! into one of its samples names the member (`log.eval!/samples/1_epoch_1.json`).
 
-use std::io::Read;
 use std::path::Path;
 
 /// The error of [`read_zip_member`]: which archive or member, and why.
@@ -9,18 +8,33 @@ use std::path::Path;
 #[error("{0}")]
 pub struct ArchiveError(pub String);
 
-/// Read member `member` of the zip archive at `path`.
+/// Read member `member` of the zip archive at `path`, inflating at most the input size
+/// limit ([`crate::safe::max_input_bytes`]).
 pub fn read_zip_member(path: &Path, member: &str) -> Result<Vec<u8>, ArchiveError> {
-    let f = std::fs::File::open(path).map_err(|e| ArchiveError(e.to_string()))?;
+    read_zip_member_capped(path, member, crate::safe::max_input_bytes())
+}
+
+/// [`read_zip_member`] with an explicit limit. The limit applies to the bytes actually
+/// inflated, not to the size the archive declares (a zip bomb declares what it likes): a
+/// member that inflates past it is an error, and reading stops there.
+pub fn read_zip_member_capped(
+    path: &Path,
+    member: &str,
+    limit: u64,
+) -> Result<Vec<u8>, ArchiveError> {
+    let f = crate::safe::read_limited_file(path).map_err(ArchiveError)?;
     let mut z =
         zip::ZipArchive::new(f).map_err(|e| ArchiveError(format!("not a zip archive: {e}")))?;
-    let mut m = z
+    let m = z
         .by_name(member)
         .map_err(|e| ArchiveError(format!("{member}: {e}")))?;
-    let mut out = Vec::new();
-    m.read_to_end(&mut out)
-        .map_err(|e| ArchiveError(format!("{member}: {e}")))?;
-    Ok(out)
+    if m.size() > limit {
+        return Err(ArchiveError(format!(
+            "{member}: inflates to {} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+            m.size()
+        )));
+    }
+    crate::safe::read_capped(m, limit, member).map_err(ArchiveError)
 }
 
 /// The names of every member of the zip archive at `path`, in archive order.
@@ -31,4 +45,46 @@ pub fn member_names(path: &Path) -> Result<Vec<String>, ArchiveError> {
         .filter_map(Result::ok)
         .map(|n| n.to_string())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    /// A `.eval` whose sample member inflates to `n` bytes of blanks (valid JSON padding
+    /// around `{}`), compressed to a few kilobytes.
+    fn bomb(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+        let p = dir.join("bomb.eval");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("header.json", opts).unwrap();
+        z.write_all(br#"{"version":2,"eval":{"eval_id":"x","run_id":"y"}}"#)
+            .unwrap();
+        z.start_file("samples/1_epoch_1.json", opts).unwrap();
+        z.write_all(b"{}").unwrap();
+        let chunk = vec![b' '; 1 << 16];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(chunk.len());
+            z.write_all(&chunk[..k]).unwrap();
+            left -= k;
+        }
+        z.finish().unwrap();
+        p
+    }
+
+    #[test]
+    fn attack_inspect_member_inflates_past_the_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let p = bomb(d.path(), 8 << 20);
+        // the archive is tiny; the member is 8 MiB once inflated
+        assert!(std::fs::metadata(&p).unwrap().len() < 200 << 10);
+        let e = read_zip_member_capped(&p, "samples/1_epoch_1.json", 1 << 20).unwrap_err();
+        assert!(e.0.contains("larger than the input limit"), "{e}");
+        // under the limit it reads whole
+        let ok = read_zip_member_capped(&p, "samples/1_epoch_1.json", 16 << 20).unwrap();
+        assert_eq!(ok.len(), 2 + (8 << 20));
+    }
 }

@@ -501,6 +501,8 @@ pub struct RawStore {
     /// Byte offset of every line start, per file, indexed on first use: resolving a line
     /// pointer costs O(the record), not O(the file), so a long trace stays linear.
     line_starts: HashMap<String, Vec<usize>>,
+    /// Bytes scanned to build line indexes (a work counter the tests check).
+    scanned: u64,
 }
 
 impl RawStore {
@@ -508,34 +510,72 @@ impl RawStore {
         Self::default()
     }
 
-    /// Load every source of `trace`, resolving names relative to `base`.
+    /// Load every source of `trace`, resolving names relative to `base` (the paths a user
+    /// gave on the command line). Only regular files within the input size limit are read.
     pub fn load(trace: &CanonicalTrace, base: &Path) -> Result<Self, RawError> {
-        let mut s = RawStore::new();
-        for f in &trace.sources {
-            let p: PathBuf = if Path::new(f).is_absolute() {
+        let limit = crate::safe::max_input_bytes();
+        let resolve = |f: &str| -> PathBuf {
+            if Path::new(f).is_absolute() {
                 PathBuf::from(f)
             } else {
                 base.join(f)
-            };
-            let bytes = match std::fs::read(&p) {
-                Ok(b) => b,
-                // `log.eval!/samples/1_epoch_1.json`: a member of a zip archive.
-                Err(e) => match f.split_once("!/") {
-                    Some((archive, member)) => {
-                        let ap = if Path::new(archive).is_absolute() {
-                            PathBuf::from(archive)
-                        } else {
-                            base.join(archive)
-                        };
-                        crate::archive::read_zip_member(&ap, member)
-                            .map_err(|m| RawError::Io(f.clone(), m.0))?
-                    }
-                    None => return Err(RawError::Io(f.clone(), e.to_string())),
-                },
+            }
+        };
+        Self::load_with(
+            trace,
+            |f| crate::safe::read_limited(&resolve(f), limit),
+            |archive| Ok(resolve(archive)),
+        )
+    }
+
+    /// Load the sources of a case's trace: each must be one of the case's `trace_files`
+    /// (or a member of one of them), read from inside the case folder `dir` (see
+    /// [`crate::safe::read_case_file`]). An adapter cannot make sage read anything else.
+    pub fn load_case(
+        trace: &CanonicalTrace,
+        dir: &Path,
+        trace_files: &[String],
+    ) -> Result<Self, RawError> {
+        for f in &trace.sources {
+            let file = f.split_once("!/").map_or(f.as_str(), |(a, _)| a);
+            if !trace_files.iter().any(|t| t == file) {
+                return Err(RawError::Io(
+                    f.clone(),
+                    "not a trace file of the case".into(),
+                ));
+            }
+        }
+        Self::load_with(
+            trace,
+            |f| crate::safe::read_case_file(dir, f),
+            |archive| crate::safe::resolve_case_path(dir, archive),
+        )
+    }
+
+    fn load_with(
+        trace: &CanonicalTrace,
+        read: impl Fn(&str) -> Result<Vec<u8>, String>,
+        archive_path: impl Fn(&str) -> Result<PathBuf, String>,
+    ) -> Result<Self, RawError> {
+        let mut s = RawStore::new();
+        for f in &trace.sources {
+            // `log.eval!/samples/1_epoch_1.json`: a member of a zip archive.
+            let bytes = match f.split_once("!/") {
+                Some((archive, member)) => {
+                    let ap = archive_path(archive).map_err(|m| RawError::Io(f.clone(), m))?;
+                    crate::archive::read_zip_member(&ap, member)
+                        .map_err(|m| RawError::Io(f.clone(), m.0))?
+                }
+                None => read(f).map_err(|m| RawError::Io(f.clone(), m))?,
             };
             s.insert(f, bytes);
         }
         Ok(s)
+    }
+
+    /// Bytes scanned so far to index line starts (each file is scanned at most once).
+    pub fn bytes_scanned(&self) -> u64 {
+        self.scanned
     }
 
     pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
@@ -554,6 +594,7 @@ impl RawStore {
             Locator::Lines { .. } | Locator::Json { line: Some(_), .. }
         );
         if by_line && !self.line_starts.contains_key(&r.file) {
+            self.scanned += data.len() as u64;
             self.line_starts.insert(r.file.clone(), line_starts(data));
         }
         let starts: &[usize] = self.line_starts.get(&r.file).map_or(&[], Vec::as_slice);
@@ -758,5 +799,43 @@ mod tests {
         let back: CanonicalTrace = serde_json::from_str(&j).unwrap();
         assert_eq!(back, t);
         assert_eq!(back.counts().writes, 1);
+    }
+
+    #[test]
+    fn attack_jsonl_pointer_check_rescans_the_file_for_every_line() {
+        // Before: resolving the pointer of line n scanned the file from its start to find
+        // line n, so checking every line of a JSON Lines file read it n²/2 times over.
+        let n = 3000;
+        let text: String = (0..n)
+            .map(|i| format!("{{\"i\":{i},\"t\":\"line {i}\"}}\n"))
+            .collect();
+        let len = text.len() as u64;
+        let mut s = RawStore::new();
+        s.insert("t.jsonl", text.into_bytes());
+        for i in 0..n {
+            let got = s
+                .resolve(&RawRef::json("t.jsonl", Some(i + 1), "/t"))
+                .unwrap();
+            assert_eq!(got, format!("line {i}"));
+            let l = s.resolve(&RawRef::lines("t.jsonl", i + 1, i + 1)).unwrap();
+            assert!(l.contains(&format!("line {i}\"")));
+        }
+        assert_eq!(
+            s.bytes_scanned(),
+            len,
+            "the file was scanned more than once"
+        );
+    }
+
+    #[test]
+    fn raw_files_are_regular_files_of_the_case() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("t.md"), "hello\n").unwrap();
+        let t = CanonicalTrace::new("x", vec!["t.md".into()]);
+        assert!(RawStore::load_case(&t, d.path(), &["t.md".into()]).is_ok());
+        // a source the manifest does not name is refused, even inside the folder
+        assert!(RawStore::load_case(&t, d.path(), &["other.md".into()]).is_err());
+        let t = CanonicalTrace::new("x", vec!["/etc/hostname".into()]);
+        assert!(RawStore::load_case(&t, d.path(), &["/etc/hostname".into()]).is_err());
     }
 }

@@ -180,23 +180,62 @@ pub enum CaseError {
     Invalid { path: String, msg: String },
 }
 
-/// Read a file as UTF-8 text, naming the file and the first bad byte on failure.
+/// Read a file as UTF-8 text, naming the file and the first bad byte on failure. Only
+/// regular files of at most [`crate::safe::max_input_bytes`] are read.
 pub fn read_text(path: &Path) -> Result<String, CaseError> {
-    let bytes = std::fs::read(path).map_err(|e| CaseError::Io {
-        path: path.display().to_string(),
-        msg: e.to_string(),
+    let bytes = crate::safe::read_limited(path, crate::safe::max_input_bytes()).map_err(|msg| {
+        CaseError::Io {
+            path: path.display().to_string(),
+            msg,
+        }
     })?;
+    utf8(path, bytes)
+}
+
+fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, CaseError> {
     String::from_utf8(bytes).map_err(|e| CaseError::NotUtf8 {
         path: path.display().to_string(),
         offset: e.utf8_error().valid_up_to(),
     })
 }
 
+/// Read the file `rel` of the case folder `dir` as UTF-8 text: it must stay inside the
+/// folder (after `..` and symbolic links), be a regular file and fit the size limit (see
+/// [`crate::safe::read_case_file`]). A manifest is untrusted input: it could name
+/// `/proc/self/environ` and have sage copy its own environment into every result.
+pub fn read_case_text(dir: &Path, rel: &str) -> Result<String, CaseError> {
+    let shown = dir.join(rel);
+    let bytes = crate::safe::read_case_file(dir, rel).map_err(|msg| CaseError::Io {
+        path: shown.display().to_string(),
+        msg,
+    })?;
+    utf8(&shown, bytes)
+}
+
+/// Adapters read a trace later, by path: check now that `rel` is a regular file of the case
+/// folder `dir` within the size limit (see [`read_case_text`]).
+pub fn check_trace_file(dir: &Path, rel: &str) -> Result<(), String> {
+    let real =
+        crate::safe::resolve_case_path(dir, rel).map_err(|m| format!("trace file {rel:?}: {m}"))?;
+    let meta = std::fs::metadata(&real).map_err(|e| format!("trace file {rel:?}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("trace file {rel:?}: not a regular file"));
+    }
+    let limit = crate::safe::max_input_bytes();
+    if meta.len() > limit {
+        return Err(format!(
+            "trace file {rel:?}: {} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+            meta.len()
+        ));
+    }
+    Ok(())
+}
+
 impl Case {
     /// Load the case in `dir` (which holds `case.json`).
     pub fn load(dir: &Path) -> Result<Case, CaseError> {
         let mpath = dir.join(MANIFEST_NAME);
-        let text = read_text(&mpath)?;
+        let text = read_case_text(dir, MANIFEST_NAME)?;
         let manifest: CaseManifest =
             serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
                 path: mpath.display().to_string(),
@@ -261,31 +300,38 @@ impl Case {
         let mut baselines = BTreeMap::new();
         for (artefact, file) in &manifest.baseline {
             let p = dir.join(file);
-            if !p.is_file() {
+            if !p.exists() {
                 return Err(invalid(format!(
                     "baseline of {artefact:?}: file {} is missing",
                     p.display()
                 )));
             }
-            baselines.insert(artefact.clone(), read_text(&p)?);
+            baselines.insert(artefact.clone(), read_case_text(dir, file)?);
         }
         let mut final_files = BTreeMap::new();
         for (artefact, file) in &manifest.final_state {
             let p = dir.join(file);
-            if !p.is_file() {
+            if !p.exists() {
                 return Err(invalid(format!(
                     "final_state of {artefact:?}: file {} is missing",
                     p.display()
                 )));
             }
-            final_files.insert(artefact.clone(), read_text(&p)?);
+            final_files.insert(artefact.clone(), read_case_text(dir, file)?);
         }
         for f in &manifest.trace.files {
-            if !dir.join(f).is_file() {
+            if !dir.join(f).exists() {
                 return Err(invalid(format!(
                     "trace file {} is missing",
                     dir.join(f).display()
                 )));
+            }
+            check_trace_file(dir, f).map_err(invalid)?;
+        }
+        if let Some(t) = &manifest.tests {
+            for f in &t.files {
+                crate::safe::resolve_case_path(dir, f)
+                    .map_err(|m| invalid(format!("tests file {f:?}: {m}")))?;
             }
         }
         let id = if manifest.id.is_empty() {
@@ -295,6 +341,7 @@ impl Case {
         } else {
             manifest.id.clone()
         };
+        crate::safe::check_id(&id).map_err(|m| invalid(format!("case id {id:?}: {m}")))?;
         Ok(Case {
             id,
             dir: dir.to_path_buf(),
@@ -314,8 +361,16 @@ impl Case {
 }
 
 /// Every case folder (a folder holding `case.json`) under `root`, sorted by path.
-/// `root` itself may be a case folder.
+/// `root` itself may be a case folder. Symbolic links are followed only while they stay
+/// inside `root` (see [`discover_with`]).
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
+    discover_with(root, false)
+}
+
+/// [`discover`]; with `follow_out`, symbolic links leading out of `root` are followed too
+/// (`--follow-links`). Without it a link to `/proc` or `$HOME` inside a corpus folder is
+/// not walked: a corpus is untrusted input and must not make sage read other folders.
+pub fn discover_with(root: &Path, follow_out: bool) -> Result<Vec<PathBuf>, CaseError> {
     if !root.exists() {
         return Err(CaseError::Io {
             path: root.display().to_string(),
@@ -329,15 +384,29 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
             Vec::new()
         });
     }
+    let canon_root = root.canonicalize().map_err(|e| CaseError::Io {
+        path: root.display().to_string(),
+        msg: e.to_string(),
+    })?;
     let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
         .into_iter()
+        .filter_entry(|e| {
+            follow_out
+                || !e.path_is_symlink()
+                || e.path()
+                    .canonicalize()
+                    .is_ok_and(|c| c.starts_with(&canon_root))
+        })
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file() && e.file_name() == MANIFEST_NAME)
         .filter_map(|e| e.path().parent().map(Path::to_path_buf))
         .collect();
     out.sort();
+    // A case reached twice (through a link inside the corpus) is one case.
+    let mut real = std::collections::BTreeSet::new();
+    out.retain(|d| real.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
     Ok(out)
 }
 

@@ -9,6 +9,7 @@ pub mod archive;
 mod canonical;
 pub mod case;
 pub mod run;
+pub mod safe;
 pub mod score;
 pub mod text;
 

@@ -67,7 +67,7 @@ impl Run {
         if !rpath.is_file() {
             return Case::load(dir).map(Run::from_case);
         }
-        let text = case::read_text(&rpath)?;
+        let text = case::read_case_text(dir, RUN_MANIFEST_NAME)?;
         let manifest: RunManifest =
             serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
                 path: rpath.display().to_string(),
@@ -123,12 +123,14 @@ impl Run {
                 "baseline names no artefact (a run needs the files the agent started from)".into(),
             ));
         }
+        // A run manifest is untrusted like a case manifest: every file it names stays
+        // inside the run folder (see `case::read_case_text`).
         let file = |what: &str, rel: &str| -> Result<String, CaseError> {
             let p = dir.join(rel);
-            if !p.is_file() {
+            if !p.exists() {
                 return Err(invalid(format!("{what}: file {} is missing", p.display())));
             }
-            case::read_text(&p)
+            case::read_case_text(dir, rel)
         };
         let mut baselines = BTreeMap::new();
         for (a, f) in &manifest.baseline {
@@ -143,12 +145,13 @@ impl Run {
             Some(p) => Some(file("patch", p)?),
         };
         for f in &manifest.trace.files {
-            if !dir.join(f).is_file() {
+            if !dir.join(f).exists() {
                 return Err(invalid(format!(
                     "trace file {} is missing",
                     dir.join(f).display()
                 )));
             }
+            case::check_trace_file(dir, f).map_err(invalid)?;
         }
         let id = if manifest.id.is_empty() {
             dir.file_name()
@@ -157,6 +160,7 @@ impl Run {
         } else {
             manifest.id.clone()
         };
+        crate::safe::check_id(&id).map_err(|m| invalid(format!("run id {id:?}: {m}")))?;
         Ok(Run {
             id,
             dir: dir.to_path_buf(),
@@ -195,16 +199,30 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
             _ => Vec::new(),
         });
     }
+    // links are followed only while they stay inside `root` (see `case::discover`)
+    let canon_root = root.canonicalize().map_err(|e| CaseError::Io {
+        path: root.display().to_string(),
+        msg: e.to_string(),
+    })?;
     let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
         .into_iter()
+        .filter_entry(|e| {
+            !e.path_is_symlink()
+                || e.path()
+                    .canonicalize()
+                    .is_ok_and(|c| c.starts_with(&canon_root))
+        })
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file() && is_manifest(e.file_name()))
         .filter_map(|e| e.path().parent().map(Path::to_path_buf))
         .collect();
     out.sort();
     out.dedup();
+    // a run reached twice (through a link inside the root) is one run
+    let mut real = std::collections::BTreeSet::new();
+    out.retain(|d| real.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
     Ok(out)
 }
 
@@ -269,5 +287,35 @@ mod tests {
         write(d.path(), "c/other.json", "{}");
         let found = discover(d.path()).unwrap();
         assert_eq!(found, vec![d.path().join("a"), d.path().join("b")]);
+    }
+
+    #[test]
+    fn attack_run_manifest_names_proc_self_environ() {
+        // The run loader reads what a run.json names, like the case loader: confined too.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "t.json", "[]");
+        write(d.path(), "base/app.py", "x = 1\n");
+        for (field, value) in [
+            ("patch", "/proc/self/environ"),
+            ("patch", "../../../../../../proc/self/environ"),
+        ] {
+            let text = RUN.replace("\"p.diff\"", &format!("{value:?}"));
+            assert!(text.contains(field));
+            write(d.path(), "run.json", &text);
+            let e = Run::load(d.path()).unwrap_err().to_string();
+            assert!(e.contains("absolute path") || e.contains("outside"), "{e}");
+        }
+        #[cfg(unix)]
+        {
+            write(d.path(), "p.diff", "--- a/app.py\n+++ b/app.py\n");
+            std::os::unix::fs::symlink("/proc/self/environ", d.path().join("env.json")).unwrap();
+            write(
+                d.path(),
+                "run.json",
+                &RUN.replace("\"t.json\"", "\"env.json\""),
+            );
+            let e = Run::load(d.path()).unwrap_err().to_string();
+            assert!(e.contains("outside"), "{e}");
+        }
     }
 }

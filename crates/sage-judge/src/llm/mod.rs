@@ -18,6 +18,7 @@ use ledger::{Ledger, LedgerEntry, LedgerKey, LEDGER_SCHEMA};
 use prompt::Rubric;
 use sage_llm::cost::{CostMeter, RunStats, Usage};
 use sage_llm::http::Transport;
+use sage_llm::secrets::scrubbed;
 use sage_llm::{Answer, LlmSettings, Output, Provider};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -176,6 +177,8 @@ pub struct LlmJudge {
     s: LlmSettings,
     parts: SessionParts,
     transport: Transport,
+    /// The parsed request URL.
+    url: url::Url,
     /// Cleared when an OpenAI-compatible server refuses `json_schema`.
     schema_ok: AtomicBool,
     successes: AtomicU64,
@@ -210,14 +213,18 @@ pub struct BuiltRequest {
 
 impl LlmJudge {
     pub fn new(s: LlmSettings, parts: SessionParts) -> Result<LlmJudge, JudgeError> {
-        let secrets = s.api_key.iter().map(|k| k.expose().to_string()).collect();
-        let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), secrets)?;
+        // The key and the base URL's credentials are scrubbed from everything sage writes.
+        let url = s
+            .endpoint_url()
+            .map_err(|m| JudgeError::Fatal(format!("{}: {m}", s.who())))?;
+        let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), s.secrets())?;
         Ok(LlmJudge {
             context_tokens: crate::config::default_context_tokens(&s.model, &Default::default()),
             schema_ok: AtomicBool::new(s.json_schema),
             s,
             parts,
             transport,
+            url,
             successes: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
         })
@@ -262,7 +269,10 @@ impl LlmJudge {
 
     fn body_of(&self, r: &prompt::RenderedPrompt, out: &Output) -> Vec<u8> {
         let v = sage_llm::request_body(&self.s, &r.to_prompt(), out);
-        serde_json::to_vec(&v).expect("a JSON value serializes")
+        // A secret the trace happens to hold (an agent that printed its environment) is
+        // not sent to the provider either; the hash is of what is sent.
+        let body = serde_json::to_string(&v).expect("a JSON value serializes");
+        scrubbed(body).into_bytes()
     }
 
     /// The exact request for `req`, fitted into the context budget ([`digest`]): its body,
@@ -306,12 +316,15 @@ impl LlmJudge {
                 self.s.key_var
             )));
         };
-        let url = sage_llm::models_url(&self.s);
+        let url =
+            sage_llm::models_url(&self.s).map_err(|m| JudgeError::Fatal(format!("{who}: {m}")))?;
         let headers = sage_llm::auth_headers(&self.s, key);
         let res = self
             .transport
             .get(&url, &headers, &who, &self.s.key_var)
             .await;
+        // the lookup URL as it may be shown (no credentials, no query values)
+        let url = sage_llm::secrets::display_url(&url);
         let fatal = match res {
             Ok(ok) => match (self.s.provider, sage_llm::model_listed(&ok.body, &self.s.model)) {
                 (Provider::OpenAi, Some(false)) => Some(format!(
@@ -344,8 +357,9 @@ impl LlmJudge {
         }
     }
 
+    /// The request URL as it may be shown (no credentials, no query values).
     pub fn endpoint(&self) -> String {
-        sage_llm::endpoint(&self.s)
+        sage_llm::secrets::display_url(&self.url)
     }
 
     pub fn ledger_key(&self, prompt_hash: &str, call: CallInfo) -> LedgerKey {
@@ -359,8 +373,12 @@ impl LlmJudge {
         }
     }
 
+    /// Parse a response body, scrubbed of secrets first: what is stored, replayed and
+    /// parsed is the same text, and a judge that echoes the key (in its id, a rationale, a
+    /// quote) gets it into no result.
     fn parse(&self, bytes: &[u8]) -> Result<ParsedResponse, String> {
-        let c = sage_llm::parse_response(self.s.provider, bytes)?;
+        let text = scrubbed(String::from_utf8_lossy(bytes));
+        let c = sage_llm::parse_response(self.s.provider, text.as_bytes())?;
         Ok(ParsedResponse {
             judgment: c.answer.and_then(judgment_from_answer),
             usage: c.usage,
@@ -440,7 +458,7 @@ impl LlmJudge {
                         id: id.clone(),
                         key,
                         source: "batch".into(),
-                        response: String::from_utf8_lossy(bytes).into_owned(),
+                        response: scrubbed(String::from_utf8_lossy(bytes)),
                         usage: p.usage,
                         cost_usd: self.s.price.map(|pr| pr.cost(&p.usage)),
                         latency_ms: 0,
@@ -513,52 +531,72 @@ impl LlmJudge {
             )));
         };
         let estimate = self.estimate_cost(body.len()).unwrap_or(0.0);
-        self.parts
-            .meter
-            .reserve(estimate)
-            .map_err(JudgeError::Budget)?;
         let headers = sage_llm::auth_headers(&self.s, key);
-        let res = self
-            .transport
-            .post(&self.endpoint(), &headers, &body, &who, &self.s.key_var)
-            .await;
-        let ok = match res {
-            Ok(ok) => ok,
-            Err(e) => {
-                let e = JudgeError::from(e);
-                self.parts.meter.settle(estimate, None);
-                if let JudgeError::Fatal(_) = &e {
-                    if let Ok(mut t) = self.parts.tripped.lock() {
-                        t.get_or_insert(e.clone());
+        // A 200 whose body is not an answer envelope at all (empty, an HTML error page,
+        // garbage from a proxy) is a transport fault: retried here like a 5xx, never stored,
+        // never shown to the model as "your answer was rejected", never a judgment attempt.
+        let retry = self.transport.retry_policy();
+        let mut unusable = 0u32;
+        let (ok, parsed) = loop {
+            self.parts
+                .meter
+                .reserve(estimate)
+                .map_err(JudgeError::Budget)?;
+            let res = self
+                .transport
+                .post(&self.url, &headers, &body, &who, &self.s.key_var)
+                .await;
+            let ok = match res {
+                Ok(ok) => ok,
+                Err(e) => {
+                    let e = JudgeError::from(e);
+                    self.parts.meter.settle(estimate, None);
+                    if let JudgeError::Fatal(_) = &e {
+                        if let Ok(mut t) = self.parts.tripped.lock() {
+                            t.get_or_insert(e.clone());
+                        }
                     }
+                    if let JudgeError::Invalid(m) = &e {
+                        // The provider counts more tokens than sage estimated: the turn does
+                        // not fit this model, which is its outcome, not a refusal of every
+                        // request.
+                        if too_long(m) {
+                            return Err(JudgeError::ContextOverflow {
+                                needed: (body.len() as u64).div_ceil(4),
+                                budget: self.prompt_budget(),
+                            });
+                        }
+                        // A server that refuses every request (a parameter it lacks) would
+                        // fail each turn slowly; stop once it is clear nothing gets through.
+                        let n = self.refusals.fetch_add(1, Ordering::Relaxed) + 1;
+                        if n >= 3 && self.successes.load(Ordering::Relaxed) == 0 {
+                            return Err(JudgeError::Fatal(format!(
+                                "{m} (the first {n} requests were all refused)"
+                            )));
+                        }
+                    }
+                    return Err(e);
                 }
-                if let JudgeError::Invalid(m) = &e {
-                    // The provider counts more tokens than sage estimated: the turn does not
-                    // fit this model, which is its outcome, not a refusal of every request.
-                    if too_long(m) {
-                        return Err(JudgeError::ContextOverflow {
-                            needed: (body.len() as u64).div_ceil(4),
-                            budget: self.prompt_budget(),
-                        });
-                    }
-                    // A server that refuses every request (a parameter it lacks) would fail
-                    // each turn slowly; stop once it is clear nothing gets through.
-                    let n = self.refusals.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n >= 3 && self.successes.load(Ordering::Relaxed) == 0 {
-                        return Err(JudgeError::Fatal(format!(
-                            "{m} (the first {n} requests were all refused)"
+            };
+            match self.parse(&ok.body) {
+                Ok(p) => break (ok, p),
+                Err(m) => {
+                    // the call may have been billed: count the estimate as spent
+                    self.parts.meter.settle(estimate, Some(estimate));
+                    if unusable >= retry.max_retries {
+                        return Err(JudgeError::Transient(format!(
+                            "{who}: {m} ({} unusable answers in a row)",
+                            unusable + 1
                         )));
                     }
+                    let wait = retry.backoff(unusable);
+                    unusable += 1;
+                    self.parts
+                        .stats
+                        .http_retries
+                        .fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
                 }
-                return Err(e);
-            }
-        };
-        let parsed = match self.parse(&ok.body) {
-            Ok(p) => p,
-            Err(m) => {
-                // Not stored: a garbled envelope is the transport's fault, not the model's.
-                self.parts.meter.settle(estimate, Some(estimate));
-                return Err(JudgeError::Transient(format!("{who}: {m}")));
             }
         };
         self.successes.fetch_add(1, Ordering::Relaxed);
@@ -573,7 +611,7 @@ impl LlmJudge {
                 id,
                 key: self.ledger_key(&hash, call),
                 source: "api".into(),
-                response: String::from_utf8_lossy(&ok.body).into_owned(),
+                response: scrubbed(String::from_utf8_lossy(&ok.body)),
                 usage: parsed.usage,
                 cost_usd: cost,
                 latency_ms: ok.latency.as_millis() as u64,

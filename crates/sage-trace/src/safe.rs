@@ -1,0 +1,438 @@
+//! Untrusted input, careful output: the helpers every stage uses when it reads a file a case
+//! names, writes a file named after an id, puts text into a page or a sheet, or prints
+//! anything that might carry a secret. The threat model they serve is `docs/security.md`.
+//!
+//! One helper per job, so a fix lands everywhere at once:
+//! - [`file_stem`]: an id → a file name (injective, length-capped);
+//! - [`html`] and [`json_in_html`]: text into HTML;
+//! - [`csv_cell`] / [`csv_uncell`]: cells a spreadsheet must not run as formulas;
+//! - [`read_case_file`] / [`read_limited`]: files named by a case stay inside it, are
+//!   regular files, and have a size limit.
+//!
+//! Secrets (API keys, base-URL credentials) are the transport's: `sage_llm::secrets`.
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+// ------------------------------------------------------------------ file names
+
+/// Longest file stem [`file_stem`] returns (bytes), leaving room for an extension well
+/// under the 255-byte limit of common file systems.
+pub const MAX_STEM_BYTES: usize = 120;
+
+/// A file stem for `id` (a case id, an annotator name, a ledger path component).
+///
+/// Injective: ASCII letters, digits, `-` and `_` (and `.` when not leading) stand for
+/// themselves, every other byte of the UTF-8 text is written `~HH`, so two different ids never
+/// share a name (`dup/x` → `dup~2Fx`, `dup_x` → `dup_x`). A name longer than
+/// [`MAX_STEM_BYTES`] keeps a readable prefix and ends in `~~` and 16 hex digits of the id's
+/// sha256; `~~` never occurs in a name that was not shortened, so shortened and plain names
+/// cannot meet either. Case-insensitive file systems can still fold two names together; the
+/// writers check for that ([`stem_collisions`]).
+pub fn file_stem(id: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        if keep {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "~{b:02X}");
+        }
+    }
+    if out.is_empty() {
+        // the empty id: a name no other id produces
+        out.push_str("~~empty");
+    }
+    if out.len() > MAX_STEM_BYTES {
+        use sha2::{Digest, Sha256};
+        let h = hex::encode(Sha256::digest(id.as_bytes()));
+        let mut cut = MAX_STEM_BYTES - 18;
+        // never cut inside a `~HH` escape (the stem is ASCII, so any byte is a boundary)
+        if let Some(p) = out[..cut].rfind('~').filter(|p| cut - p < 3) {
+            cut = p;
+        }
+        out.truncate(cut);
+        out.push_str("~~");
+        out.push_str(&h[..16]);
+    }
+    out
+}
+
+/// The id a [`file_stem`] was made from, when it was not shortened (`None` for a shortened
+/// stem, which keeps only a hash of the rest, and for text no stem can be).
+pub fn file_stem_id(stem: &str) -> Option<String> {
+    if stem == "~~empty" {
+        return Some(String::new());
+    }
+    if stem.contains("~~") {
+        return None;
+    }
+    let b = stem.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'~' {
+            let hex = stem.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Groups of distinct ids whose [`file_stem`]s are equal when case is ignored (they would
+/// overwrite each other on a case-insensitive file system). Empty when none collide.
+pub fn stem_collisions<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<Vec<String>> {
+    let mut by: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for id in ids {
+        by.entry(file_stem(id).to_ascii_lowercase())
+            .or_default()
+            .insert(id.to_string());
+    }
+    by.into_values()
+        .filter(|s| s.len() > 1)
+        .map(|s| s.into_iter().collect())
+        .collect()
+}
+
+/// Why an id cannot name a case (or an annotator): empty, control characters, surrounding
+/// blanks, or longer than 512 bytes. Ids are shown in pages, sheets and terminals, so they
+/// must print as what they are.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("the id is empty".into());
+    }
+    if id.len() > 512 {
+        return Err(format!("the id is {} bytes long (at most 512)", id.len()));
+    }
+    if let Some(c) = id.chars().find(|c| c.is_control()) {
+        return Err(format!("the id contains the control character {c:?}"));
+    }
+    if id.trim() != id {
+        return Err("the id starts or ends with blanks".into());
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ HTML
+
+/// Escape text for HTML element content and quoted attribute values.
+pub fn html(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + s.len() / 8);
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JSON text that can sit inside a `<script type="application/json">` element: `<`, `>`
+/// and `&` are written as `\u003c`, `\u003e`, `\u0026` (and U+2028/2029 escaped), so no
+/// text in the data can close the element or open a comment (`<!--<script>`) that would
+/// swallow the rest of the page. `JSON.parse` reads it back unchanged.
+pub fn json_in_html<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    let s = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => o.push_str("\\u003c"),
+            '>' => o.push_str("\\u003e"),
+            '&' => o.push_str("\\u0026"),
+            '\u{2028}' => o.push_str("\\u2028"),
+            '\u{2029}' => o.push_str("\\u2029"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+// ------------------------------------------------------------------ CSV
+
+/// A cell a spreadsheet shows as text: a value starting with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return would be run as a formula (`=HYPERLINK(...)`), so it gets a leading `'`
+/// (what spreadsheets themselves use to mark text). [`csv_uncell`] undoes it on import.
+pub fn csv_cell(s: &str) -> Cow<'_, str> {
+    match s.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => Cow::Owned(format!("'{s}")),
+        // a value that already starts with the marker keeps it, so import is exact
+        Some('\'') if s[1..].starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) => {
+            Cow::Owned(format!("'{s}"))
+        }
+        _ => Cow::Borrowed(s),
+    }
+}
+
+/// The value of a cell written by [`csv_cell`].
+pub fn csv_uncell(s: &str) -> &str {
+    match s.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) => rest,
+        _ => s,
+    }
+}
+
+// ------------------------------------------------------------------ reading input files
+
+/// Default size limit of one input file (a trace, a baseline, an archive member): 256 MiB.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// What the user set for this process (the CLI applies `SAGE_MAX_INPUT_MB` and
+/// `SAGE_CASE_ROOTS`; no library reads the environment).
+struct Limits {
+    max_input_bytes: u64,
+    roots: Vec<PathBuf>,
+}
+
+static LIMITS: std::sync::RwLock<Limits> = std::sync::RwLock::new(Limits {
+    max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+    roots: Vec::new(),
+});
+
+/// The size limit of one input file: [`DEFAULT_MAX_INPUT_BYTES`] unless
+/// [`set_max_input_bytes`] changed it (`SAGE_MAX_INPUT_MB`).
+pub fn max_input_bytes() -> u64 {
+    LIMITS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .max_input_bytes
+}
+
+/// Use `n` bytes (at least 1) as the input size limit for the rest of the process.
+pub fn set_max_input_bytes(n: u64) {
+    LIMITS
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .max_input_bytes = n.max(1);
+}
+
+/// Read at most `limit` bytes from a reader; more is an error (the reader may be a
+/// decompressor whose declared size lies).
+pub fn read_capped(mut r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    r.by_ref()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "{what}: larger than the input limit of {} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+            limit
+        ));
+    }
+    Ok(out)
+}
+
+/// Read a regular file of at most `limit` bytes. Devices, FIFOs, sockets and folders are
+/// refused before anything is read (`/dev/zero` never ends, a FIFO blocks).
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let f = open_limited(path, limit)?;
+    read_capped(f, limit, "read")
+}
+
+/// Open a regular file of at most `limit` bytes for reading (see [`read_limited`]).
+pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, String> {
+    let f = open_nonblocking(path).map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "{} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+            meta.len()
+        ));
+    }
+    Ok(f)
+}
+
+/// [`open_limited`] with the input size limit.
+pub fn read_limited_file(path: &Path) -> Result<std::fs::File, String> {
+    open_limited(path, max_input_bytes())
+}
+
+/// Open for reading without blocking: opening a FIFO for reading waits for a writer, and an
+/// input file named by a trace must never hang sage. (Regular files ignore the flag.)
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+    o.open(path)
+}
+
+/// Roots outside a case folder that case files may point into, as set by
+/// [`set_allowed_roots`] (`SAGE_CASE_ROOTS`). Empty unless set.
+pub fn allowed_roots() -> Vec<PathBuf> {
+    LIMITS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .roots
+        .clone()
+}
+
+/// Allow case files to point into `roots` (each canonicalized; one that does not exist is
+/// left out) for the rest of the process.
+pub fn set_allowed_roots(roots: impl IntoIterator<Item = PathBuf>) {
+    let v: Vec<PathBuf> = roots
+        .into_iter()
+        .filter(|p| !p.as_os_str().is_empty())
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    LIMITS.write().unwrap_or_else(|p| p.into_inner()).roots = v;
+}
+
+/// Where `rel` (a path a case manifest names) points, when it stays inside the case folder
+/// `dir` (or one of [`allowed_roots`]) after every `..` and symbolic link is resolved.
+/// Absolute paths are refused outright.
+pub fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    if rel.is_empty() {
+        return Err("the path is empty".into());
+    }
+    let p = Path::new(rel);
+    if p.is_absolute() || p.components().any(|c| matches!(c, Component::Prefix(_))) {
+        return Err(format!(
+            "{rel:?} is an absolute path; case files are named relative to the case folder"
+        ));
+    }
+    let base = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let joined = base.join(p);
+    let real = joined
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", joined.display()))?;
+    if real.starts_with(&base) || allowed_roots().iter().any(|r| real.starts_with(r)) {
+        Ok(real)
+    } else {
+        Err(format!(
+            "{rel:?} resolves to {}, outside the case folder (add its folder to SAGE_CASE_ROOTS to allow it)",
+            real.display()
+        ))
+    }
+}
+
+/// Read a file a case names: inside the case folder ([`resolve_case_path`]), a regular
+/// file, at most [`max_input_bytes`].
+pub fn read_case_file(dir: &Path, rel: &str) -> Result<Vec<u8>, String> {
+    let real = resolve_case_path(dir, rel)?;
+    read_limited(&real, max_input_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_stems_are_injective_and_capped() {
+        assert_eq!(file_stem("ag2-fig1a-aes-ecb"), "ag2-fig1a-aes-ecb");
+        assert_eq!(file_stem("CWE-327_codeql_1.py"), "CWE-327_codeql_1.py");
+        assert_ne!(file_stem("dup/x"), file_stem("dup_x"));
+        assert_eq!(file_stem("dup/x"), "dup~2Fx");
+        assert_eq!(file_stem(".."), "~2E.");
+        assert_eq!(file_stem("a~b"), "a~7Eb");
+        assert_eq!(file_stem(""), "~~empty");
+        let long = "x".repeat(300);
+        let s = file_stem(&long);
+        assert!(s.len() <= MAX_STEM_BYTES, "{}", s.len());
+        assert_ne!(s, file_stem(&"x".repeat(301)));
+        // a shortened name cannot equal a plain one: `~~` appears only in the former
+        assert!(s.contains("~~") && !file_stem("x~~y").contains("~~"));
+        let multi = "é/".repeat(100);
+        let m = file_stem(&multi);
+        assert!(m.len() <= MAX_STEM_BYTES);
+        // the cut never splits an escape: every `~` is followed by two hex digits or `~`
+        let b = m.as_bytes();
+        for (i, c) in b.iter().enumerate() {
+            if *c == b'~' && !(b.get(i + 1) == Some(&b'~') || i > 0 && b[i - 1] == b'~') {
+                assert!(b.len() >= i + 3, "{m}");
+            }
+        }
+        for id in ["dup/x", "R/1", "a~b", "..", "", "é", "plain-id_1.x"] {
+            assert_eq!(file_stem_id(&file_stem(id)).as_deref(), Some(id), "{id}");
+        }
+        assert_eq!(file_stem_id(&s), None);
+        assert_eq!(stem_collisions(["Case", "case", "other"]).len(), 1);
+        assert!(stem_collisions(["dup/x", "dup_x"]).is_empty());
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(check_id("case-1").is_ok());
+        assert!(check_id("").is_err());
+        assert!(check_id("a\nb").is_err());
+        assert!(check_id(" a").is_err());
+        assert!(check_id(&"a".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn embedded_json_cannot_end_its_element() {
+        let v = serde_json::json!({"t": "<!--<script></script>&\u{2028}"});
+        let s = json_in_html(&v);
+        assert!(!s.contains('<') && !s.contains('>') && !s.contains('&'));
+        let back: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn csv_cells_round_trip_and_never_start_a_formula() {
+        for v in [
+            "=1+1", "+x", "-2", "@SUM(A1)", "'=x", "''", "plain", "", "'plain",
+        ] {
+            let c = csv_cell(v);
+            assert!(!c.starts_with(['=', '+', '-', '@']), "{v} -> {c}");
+            assert_eq!(csv_uncell(&c), v, "{v}");
+        }
+    }
+
+    #[test]
+    fn case_paths_stay_inside_the_case_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let case = d.path().join("case");
+        std::fs::create_dir_all(case.join("sub")).unwrap();
+        std::fs::write(case.join("sub/a.txt"), "a").unwrap();
+        std::fs::write(d.path().join("outside.txt"), "o").unwrap();
+        assert_eq!(read_case_file(&case, "sub/a.txt").unwrap(), b"a");
+        assert_eq!(read_case_file(&case, "sub/../sub/a.txt").unwrap(), b"a");
+        assert!(read_case_file(&case, "../outside.txt").is_err());
+        assert!(read_case_file(&case, "/etc/hostname").is_err());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(d.path().join("outside.txt"), case.join("link")).unwrap();
+            assert!(read_case_file(&case, "link")
+                .unwrap_err()
+                .contains("outside"));
+            std::os::unix::fs::symlink(case.join("sub/a.txt"), case.join("inside")).unwrap();
+            assert_eq!(read_case_file(&case, "inside").unwrap(), b"a");
+        }
+        assert!(read_case_file(&case, "sub")
+            .unwrap_err()
+            .contains("regular"));
+        // a FIFO is refused without blocking (opening it for reading would wait for a writer)
+        if std::process::Command::new("mkfifo")
+            .arg(case.join("pipe"))
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            assert!(read_case_file(&case, "pipe")
+                .unwrap_err()
+                .contains("regular"));
+        } else {
+            eprintln!("mkfifo not available: FIFO refusal not exercised");
+        }
+        std::fs::write(case.join("big"), vec![b'x'; 100]).unwrap();
+        assert!(read_limited(&case.join("big"), 10).is_err());
+        assert!(read_capped(&b"0123456789x"[..], 10, "m").is_err());
+        assert_eq!(read_capped(&b"0123456789"[..], 10, "m").unwrap().len(), 10);
+    }
+}

@@ -506,7 +506,7 @@ fn attack_200_with_an_html_or_empty_body_is_fed_back_as_a_rejected_answer() {
     use sage_trace::{Actor, CanonicalTrace, RawRef, RawStore, TextItem, Turn, TurnKind};
     let plan = Arc::new(|_: &Captured, n: usize, seen: usize| {
         if seen == 0 {
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 Fault::HtmlBody
             } else {
                 Fault::EmptyBody
@@ -934,6 +934,22 @@ fn attack_confirm_import_writes_a_run_id_outside_the_output_folder() {
     assert_eq!(inside.len(), 1);
 }
 
+#[test]
+fn the_two_csv_unmarkers_agree() {
+    // sage-reliability reads the stores sage-pipeline writes, without depending on
+    // sage-trace: its inverse of `csv_cell` must be the same function.
+    for v in [
+        "=1+1", "+x", "-2", "@SUM(A1)", "'=x", "''", "plain", "", "'plain", "\tt", "'",
+    ] {
+        let cell = sage_trace::safe::csv_cell(v);
+        assert_eq!(sage_reliability::annotations::csv_uncell(&cell), v);
+        assert_eq!(
+            sage_reliability::annotations::csv_uncell(&cell),
+            sage_trace::safe::csv_uncell(&cell)
+        );
+    }
+}
+
 // ------------------------------------------------------------------ 10. prompt injection
 
 #[test]
@@ -1071,7 +1087,13 @@ mod git {
             .output()
             .unwrap();
         assert!(out.status.success());
-        assert!(text(&out.stdout).contains(&intro));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["results"][0]["candidates"][0]["commit"],
+            intro,
+            "{}",
+            text(&out.stdout)
+        );
     }
 
     #[test]

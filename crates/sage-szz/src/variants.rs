@@ -651,6 +651,9 @@ pub fn map_line_cached(
     Ok(best.filter(|b| b.0 > 0.75).map(|b| b.2))
 }
 
+/// A parent commit and the path blamed in it.
+type ParentPath = (String, String);
+
 /// One deleted line's walk back through V-SZZ's chain.
 struct Walk {
     /// The fix-side path and the file's path as blamed (not updated across renames, as in
@@ -705,7 +708,7 @@ fn v_szz(
             }
         }
         // Map every live line into its commit's parent: (parent, path) → [(walk, old line)].
-        let mut steps: Vec<((String, String), Vec<(usize, usize)>)> = Vec::new();
+        let mut steps: Vec<(ParentPath, Vec<(usize, usize)>)> = Vec::new();
         for (i, w) in walks.iter_mut().enumerate().filter(|(_, w)| !w.done) {
             let Some(old_line) = map_line_cached(
                 &mut cache,

@@ -116,7 +116,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 },
             )?;
             for f in &report.failures {
-                eprintln!("sage: could not package {f}");
+                eprintln!("sage: could not package {}", sage_llm::secrets::scrub(f));
             }
             println!(
                 "{} packet(s) in {}; keep {} to import the filled sheet",
@@ -177,7 +177,12 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             }
             let (rows, errors) = annotate::validate_sheet(&text, key.as_ref(), &write_turns);
             for e in &errors {
-                eprintln!("sage: {}:{}: {}", file.display(), e.line, e.message);
+                eprintln!(
+                    "sage: {}:{}: {}",
+                    file.display(),
+                    e.line,
+                    sage_llm::secrets::scrub(&e.message)
+                );
             }
             let written = annotate::store(&store, &rows)?;
             let files: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();

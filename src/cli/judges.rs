@@ -100,14 +100,14 @@ pub fn before_run(
         return Ok(Before::Exit(super::EXIT_OK));
     }
     for line in session.forecast(llm, &items).to_string().lines() {
-        eprintln!("sage: {line}");
+        eprintln!("sage: {}", sage_llm::secrets::scrub(line));
     }
     Ok(Before::Go)
 }
 
 pub fn after_run(session: &JudgeSession) {
     for line in session.stats().to_string().lines() {
-        eprintln!("sage: {line}");
+        eprintln!("sage: {}", sage_llm::secrets::scrub(line));
     }
     if let Some(l) = &session.parts.ledger {
         eprintln!(

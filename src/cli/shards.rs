@@ -29,7 +29,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             .map(|(p, s)| (p.display().to_string(), s.clone()))
             .collect(),
     )?;
-    std::fs::write(&a.output, serde_json::to_string_pretty(&merged)? + "\n")
+    // one id, one case folder: shards of a corpus holding two folders with one id would
+    // otherwise merge into a set no writer accepts
+    sage_pipeline::report::results_by_case(&merged).map_err(anyhow::Error::msg)?;
+    std::fs::write(&a.output, sage_pipeline::report::pretty(&merged))
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(
         "sage: merged {} shard(s): {} result(s), {} skipped, into {}",

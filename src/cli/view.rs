@@ -16,7 +16,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let set = super::annotate::read_results(&a.results)?;
     let report = sage_pipeline::view::write_site(&set, &a.out)?;
     for w in &report.warnings {
-        eprintln!("sage: page without trace text: {w}");
+        eprintln!(
+            "sage: page without trace text: {}",
+            sage_llm::secrets::scrub(w)
+        );
     }
     println!(
         "{} case page(s); open {}",

@@ -130,11 +130,13 @@ pub fn turn_lines(t: &CanonicalTrace) -> String {
             .as_ref()
             .map(|m| m.text.split_whitespace().collect::<Vec<_>>().join(" "))
             .unwrap_or_default();
-        let first: String = first.chars().take(70).collect();
+        // trace text on a terminal: no control character may move the cursor or recolour it
+        let clean = |x: &str| -> String { x.chars().filter(|c| !c.is_control()).collect() };
+        let first: String = clean(&first).chars().take(70).collect();
         s.push_str(&format!(
             "{:>4} {:<24} {:<14} calls={} results={} writes={}  {}\n",
             turn.index,
-            turn.actor.name,
+            clean(&turn.actor.name),
             turn.kind.as_str(),
             turn.tool_calls.len(),
             turn.tool_results.len(),

@@ -563,9 +563,118 @@ fn ratio_chars(a: &[char], b: &[char]) -> f64 {
     2.0 * prev[b.len()] as f64 / total as f64
 }
 
-/// The deleted lines of one commit's change of one path (old-side number, text stripped of
-/// whitespace), or `None` when the commit adds the file or does not touch it under that path.
-type DeletedLines = Option<Vec<(usize, Vec<char>)>>;
+/// One deleted line, ready to compare: its old-side number, its text stripped of whitespace,
+/// and a histogram of its characters (a cheap upper bound on any LCS with it).
+struct Deleted {
+    line: usize,
+    chars: Vec<char>,
+    hist: Hist,
+}
+
+/// Character counts: ASCII one by one, everything else in one bucket.
+#[derive(Clone)]
+struct Hist {
+    ascii: [u16; 128],
+    other: u32,
+}
+
+impl Hist {
+    fn of(chars: &[char]) -> Hist {
+        let mut h = Hist {
+            ascii: [0; 128],
+            other: 0,
+        };
+        for c in chars {
+            match usize::try_from(u32::from(*c)).ok().filter(|u| *u < 128) {
+                Some(u) => h.ascii[u] = h.ascii[u].saturating_add(1),
+                None => h.other += 1,
+            }
+        }
+        h
+    }
+
+    /// An upper bound of the LCS of two texts: the characters they can have in common.
+    fn common(&self, o: &Hist) -> usize {
+        let a: usize = self
+            .ascii
+            .iter()
+            .zip(&o.ascii)
+            .map(|(x, y)| usize::from(*x.min(y)))
+            .sum();
+        a + self.other.min(o.other) as usize
+    }
+}
+
+/// The deleted lines of one commit's change of one path, in order, and where each distinct
+/// text occurs; `None` when the commit adds the file or does not touch it under that path.
+struct FileDeleted {
+    lines: Vec<Deleted>,
+    exact: HashMap<Vec<char>, Vec<usize>>,
+}
+
+type DeletedLines = Option<FileDeleted>;
+
+impl FileDeleted {
+    fn new(deleted: Vec<(usize, String)>) -> FileDeleted {
+        let lines: Vec<Deleted> = deleted
+            .into_iter()
+            .map(|(n, t)| {
+                let chars = strip_ws(&t);
+                let hist = Hist::of(&chars);
+                Deleted {
+                    line: n,
+                    chars,
+                    hist,
+                }
+            })
+            .collect();
+        let mut exact: HashMap<Vec<char>, Vec<usize>> = HashMap::new();
+        for (i, l) in lines.iter().enumerate() {
+            exact.entry(l.chars.clone()).or_default().push(i);
+        }
+        FileDeleted { lines, exact }
+    }
+
+    /// The deleted line most similar to `text` (ties: nearest to `line`, then first), if
+    /// its ratio exceeds 0.75: the answer of comparing `text` with every line, found faster.
+    /// An identical line (ratio 1, the maximum) is looked up, and a line whose length or
+    /// character counts bound its ratio below the best so far (or the threshold) is skipped.
+    fn best(&self, text: &str, line: usize) -> Option<usize> {
+        let a = strip_ws(text);
+        if let Some(same) = self.exact.get(&a) {
+            return same
+                .iter()
+                .map(|&i| self.lines[i].line)
+                .min_by_key(|n| n.abs_diff(line));
+        }
+        let ha = Hist::of(&a);
+        let mut best: Option<(f64, usize, usize)> = None; // (ratio, distance, old line)
+        for d in &self.lines {
+            let total = a.len() + d.chars.len();
+            let bound = |common: usize| {
+                if total == 0 {
+                    1.0
+                } else {
+                    2.0 * common as f64 / total as f64
+                }
+            };
+            let cannot = |b: f64| b <= 0.75 || best.is_some_and(|(br, _, _)| b < br);
+            if cannot(bound(a.len().min(d.chars.len()))) || cannot(bound(ha.common(&d.hist))) {
+                continue;
+            }
+            let r = ratio_chars(&a, &d.chars);
+            let dist = d.line.abs_diff(line);
+            let better = match best {
+                None => true,
+                Some((br, bd, _)) => r > br || (r == br && dist < bd),
+            };
+            if better {
+                best = Some((r, dist, d.line));
+            }
+        }
+        best.filter(|b| b.0 > 0.75).map(|b| b.2)
+    }
+}
 
 /// V-SZZ's per-file mappings, computed once per (commit, path): a fix that deletes 40,000
 /// lines of one file asks git for that file's change once, not once per line.
@@ -581,12 +690,7 @@ impl MapCache {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
-                    file_diff(git, commit, f, 0)?.map(|d| {
-                        d.deleted()
-                            .into_iter()
-                            .map(|(n, t)| (n, strip_ws(&t)))
-                            .collect()
-                    })
+                    file_diff(git, commit, f, 0)?.map(|d| FileDeleted::new(d.deleted()))
                 }
                 _ => None,
             };
@@ -622,33 +726,10 @@ pub fn map_line_cached(
     if text.is_empty() {
         return Ok(None);
     }
-    let Some(deleted) = cache.deleted(git, commit, path)? else {
+    let Some(file) = cache.deleted(git, commit, path)? else {
         return Ok(None);
     };
-    let a = strip_ws(text);
-    let mut best: Option<(f64, usize, usize)> = None; // (ratio, distance, old line)
-    for (n, t) in deleted {
-        // 2·min/(|a|+|b|) bounds the ratio: a line that cannot beat the best so far (or
-        // the 0.75 threshold) is not compared, which gives the same answer faster
-        let bound = if a.len() + t.len() == 0 {
-            1.0
-        } else {
-            2.0 * a.len().min(t.len()) as f64 / (a.len() + t.len()) as f64
-        };
-        if bound <= 0.75 || best.is_some_and(|(br, _, _)| bound < br) {
-            continue;
-        }
-        let r = ratio_chars(&a, t);
-        let dist = n.abs_diff(line);
-        let better = match best {
-            None => true,
-            Some((br, bd, _)) => r > br || (r == br && dist < bd),
-        };
-        if better {
-            best = Some((r, dist, *n));
-        }
-    }
-    Ok(best.filter(|b| b.0 > 0.75).map(|b| b.2))
+    Ok(file.best(text, line))
 }
 
 /// A parent commit and the path blamed in it.
@@ -796,6 +877,38 @@ mod tests {
         // python-Levenshtein: ratio("kitten", "sitting") = 0.6153846153846154
         assert!((line_ratio("kitten", "sitting") - 8.0 / 13.0).abs() < 1e-12);
         assert_eq!(line_ratio("a b c", "abc"), 1.0);
+    }
+
+    /// The mapping as V-SZZ writes it: every deleted line compared, the best ratio, ties to
+    /// the nearest line.
+    fn brute(deleted: &[(usize, String)], text: &str, line: usize) -> Option<usize> {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for (n, t) in deleted {
+            let r = line_ratio(text, t);
+            let dist = n.abs_diff(line);
+            let better = match best {
+                None => true,
+                Some((br, bd, _)) => r > br || (r == br && dist < bd),
+            };
+            if better {
+                best = Some((r, dist, *n));
+            }
+        }
+        best.filter(|b| b.0 > 0.75).map(|b| b.2)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_mapping_equals_comparing_every_line(
+            lines in proptest::collection::vec("[abc (),=é]{0,12}", 0..25),
+            text in "[abc (),=é]{1,12}",
+            at in 0usize..30,
+        ) {
+            let deleted: Vec<(usize, String)> =
+                lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
+            let f = FileDeleted::new(deleted.clone());
+            proptest::prop_assert_eq!(f.best(&text, at), brute(&deleted, &text, at));
+        }
     }
 
     #[test]

@@ -820,6 +820,13 @@ fn attack_artefact_name_is_a_spreadsheet_formula() {
         v["anchor"]["artefact"] = evil.into();
         v["anchor"]["cwe"] = "+CWE-614".into();
     });
+    // the trace must touch the anchored artefact for the case to load: it names it
+    let hist = w.path().join("cases/f/.aider.chat.history.md");
+    let t = std::fs::read_to_string(&hist).unwrap().replace(
+        "In app.py I would keep",
+        &format!("In app.py and {evil} I would keep"),
+    );
+    std::fs::write(&hist, t).unwrap();
     sage()
         .current_dir(w.path())
         .args(["localize", "cases", "--out-dir", "out"])

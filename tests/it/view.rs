@@ -183,7 +183,7 @@ fn hostile_site() -> (tempfile::TempDir, PathBuf) {
             "uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}),
         serde_json::json!({"type":"assistant","message":{"model":"claude-x","id":"m1","type":"message","role":"assistant",
             "content":[
-                {"type":"text","text":format!("Replace DES with AES. <!--<script> </script><script>{handler}</script><img src=x onerror=\"{handler}\">")},
+                {"type":"text","text":format!("Replace DES with AES in app.py. <!--<script> </script><script>{handler}</script><img src=x onerror=\"{handler}\">")},
                 {"type":"tool_use","id":"t1","name":format!("<img src=x onerror=\"{handler}\">"),"input":{"command":"y".repeat(5000)}}
             ]},
             "uuid":"a1","parentUuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","cwd":"/w"}),

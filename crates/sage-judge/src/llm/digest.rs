@@ -207,7 +207,8 @@ fn fill_digest(first: usize, last: usize, group: usize, lines: &str) -> String {
         .replace("{{first}}", &first.to_string())
         .replace("{{last}}", &last.to_string())
         .replace("{{unit}}", &unit)
-        .replace("{{lines}}", lines)
+        // the lines quote trace text (actors, tool names, message heads): fenced as data
+        .replace("{{lines}}", &super::prompt::fence(lines))
 }
 
 /// What the digest says about one turn: structural facts and the first words of its

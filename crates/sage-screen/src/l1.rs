@@ -496,20 +496,9 @@ fn kill_group(pid: u32) {
     let _ = pid;
 }
 
-/// `base/rel` when `rel` stays inside `base`.
+/// `base/rel` when `rel` stays inside `base` (the one helper, `sage_trace::safe::safe_join`).
 pub fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
-    let p = Path::new(rel);
-    if p.is_absolute()
-        || p.components().any(|c| {
-            !matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        })
-    {
-        return None;
-    }
-    Some(base.join(p))
+    sage_trace::safe::safe_join(base, rel)
 }
 
 #[cfg(test)]

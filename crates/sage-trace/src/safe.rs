@@ -292,6 +292,22 @@ pub fn set_allowed_roots(roots: impl IntoIterator<Item = PathBuf>) {
     LIMITS.write().unwrap_or_else(|p| p.into_inner()).roots = v;
 }
 
+/// `base/rel` when `rel` is a plain relative path that cannot leave `base`: not absolute,
+/// no `..`, no drive prefix. For paths sage *writes* from names a trace or a manifest gives
+/// (an artefact's baseline in a new case folder, a test file in a scratch copy); reading goes
+/// through [`resolve_case_path`], which also resolves symbolic links.
+pub fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
+    let p = Path::new(rel);
+    if rel.is_empty()
+        || p.is_absolute()
+        || p.components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return None;
+    }
+    Some(base.join(p))
+}
+
 /// Where `rel` (a path a case manifest names) points, when it stays inside the case folder
 /// `dir` (or one of [`allowed_roots`]) after every `..` and symbolic link is resolved.
 /// Absolute paths are refused outright.

@@ -61,11 +61,12 @@ impl BaselineSource {
     fn read(&self, artefact: &str) -> Result<Option<String>, String> {
         match self {
             BaselineSource::Dir(d) => {
+                // the artefact's name comes from the trace: read only inside the folder
                 let p = d.join(artefact);
                 if !p.is_file() {
                     return Ok(None);
                 }
-                sage_trace::case::read_text(&p)
+                sage_trace::case::read_case_text(d, artefact)
                     .map(Some)
                     .map_err(|e| e.to_string())
             }
@@ -636,8 +637,12 @@ pub fn init(o: &InitOptions) -> InitReport {
     }
 
     // Write.
+    // Artefact names come from the trace and the patch: a name like `../../.bashrc` must
+    // not make sage write outside the new case folder.
     let write = |rel: &str, text: &[u8]| -> Result<(), String> {
-        let p = o.out.join(rel);
+        let p = sage_trace::safe::safe_join(&o.out, rel).ok_or_else(|| {
+            format!("{rel:?}: the trace names a file outside the case folder; refusing to write it")
+        })?;
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }

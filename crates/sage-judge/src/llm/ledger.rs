@@ -91,21 +91,8 @@ pub struct Ledger {
 
 /// Path-safe form of a key component.
 fn component(s: &str) -> String {
-    let c: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if c.is_empty() || c.chars().all(|c| c == '.') {
-        "_".into()
-    } else {
-        c
-    }
+    // the one file-name helper: injective, length-capped, never `.` or `..`
+    sage_trace::safe::file_stem(s)
 }
 
 impl Ledger {
@@ -396,7 +383,11 @@ mod tests {
         let l = Ledger::new(d.path());
         assert!(l.get(&key(0)).is_none());
         let p = l.put(&entry(key(0))).unwrap();
-        assert!(p.starts_with(d.path().join("openai/gpt_4o_mini/sage-rubric_1_abcd")));
+        // each key component is one folder, named injectively (`/` and `:` escaped)
+        assert!(p.starts_with(
+            d.path()
+                .join("openai/gpt~2F4o~3Amini/sage-rubric~2F1~23abcd")
+        ));
         assert_eq!(l.get(&key(0)).unwrap().response, "{\"x\":1}");
         assert!(l.get(&key(1)).is_none());
         assert_ne!(key(0).id(), key(1).id());

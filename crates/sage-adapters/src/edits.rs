@@ -282,68 +282,32 @@ pub fn whole_listings(text: &str) -> Vec<Listing> {
 // ---------------------------------------------------------------------------------------------
 // Unified diffs
 
-fn diff_path(s: &str) -> String {
-    let p = s.split('\t').next().unwrap_or("").trim();
-    let p = p
-        .strip_prefix("a/")
-        .or_else(|| p.strip_prefix("b/"))
-        .unwrap_or(p);
-    clean_path(p)
-}
-
 /// Unified diffs in `text` (aider `udiff`, `git diff` patches): one edit per file section,
-/// its text verbatim from the `---` line to the section's end.
+/// its text verbatim from the `---` line to the section's end (located by the one patch
+/// model, [`sage_patch::find_in_text`]).
 pub fn unified_diffs(text: &str) -> Edits {
-    let lines = lines_with_offsets(text);
     let mut out = Edits::default();
-    let mut i = 0;
-    while i + 1 < lines.len() {
-        let (a, b) = (lines[i].1, lines[i + 1].1);
-        if !(a.starts_with("--- ") && b.starts_with("+++ ")) {
-            i += 1;
-            continue;
-        }
-        let start = lines[i].0;
-        let old = diff_path(&a[4..]);
-        let new = diff_path(&b[4..]);
-        let mut j = i + 2;
-        while j < lines.len() {
-            let l = lines[j].1;
-            if l.starts_with("--- ") && lines.get(j + 1).is_some_and(|n| n.1.starts_with("+++ ")) {
-                break;
-            }
-            if l.starts_with("diff --git") || l.starts_with("```") {
-                break;
-            }
-            if !(l.starts_with(' ')
-                || l.starts_with('+')
-                || l.starts_with('-')
-                || l.starts_with("@@")
-                || l.starts_with('\\')
-                || l.is_empty())
-            {
-                break;
-            }
-            j += 1;
-        }
-        let end = lines.get(j).map(|l| l.0).unwrap_or(text.len());
-        let span = start..end;
-        if new == "/dev/null" {
-            out.edits.push(ParsedEdit {
-                path: old,
-                op: WriteOp::Delete,
-                span,
-            });
-        } else {
-            out.edits.push(ParsedEdit {
-                path: new,
+    for d in sage_patch::find_in_text(text) {
+        let span = d.span.clone();
+        match (d.old_path, d.new_path) {
+            (_, Some(new)) => out.edits.push(ParsedEdit {
+                path: clean_path(&new),
                 op: WriteOp::UnifiedDiff {
-                    diff: text[start..end].to_string(),
+                    diff: text[span.clone()].to_string(),
                 },
                 span,
-            });
+            }),
+            (Some(old), None) => out.edits.push(ParsedEdit {
+                path: clean_path(&old),
+                op: WriteOp::Delete,
+                span,
+            }),
+            (None, None) => out.uninterpreted.push(Uninterpreted {
+                text: text[span.clone()].lines().next().unwrap_or("").to_string(),
+                reason: "a unified diff from /dev/null to /dev/null names no file".into(),
+                span,
+            }),
         }
-        i = j;
     }
     out
 }
@@ -614,6 +578,31 @@ pub fn shell_edits(cmd: &str) -> Edits {
             continue;
         }
         covered.push(m.range());
+        if &c["q"] == "\"" {
+            // The shell undoes its double-quote escapes before sed sees the expression.
+            match sed_double_quoted(&cmd[m.start()..]) {
+                Some(edits) => {
+                    out.edits
+                        .extend(edits.into_iter().map(|(f, old, new)| ParsedEdit {
+                            path: clean_path(&f),
+                            op: WriteOp::StrReplace {
+                                old,
+                                new,
+                                all: true,
+                            },
+                            span: m.range(),
+                        }))
+                }
+                None => out.uninterpreted.push(Uninterpreted {
+                    reason:
+                        "sed -i with a double-quoted expression that is not a plain substitution"
+                            .into(),
+                    text: shorten(m.as_str()),
+                    span: m.range(),
+                }),
+            }
+            continue;
+        }
         let expr = c.name("expr").unwrap().as_str();
         let files: Vec<&str> = c["files"].split_whitespace().collect();
         match plain_substitution(expr) {
@@ -644,24 +633,32 @@ pub fn shell_edits(cmd: &str) -> Edits {
             }),
         }
     }
-    // rm.
-    static RM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r#"(?m)(?:^|[;&|]\s*)\s*rm\s+(?:-f\s+)?(?P<f>[^\s;&|*?-][^\s;&|*?]*)\s*(?:$|[;&|])"#,
-        )
-        .unwrap()
-    });
+    // rm (of one or more plain file names).
+    static RM: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"(?m)(?:^|[;&|])[ \t]*(?P<cmd>rm\s[^;&|\n]*)"#).unwrap());
     for c in RM.captures_iter(cmd) {
-        let m = c.get(0).unwrap();
+        let m = c.name("cmd").unwrap();
         if covered.iter().any(|r| r.contains(&m.start())) {
             continue;
         }
+        let Some(files) = plain_rm(m.as_str()) else {
+            continue;
+        };
         covered.push(m.range());
-        out.edits.push(ParsedEdit {
-            path: clean_path(&c["f"]),
-            op: WriteOp::Delete,
-            span: m.range(),
-        });
+        for f in files {
+            let path = clean_path(&f);
+            let dup = out
+                .edits
+                .iter()
+                .any(|e| e.path == path && e.op == WriteOp::Delete);
+            if !dup {
+                out.edits.push(ParsedEdit {
+                    path,
+                    op: WriteOp::Delete,
+                    span: m.range(),
+                });
+            }
+        }
     }
     // Everything else that looks like a write.
     for m in WRITE_LIKE.find_iter(cmd) {
@@ -693,6 +690,106 @@ pub fn shell_edits(cmd: &str) -> Edits {
     }
     out.edits.sort_by_key(|e| e.span.start);
     out
+}
+
+/// `rm [-f|-rf] a b c` with plain file names (no globs, variables or substitutions).
+fn plain_rm(text: &str) -> Option<Vec<String>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.first() != Some(&"rm") {
+        return None;
+    }
+    let files: Vec<String> = words[1..]
+        .iter()
+        .filter(|w| !w.starts_with('-'))
+        .map(|w| w.trim_matches(['"', '\'']).to_string())
+        .collect();
+    let plain = !files.is_empty()
+        && files
+            .iter()
+            .all(|f| !f.contains(['*', '?', '$', '`', '{', '(', '>', '<']));
+    plain.then_some(files)
+}
+
+/// `sed -i "s/PAT/REP/[g]" FILE...` with a double-quoted expression: undo the shell's
+/// double-quote escapes, then accept only a literal basic-regex pattern. Returns
+/// (file, old, new) per file.
+fn sed_double_quoted(text: &str) -> Option<Vec<(String, String, String)>> {
+    let start = text.find("sed -i \"")? + 8;
+    // The closing quote: the first unescaped `"`.
+    let mut expr = String::new();
+    let mut it = text[start..].char_indices();
+    let mut end = None;
+    while let Some((k, c)) = it.next() {
+        match c {
+            '\\' => match it.next() {
+                Some((_, n @ ('\\' | '"' | '$' | '`'))) => expr.push(n),
+                Some((_, '\n')) => {}
+                Some((_, n)) => {
+                    expr.push('\\');
+                    expr.push(n);
+                }
+                None => return None,
+            },
+            '"' => {
+                end = Some(start + k + 1);
+                break;
+            }
+            '$' | '`' => return None,
+            c => expr.push(c),
+        }
+    }
+    let files: Vec<String> = text[end?..]
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['&', ';', '|', '>', '<']))
+        .map(|w| w.trim_matches(['"', '\'']).to_string())
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let mut chars = expr.chars();
+    if chars.next()? != 's' {
+        return None;
+    }
+    let d = chars.next()?;
+    let mut parts = vec![String::new()];
+    let mut esc = false;
+    for c in chars {
+        if esc {
+            let last = parts.last_mut()?;
+            match c {
+                '\\' => last.push('\\'),
+                'n' => last.push('\n'),
+                c if c == d => last.push(c),
+                // `\(`, `\{`, `\+`, ... are regular-expression operators in BRE.
+                _ => return None,
+            }
+            esc = false;
+        } else if c == '\\' {
+            esc = true;
+        } else if c == d {
+            parts.push(String::new());
+        } else {
+            if parts.len() == 1 && "[]*.^$".contains(c) {
+                return None;
+            }
+            if parts.len() == 2 && c == '&' {
+                return None;
+            }
+            parts.last_mut()?.push(c);
+        }
+    }
+    if parts.len() != 3
+        || !(parts[2].trim().is_empty() || parts[2].trim() == "g")
+        || parts[0].is_empty()
+    {
+        return None;
+    }
+    Some(
+        files
+            .into_iter()
+            .map(|f| (f, parts[0].clone(), parts[1].clone()))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -765,6 +862,36 @@ mod tests {
             }
         );
         assert_eq!(e.edits[2].op, WriteOp::Delete);
+    }
+
+    #[test]
+    fn one_shell_reader_for_every_form_of_sed_and_rm() {
+        // A single- and a double-quoted sed in one command: both are read, each once (the
+        // second reader that used to patch this one dropped the single-quoted edit).
+        let e = shell_edits(r#"sed -i 's/md5/sha256/g' a.py && sed -i "s/\$x/y/" b.py"#);
+        assert!(
+            e.uninterpreted.iter().all(|u| !u.text.contains("a.py")),
+            "{e:?}"
+        );
+        let e = shell_edits(r#"sed -i 's/md5/sha256/g' a.py && sed -i "s/old\"q/new/" b.py"#);
+        let got: Vec<(&str, &WriteOp)> = e.edits.iter().map(|x| (x.path.as_str(), &x.op)).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "a.py");
+        assert_eq!(
+            got[1],
+            (
+                "b.py",
+                &WriteOp::StrReplace {
+                    old: "old\"q".into(),
+                    new: "new".into(),
+                    all: true
+                }
+            )
+        );
+        // rm of several plain names, each once; a glob is not a plain rm
+        let e = shell_edits("rm -f a.py b/c.py a.py; rm *.pyc");
+        let paths: Vec<&str> = e.edits.iter().map(|x| x.path.as_str()).collect();
+        assert_eq!(paths, vec!["a.py", "b/c.py"]);
     }
 
     #[test]

@@ -384,98 +384,25 @@ pub struct FileDiff {
     pub text: String,
 }
 
-/// Split a multi-file unified diff per file (CRLF line ends are turned into LF).
+/// Split a multi-file unified diff per file (CRLF line ends are turned into LF), through
+/// the one patch model ([`sage_patch::parse`]). Sections that name no file are dropped.
 pub fn split_unified_diff(patch: &str) -> Vec<FileDiff> {
     let patch = patch.replace("\r\n", "\n");
-    let mut out: Vec<FileDiff> = Vec::new();
-    let mut cur: Option<FileDiff> = None;
-    let mut in_hunk_lines = false;
-    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i];
-        let starts_git = l.starts_with("diff --git ");
-        let starts_plain = l.starts_with("--- ")
-            && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "))
-            && !in_hunk_lines_is_minus(in_hunk_lines, l);
-        if starts_git || (starts_plain && cur.as_ref().is_none_or(|c| c.text.contains("\n@@"))) {
-            if let Some(c) = cur.take() {
-                out.push(c);
-            }
-            let path = if starts_git {
-                git_header_path(l).unwrap_or_default()
-            } else {
-                String::new()
-            };
-            cur = Some(FileDiff {
+    sage_patch::parse(&patch)
+        .into_iter()
+        .filter_map(|f| {
+            let path = f.path()?.to_string();
+            let is_new = f.kind == sage_patch::ChangeKind::Added;
+            Some(FileDiff {
                 path,
-                old_path: None,
-                is_new: false,
-                is_delete: false,
-                text: String::new(),
-            });
-            in_hunk_lines = false;
-        }
-        if let Some(c) = cur.as_mut() {
-            c.text.push_str(l);
-            let t = l.trim_end_matches('\n');
-            if t.starts_with("@@") {
-                in_hunk_lines = true;
-            } else if !in_hunk_lines {
-                if let Some(p) = t.strip_prefix("--- ") {
-                    if p.trim() == "/dev/null" {
-                        c.is_new = true;
-                    } else {
-                        c.old_path = Some(strip_ab(p));
-                    }
-                } else if let Some(p) = t.strip_prefix("+++ ") {
-                    if p.trim() == "/dev/null" {
-                        c.is_delete = true;
-                    } else {
-                        c.path = strip_ab(p);
-                    }
-                } else if t.starts_with("new file mode") {
-                    c.is_new = true;
-                } else if t.starts_with("deleted file mode") {
-                    c.is_delete = true;
-                }
-            }
-        }
-        i += 1;
-    }
-    if let Some(c) = cur.take() {
-        out.push(c);
-    }
-    for c in &mut out {
-        if c.is_delete || c.path.is_empty() {
-            if let Some(o) = &c.old_path {
-                c.path = o.clone();
-            }
-        }
-    }
-    out.retain(|c| !c.path.is_empty());
-    out
-}
-
-fn in_hunk_lines_is_minus(in_hunk: bool, l: &str) -> bool {
-    // Inside a hunk, `--- x` is a removed line `-- x`, not a header.
-    in_hunk && l.starts_with("--- ") && !l.starts_with("--- a/") && !l.starts_with("--- /")
-}
-
-fn git_header_path(l: &str) -> Option<String> {
-    let rest = l.trim_end().strip_prefix("diff --git ")?;
-    let b = rest.rfind(" b/")?;
-    Some(rest[b + 3..].to_string())
-}
-
-fn strip_ab(p: &str) -> String {
-    let p = p.trim_end_matches(['\n', '\r']);
-    // `--- a/x.py\t2024-01-01 ...`: drop a timestamp after a tab.
-    let p = p.split('\t').next().unwrap_or(p).trim();
-    p.strip_prefix("a/")
-        .or_else(|| p.strip_prefix("b/"))
-        .unwrap_or(p)
-        .to_string()
+                old_path: if is_new { None } else { f.old_path.clone() },
+                is_new,
+                is_delete: f.kind == sage_patch::ChangeKind::Deleted,
+                text: patch[f.span.clone()].to_string(),
+            })
+        })
+        .filter(|d| !d.path.is_empty())
+        .collect()
 }
 
 /// Decode a Python string literal starting at `src[0]` (optional `r`/`b`/`u` prefix, single,
@@ -793,10 +720,8 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 }
 
 /// The plain shell edits of `cmd` as writes (heredocs, `cat >`, `tee`, `sed -i` with a
-/// literal substitution, `rm`: [`crate::edits::shell_edits`]), or the reason an
-/// edit-looking command could not be interpreted. Read here as well: `rm` of several files,
-/// and a double-quoted `sed -i "s/../../" f` (shell unescaping first), which the shared
-/// parser leaves uninterpreted.
+/// literal substitution, `rm`: the one shell-edit reader, [`crate::edits::shell_edits`]), or
+/// the reason an edit-looking command could not be interpreted.
 pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
     shell_writes_in(cmd, roots, None, raw)
 }
@@ -820,40 +745,9 @@ pub fn shell_writes_in(
     };
     let parsed = crate::edits::shell_edits(cmd);
     let mut out: Vec<Result<Write, String>> = Vec::new();
-    let mut deleted: Vec<String> = Vec::new();
-    // A double-quoted sed expression: the shared parser does not undo the shell's escapes,
-    // so this one is read here and the shared parser's reading of it is set aside.
-    let dq_sed = if cmd.contains("sed -i \"") {
-        sed_double_quoted(cmd)
-    } else {
-        None
-    };
-    let mut sed_done = false;
     for e in parsed.edits {
-        if let (Some(mine), WriteOp::StrReplace { .. }) = (&dq_sed, &e.op) {
-            if !sed_done {
-                sed_done = true;
-                out.extend(mine.iter().map(|(f, old, new)| {
-                    Ok(write(
-                        name(f),
-                        WriteOp::StrReplace {
-                            old: old.clone(),
-                            new: new.clone(),
-                            all: true,
-                        },
-                        "shell sed -i",
-                        false,
-                        raw.clone(),
-                    ))
-                }));
-            }
-            continue;
-        }
         let via = match &e.op {
-            WriteOp::Delete => {
-                deleted.push(e.path.clone());
-                "shell rm"
-            }
+            WriteOp::Delete => "shell rm",
             WriteOp::StrReplace { .. } => "shell sed -i",
             WriteOp::SearchReplace { .. } => "shell append",
             _ => "shell redirect",
@@ -861,144 +755,9 @@ pub fn shell_writes_in(
         out.push(Ok(write(name(&e.path), e.op, via, false, raw.clone())));
     }
     for u in parsed.uninterpreted {
-        let sed = (!sed_done && (u.reason.starts_with("sed -i") || u.text.contains("sed -i")))
-            .then(|| sed_double_quoted(&u.text))
-            .flatten();
-        match sed {
-            Some(edits) => out.extend(edits.into_iter().map(|(f, old, new)| {
-                Ok(write(
-                    name(&f),
-                    WriteOp::StrReplace {
-                        old,
-                        new,
-                        all: true,
-                    },
-                    "shell sed -i",
-                    false,
-                    raw.clone(),
-                ))
-            })),
-            None => out.push(Err(format!("{}: {}", u.reason, u.text))),
-        }
-    }
-    // `rm a b c`: the shared parser takes one file per rm.
-    for seg in cmd.split(['\n', ';', '&', '|']) {
-        if let Some(files) = plain_rm(seg.trim()) {
-            for f in files {
-                if !deleted.contains(&f) {
-                    deleted.push(f.clone());
-                    out.push(Ok(write(
-                        name(&f),
-                        WriteOp::Delete,
-                        "shell rm",
-                        false,
-                        raw.clone(),
-                    )));
-                }
-            }
-        }
+        out.push(Err(format!("{}: {}", u.reason, u.text)));
     }
     out
-}
-
-/// `rm [-f|-rf] a b c` with plain file names (no globs, variables or substitutions).
-fn plain_rm(text: &str) -> Option<Vec<String>> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.first() != Some(&"rm") {
-        return None;
-    }
-    let files: Vec<String> = words[1..]
-        .iter()
-        .filter(|w| !w.starts_with('-'))
-        .map(|w| w.trim_matches(['"', '\'']).to_string())
-        .collect();
-    let plain = !files.is_empty()
-        && files
-            .iter()
-            .all(|f| !f.contains(['*', '?', '$', '`', '{', '(', '>', '<']));
-    plain.then_some(files)
-}
-
-/// `sed -i "s/PAT/REP/[g]" FILE...` with a double-quoted expression: undo the shell's
-/// double-quote escapes, then accept only a literal basic-regex pattern. Returns
-/// (file, old, new) per file.
-fn sed_double_quoted(text: &str) -> Option<Vec<(String, String, String)>> {
-    let start = text.find("sed -i \"")? + 8;
-    // The closing quote: the first unescaped `"`.
-    let mut expr = String::new();
-    let mut it = text[start..].char_indices();
-    let mut end = None;
-    while let Some((k, c)) = it.next() {
-        match c {
-            '\\' => match it.next() {
-                Some((_, n @ ('\\' | '"' | '$' | '`'))) => expr.push(n),
-                Some((_, '\n')) => {}
-                Some((_, n)) => {
-                    expr.push('\\');
-                    expr.push(n);
-                }
-                None => return None,
-            },
-            '"' => {
-                end = Some(start + k + 1);
-                break;
-            }
-            '$' | '`' => return None,
-            c => expr.push(c),
-        }
-    }
-    let files: Vec<String> = text[end?..]
-        .split_whitespace()
-        .take_while(|w| !w.starts_with(['&', ';', '|', '>', '<']))
-        .map(|w| w.trim_matches(['"', '\'']).to_string())
-        .collect();
-    if files.is_empty() {
-        return None;
-    }
-    let mut chars = expr.chars();
-    if chars.next()? != 's' {
-        return None;
-    }
-    let d = chars.next()?;
-    let mut parts = vec![String::new()];
-    let mut esc = false;
-    for c in chars {
-        if esc {
-            let last = parts.last_mut()?;
-            match c {
-                '\\' => last.push('\\'),
-                'n' => last.push('\n'),
-                c if c == d => last.push(c),
-                // `\(`, `\{`, `\+`, ... are regular-expression operators in BRE.
-                _ => return None,
-            }
-            esc = false;
-        } else if c == '\\' {
-            esc = true;
-        } else if c == d {
-            parts.push(String::new());
-        } else {
-            if parts.len() == 1 && "[]*.^$".contains(c) {
-                return None;
-            }
-            if parts.len() == 2 && c == '&' {
-                return None;
-            }
-            parts.last_mut()?.push(c);
-        }
-    }
-    if parts.len() != 3
-        || !(parts[2].trim().is_empty() || parts[2].trim() == "g")
-        || parts[0].is_empty()
-    {
-        return None;
-    }
-    Some(
-        files
-            .into_iter()
-            .map(|f| (f, parts[0].clone(), parts[1].clone()))
-            .collect(),
-    )
 }
 
 #[cfg(test)]

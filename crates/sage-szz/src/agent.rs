@@ -94,7 +94,12 @@ pub fn hunk_views(fix: &Fix) -> Vec<HunkView> {
             continue;
         }
         for h in &f.hunks {
-            let mut text = format!("@@ -{} +{} @@ {}\n", h.old_start, h.new_start, h.header);
+            let mut text = format!(
+                "@@ -{} +{} @@ {}\n",
+                h.old_start.unwrap_or(0),
+                h.new_start.unwrap_or(0),
+                h.header
+            );
             for l in &h.lines {
                 text.push(l.kind);
                 text.push_str(&l.text);

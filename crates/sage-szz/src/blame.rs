@@ -168,46 +168,8 @@ pub fn parse_incremental(text: &str) -> Result<Blame, String> {
     Ok(blame)
 }
 
-/// Undo git's C-style path quoting (`"a\tb"`), used for names with special characters.
-pub fn unquote(s: &str) -> String {
-    let Some(inner) = s.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
-        return s.to_string();
-    };
-    let bytes = inner.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 1 < bytes.len() {
-            let c = bytes[i + 1];
-            match c {
-                b'n' => out.push(b'\n'),
-                b't' => out.push(b'\t'),
-                b'"' => out.push(b'"'),
-                b'\\' => out.push(b'\\'),
-                b'a' => out.push(7),
-                b'b' => out.push(8),
-                b'f' => out.push(12),
-                b'r' => out.push(b'\r'),
-                b'v' => out.push(11),
-                b'0'..=b'7' if i + 4 <= bytes.len() => {
-                    let oct = std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap_or("");
-                    if let Ok(v) = u8::from_str_radix(oct, 8) {
-                        out.push(v);
-                        i += 4;
-                        continue;
-                    }
-                    out.push(c);
-                }
-                _ => out.push(c),
-            }
-            i += 2;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// Undo git's C-style path quoting (`"a\tb"`): the one reader, in `sage-patch`.
+pub use sage_patch::unquote;
 
 /// Flags of one blame call.
 #[derive(Debug, Clone, Default)]

@@ -16,22 +16,13 @@ pub fn blob_id(content: &str) -> String {
 /// 100644`); `None` when the diff carries no index line. An all-zero id (a new or deleted
 /// file) is `None` on that side.
 pub fn index_ids(file_diff: &str) -> Option<(Option<String>, Option<String>)> {
-    for l in file_diff.lines() {
-        if l.starts_with("@@") {
-            break;
-        }
-        if let Some(rest) = l.strip_prefix("index ") {
-            let ids = rest.split_whitespace().next()?;
-            let (a, b) = ids.split_once("..")?;
-            let side = |x: &str| -> Option<String> {
-                let x = x.trim().to_ascii_lowercase();
-                let hex = !x.is_empty() && x.bytes().all(|c| c.is_ascii_hexdigit());
-                (hex && x.bytes().any(|c| c != b'0')).then_some(x)
-            };
-            return Some((side(a), side(b)));
-        }
-    }
-    None
+    let (a, b) = sage_patch::parse(file_diff).into_iter().next()?.index?;
+    let side = |x: &str| -> Option<String> {
+        let x = x.trim().to_ascii_lowercase();
+        let hex = !x.is_empty() && x.bytes().all(|c| c.is_ascii_hexdigit());
+        (hex && x.bytes().any(|c| c != b'0')).then_some(x)
+    };
+    Some((side(&a), side(&b)))
 }
 
 /// Whether `content`'s blob id starts with the abbreviated id `short` (at least 7 digits).

@@ -63,44 +63,10 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The pre-image lines a file's diff shows (context and removed lines), by old line number,
 /// and whether the last of them has no final newline.
 pub fn patch_old_lines(file_diff: &str) -> (BTreeMap<usize, String>, bool) {
-    let mut out = BTreeMap::new();
-    let mut old_no: Option<usize> = None;
-    let mut last_was_old = false;
-    let mut no_newline = false;
-    for l in file_diff.lines() {
-        if let Some(h) = l.strip_prefix("@@ -") {
-            let start = h
-                .split([',', ' '])
-                .next()
-                .and_then(|x| x.parse::<usize>().ok());
-            old_no = start.map(|s| s.max(1));
-            continue;
-        }
-        let Some(n) = old_no else { continue };
-        if l.starts_with("\\ ") {
-            if last_was_old {
-                no_newline = true;
-            }
-            continue;
-        }
-        match l.chars().next() {
-            Some(' ') | Some('-') => {
-                out.insert(n, l[1..].to_string());
-                old_no = Some(n + 1);
-                last_was_old = true;
-            }
-            Some('+') => last_was_old = false,
-            // A bare empty line inside a hunk is an empty context line (some tools strip the
-            // space).
-            None => {
-                out.insert(n, String::new());
-                old_no = Some(n + 1);
-                last_was_old = true;
-            }
-            _ => old_no = None,
-        }
-    }
-    (out, no_newline)
+    sage_patch::parse(file_diff)
+        .first()
+        .map(|f| f.old_side())
+        .unwrap_or_default()
 }
 
 /// `lines` as a file when they are exactly lines 1..=N: joined, with a final newline unless

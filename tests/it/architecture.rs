@@ -9,17 +9,21 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Which sage crates each library crate may depend on (and so, what it must never know).
 const ALLOWED: &[(&str, &[&str])] = &[
+    ("sage-patch", &[]),
+    ("sage-markup", &[]),
     ("sage-trace", &[]),
     ("sage-llm", &[]),
-    ("sage-reliability", &[]),
-    ("sage-adapters", &["sage-trace"]),
-    ("sage-history", &["sage-trace"]),
+    ("sage-reliability", &["sage-markup"]),
+    ("sage-adapters", &["sage-trace", "sage-patch"]),
+    ("sage-history", &["sage-trace", "sage-patch"]),
     ("sage-screen", &["sage-trace"]),
-    ("sage-szz", &["sage-llm"]),
+    ("sage-szz", &["sage-llm", "sage-patch"]),
     ("sage-judge", &["sage-trace", "sage-llm"]),
     (
         "sage-pipeline",
         &[
+            "sage-patch",
+            "sage-markup",
             "sage-trace",
             "sage-llm",
             "sage-adapters",

@@ -941,22 +941,6 @@ fn attack_confirm_import_writes_a_run_id_outside_the_output_folder() {
     assert_eq!(inside.len(), 1);
 }
 
-#[test]
-fn the_two_csv_unmarkers_agree() {
-    // sage-reliability reads the stores sage-pipeline writes, without depending on
-    // sage-trace: its inverse of `csv_cell` must be the same function.
-    for v in [
-        "=1+1", "+x", "-2", "@SUM(A1)", "'=x", "''", "plain", "", "'plain", "\tt", "'",
-    ] {
-        let cell = sage_trace::safe::csv_cell(v);
-        assert_eq!(sage_reliability::annotations::csv_uncell(&cell), v);
-        assert_eq!(
-            sage_reliability::annotations::csv_uncell(&cell),
-            sage_trace::safe::csv_uncell(&cell)
-        );
-    }
-}
-
 // ------------------------------------------------------------------ 10. prompt injection
 
 #[test]

@@ -374,7 +374,7 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
             "",
             "",
         ]
-        .map(|c| sage_llm::secrets::scrubbed(sage_trace::safe::csv_cell(c)));
+        .map(|c| sage_llm::secrets::scrubbed(sage_markup::csv_cell(c)));
         w.write_record(&cells).map_err(|e| io(&sheet_path, e))?;
         let tp = texts.join(format!("{}.md", p.packet_id));
         std::fs::write(&tp, sage_llm::secrets::scrubbed(packet_text(p))).map_err(|e| io(&tp, e))?;
@@ -403,11 +403,7 @@ pub struct Annotation {
 }
 
 /// A bad row: its line and what is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowError {
-    pub line: u64,
-    pub message: String,
-}
+pub use sage_reliability::annotations::AnnotationError as RowError;
 
 fn normalize_confirmation(s: &str) -> Result<Option<String>, String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -419,18 +415,6 @@ fn normalize_confirmation(s: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// 1-based file line of the record at byte offset `byte` in `text`. The csv reader puts a
-/// record's offset at the end of the previous one (before the `\n` of a CRLF, before blank
-/// lines), so line breaks right there are stepped over first.
-fn file_line(text: &str, byte: u64) -> u64 {
-    let b = text.as_bytes();
-    let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(b.len());
-    while end < b.len() && (b[end] == b'\n' || b[end] == b'\r') {
-        end += 1;
-    }
-    b[..end].iter().filter(|&&c| c == b'\n').count() as u64 + 1
-}
-
 /// Validate a filled sheet. Rows may name a `packet_id` (resolved through `key`) or a
 /// `case_id`. An introducing write must be one of the case's write turns when `write_turns`
 /// knows the case.
@@ -440,21 +424,12 @@ pub fn validate_sheet(
     write_turns: &BTreeMap<String, Vec<usize>>,
 ) -> (Vec<Annotation>, Vec<RowError>) {
     let mut out = Vec::new();
-    let mut errors = Vec::new();
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let header = match rdr.headers() {
-        Ok(h) => h.clone(),
-        Err(e) => {
-            errors.push(RowError {
-                line: 1,
-                message: format!("cannot read the header row: {e}"),
-            });
-            return (out, errors);
-        }
-    };
-    let col = |n: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(n));
+    let sheet = sage_reliability::annotations::Sheet::read(text);
+    let mut errors = sheet.errors.clone();
+    if errors.iter().any(|e| e.line == 1) {
+        return (out, errors);
+    }
+    let col = |n: &str| sheet.column(n);
     let (packet_c, case_c, ann_c) = (col("packet_id"), col("case_id"), col("annotator"));
     let (prov_c, iw_c, conf_c) = (
         col("provenance"),
@@ -476,25 +451,9 @@ pub fn validate_sheet(
         return (out, errors);
     }
     let mut seen = std::collections::BTreeSet::new();
-    for rec in rdr.records() {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(RowError {
-                    line: e.position().map_or(0, |p| file_line(text, p.byte())),
-                    message: e.to_string(),
-                });
-                continue;
-            }
-        };
-        // The file line where the record starts, counted from its byte offset: the csv
-        // reader's own line count is off after a quoted field that spans lines (notes).
-        let line = rec.position().map_or(0, |p| file_line(text, p.byte()));
-        // a cell sage exported as `'=...` (formula-neutralized) reads back as `=...`
-        let get = |c: Option<usize>| {
-            sage_trace::safe::csv_uncell(c.and_then(|i| rec.get(i)).unwrap_or("").trim())
-                .to_string()
-        };
+    for rec in &sheet.rows {
+        let line = rec.line;
+        let get = |c: Option<usize>| rec.get(c).to_string();
         let mut problems = Vec::new();
         let case_id = if let Some(id) = Some(get(case_c)).filter(|s| !s.is_empty()) {
             id
@@ -566,6 +525,7 @@ pub fn validate_sheet(
             });
         }
     }
+    errors.sort_by_key(|e| e.line);
     (out, errors)
 }
 
@@ -664,7 +624,7 @@ pub fn store(dir: &Path, rows: &[Annotation]) -> Result<Vec<PathBuf>, AnnotateEr
                     a.introducing_write.as_deref().unwrap_or(""),
                     a.confirmation.as_deref().unwrap_or(""),
                 ]
-                .map(|c| sage_trace::safe::csv_cell(c).into_owned()),
+                .map(|c| sage_markup::csv_cell(c).into_owned()),
             )
             .map_err(|e| io(&path, e))?;
         }

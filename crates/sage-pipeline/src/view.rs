@@ -59,10 +59,10 @@ const INDEX_JS: &str = r#"
 })();
 "#;
 
-/// HTML-escape text (the one escaping helper, [`sage_trace::safe::html`]), scrubbed of
-/// secrets first, so a secret is caught before escaping can change its form.
+/// HTML-escape text (the one escaping helper, [`sage_markup::html`]), scrubbed of secrets
+/// first, so a secret is caught before escaping can change its form.
 pub fn esc(s: &str) -> String {
-    sage_trace::safe::html(&sage_llm::secrets::scrub(s))
+    sage_markup::html(&sage_llm::secrets::scrub(s))
 }
 
 /// Escape `text` and wrap every occurrence of each quote (matched with any whitespace
@@ -277,7 +277,7 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
     b.push_str("</table>");
     // The search index: whitespace-normalized, lowercased message text per case, written so
     // that no text can end the element (`</script>`, `<!--<script>`).
-    let idx = sage_trace::safe::json_in_html(texts);
+    let idx = sage_markup::json_in_html(texts);
     let _ = write!(
         b,
         "<script type=\"application/json\" id=\"search-index\">{idx}</script></main>"

@@ -1,5 +1,6 @@
 //! Human annotation files (`docs/annotations.md`): CSV with `case_id, annotator, provenance,
-//! introducing_write`. Parsing from text; bad rows are reported with their line and skipped.
+//! introducing_write`. Parsing from text ([`Sheet`], the one sheet reader); bad rows are
+//! reported with their line and skipped.
 
 use crate::measures::ArtefactLabel;
 use crate::report::Annotations;
@@ -57,79 +58,134 @@ pub fn normalize_introducing_write(s: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// The value of a cell that sage wrote formula-neutralized: a leading `'` before `=`, `+`,
-/// `-`, `@`, a tab, a carriage return or another `'` is dropped. The inverse of
-/// `sage_trace::safe::csv_cell` (this crate depends on no other sage crate, so it lives here
-/// too; `tests/it/security.rs` checks that the two agree).
-pub fn csv_uncell(s: &str) -> &str {
-    match s.strip_prefix('\'') {
-        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) => rest,
-        _ => s,
+/// The value of a cell that sage wrote formula-neutralized (the one helper, in `sage-markup`).
+pub use sage_markup::csv_uncell;
+
+/// An annotation sheet read as CSV: the one reader of the sheets sage exports and the stores
+/// it keeps (`sage annotate import` validates filled sheets on top of it; `sage reliability`
+/// reads stores with [`parse_annotations`]). Header names match ignoring case, `_`, `-` and
+/// blanks; cells are trimmed and lose the formula marker sage wrote ([`csv_uncell`]); rows
+/// that are entirely blank are skipped; every row carries its real file line (a quoted note
+/// may span lines).
+#[derive(Debug, Clone, Default)]
+pub struct Sheet {
+    columns: Vec<String>,
+    /// The data rows, in file order.
+    pub rows: Vec<SheetRow>,
+    /// Rows the CSV reader could not read (and a header that could not be read).
+    pub errors: Vec<AnnotationError>,
+}
+
+/// One data row of a [`Sheet`].
+#[derive(Debug, Clone)]
+pub struct SheetRow {
+    /// The 1-based file line where the row starts.
+    pub line: u64,
+    cells: Vec<String>,
+}
+
+impl SheetRow {
+    /// The cell of column `col` (empty when the column or the cell is absent).
+    pub fn get(&self, col: Option<usize>) -> &str {
+        col.and_then(|i| self.cells.get(i))
+            .map(String::as_str)
+            .unwrap_or("")
     }
+}
+
+impl Sheet {
+    /// Read `text` (a sheet with a header row).
+    pub fn read(text: &str) -> Sheet {
+        let mut sheet = Sheet::default();
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        match rdr.headers() {
+            Ok(h) => sheet.columns = h.iter().map(keyword).collect(),
+            Err(e) => {
+                sheet.errors.push(AnnotationError {
+                    line: 1,
+                    message: format!("cannot read the header row: {e}"),
+                });
+                return sheet;
+            }
+        }
+        for rec in rdr.records() {
+            let rec = match rec {
+                Ok(r) => r,
+                Err(e) => {
+                    sheet.errors.push(AnnotationError {
+                        line: e.position().map_or(0, |p| file_line(text, p.byte())),
+                        message: format!("malformed CSV: {e}"),
+                    });
+                    continue;
+                }
+            };
+            if rec.iter().all(|c| c.trim().is_empty()) {
+                continue;
+            }
+            sheet.rows.push(SheetRow {
+                // counted from the byte offset: the reader's own line count is off after a
+                // quoted field that spans lines
+                line: rec.position().map_or(0, |p| file_line(text, p.byte())),
+                cells: rec
+                    .iter()
+                    .map(|c| csv_uncell(c.trim()).to_string())
+                    .collect(),
+            });
+        }
+        sheet
+    }
+
+    /// The index of column `name`, if the header has it.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        let k = keyword(name);
+        self.columns.iter().position(|c| *c == k)
+    }
+}
+
+/// 1-based file line of the record at byte offset `byte` in `text`. The csv reader puts a
+/// record's offset at the end of the previous one (before the `\n` of a CRLF, before blank
+/// lines), so line breaks right there are stepped over first.
+fn file_line(text: &str, byte: u64) -> u64 {
+    let b = text.as_bytes();
+    let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(b.len());
+    while end < b.len() && (b[end] == b'\n' || b[end] == b'\r') {
+        end += 1;
+    }
+    b[..end].iter().filter(|&&c| c == b'\n').count() as u64 + 1
 }
 
 /// Parses one annotation file; returns the annotators found (in order of appearance) and the
 /// rows that could not be read.
 pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>) {
-    let mut errors = Vec::new();
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let header = match rdr.headers() {
-        Ok(h) => h.clone(),
-        Err(e) => {
-            errors.push(AnnotationError {
-                line: 1,
-                message: format!("cannot read the header row: {e}"),
-            });
-            return (Vec::new(), errors);
-        }
-    };
-    let col = |name: &str| header.iter().position(|h| keyword(h) == keyword(name));
-    let cols = [
-        col("case_id"),
-        col("annotator"),
-        col("provenance"),
-        col("introducing_write"),
-    ];
-    let missing: Vec<&str> = ["case_id", "annotator", "provenance", "introducing_write"]
+    let sheet = Sheet::read(text);
+    let mut errors = sheet.errors.clone();
+    let names = ["case_id", "annotator", "provenance", "introducing_write"];
+    let cols = names.map(|n| sheet.column(n));
+    let missing: Vec<&str> = names
         .iter()
         .zip(&cols)
         .filter(|(_, c)| c.is_none())
         .map(|(n, _)| *n)
         .collect();
     if !missing.is_empty() {
-        errors.push(AnnotationError {
-            line: 1,
-            message: format!("header lacks column(s) {}", missing.join(", ")),
-        });
+        if errors.is_empty() {
+            errors.push(AnnotationError {
+                line: 1,
+                message: format!("header lacks column(s) {}", missing.join(", ")),
+            });
+        }
         return (Vec::new(), errors);
     }
-    let [Some(ci), Some(ai), Some(pi), Some(wi)] = cols else {
-        return (Vec::new(), errors);
-    };
+    let [ci, ai, pi, wi] = cols;
     let mut order: Vec<String> = Vec::new();
     let mut by: BTreeMap<String, Vec<ArtefactLabel>> = BTreeMap::new();
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
-    for rec in rdr.records() {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(AnnotationError {
-                    line: e.position().map_or(0, |p| p.line()),
-                    message: format!("malformed CSV: {e}"),
-                });
-                continue;
-            }
-        };
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.iter().all(|c| c.trim().is_empty()) {
-            continue;
-        }
-        // cells sage wrote start with `'` when they would read as a formula
-        let get = |i: usize| csv_uncell(rec.get(i).unwrap_or("").trim());
-        let (case_id, annotator) = (get(ci), get(ai));
+    for rec in &sheet.rows {
+        let line = rec.line;
+        let (case_id, annotator) = (rec.get(ci), rec.get(ai));
         if case_id.is_empty() || annotator.is_empty() {
             errors.push(AnnotationError {
                 line,
@@ -137,8 +193,8 @@ pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>)
             });
             continue;
         }
-        let prov = normalize_provenance(get(pi));
-        let iw = normalize_introducing_write(get(wi));
+        let prov = normalize_provenance(rec.get(pi));
+        let iw = normalize_introducing_write(rec.get(wi));
         let (prov, iw) = match (prov, iw) {
             (Ok(p), Ok(w)) => (p, w),
             (Err(e), _) | (_, Err(e)) => {
@@ -164,6 +220,7 @@ pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>)
                 introducing_write: iw,
             });
     }
+    errors.sort_by_key(|e| e.line);
     let out = order
         .into_iter()
         .map(|a| Annotations {

@@ -665,11 +665,9 @@ pub fn markdown(r: &ReliabilityReport) -> String {
 
 const COLORS: [&str; 4] = ["#4477aa", "#ee6677", "#228833", "#ccbb44"];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
+/// Labels in the figures come from result sets (judge and framework names): escaped by the
+/// one markup helper.
+use sage_markup::html as esc;
 
 /// One bar: value, label above it, small group (drawn hatched).
 type Bar = Option<(f64, String, bool)>;

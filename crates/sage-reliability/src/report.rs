@@ -1123,6 +1123,22 @@ mod tests {
     }
 
     #[test]
+    fn attack_a_deficiency_name_carries_markup_into_the_figure() {
+        // Deficiency labels come from case manifests (hostile): the SVG escapes them with the
+        // one markup helper, quotes included (they could end an attribute).
+        let mut inp = input();
+        for c in &mut inp.cases {
+            c.subgroups.insert(
+                "deficiency".into(),
+                r#"<script>alert("x")</script>' onload='y"#.into(),
+            );
+        }
+        let f6 = figure6_svg(&build(&inp));
+        assert!(!f6.contains("<script>") && !f6.contains("' onload='"), "{f6}");
+        assert!(f6.contains("&lt;script&gt;alert(&quot;x&quot;)"), "{f6}");
+    }
+
+    #[test]
     fn figure5_leaves_out_a_panel_with_no_data() {
         // One judge only: panel (b) (differences between judges) has nothing to draw.
         let mut inp = input();

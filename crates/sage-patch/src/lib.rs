@@ -18,6 +18,8 @@
 //!
 //! This crate knows no trace format, judge or repository: it depends on no other sage crate.
 
+#![warn(missing_docs)]
+
 use serde::Serialize;
 use std::ops::Range;
 

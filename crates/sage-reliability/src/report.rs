@@ -1134,7 +1134,10 @@ mod tests {
             );
         }
         let f6 = figure6_svg(&build(&inp));
-        assert!(!f6.contains("<script>") && !f6.contains("' onload='"), "{f6}");
+        assert!(
+            !f6.contains("<script>") && !f6.contains("' onload='"),
+            "{f6}"
+        );
         assert!(f6.contains("&lt;script&gt;alert(&quot;x&quot;)"), "{f6}");
     }
 

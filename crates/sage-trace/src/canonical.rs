@@ -41,6 +41,7 @@ pub struct CanonicalTrace {
 }
 
 impl CanonicalTrace {
+    /// A trace of `framework` read from `sources`, with no turns yet.
     pub fn new(framework: impl Into<String>, sources: Vec<String>) -> Self {
         CanonicalTrace {
             version: CANONICAL_VERSION.to_string(),
@@ -109,11 +110,17 @@ impl CanonicalTrace {
 /// How many of each item a canonical trace holds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct TraceCounts {
+    /// Canonical turns.
     pub turns: usize,
+    /// Administrative turns (not applicable to scoring).
     pub administrative: usize,
+    /// Tool calls over all turns.
     pub tool_calls: usize,
+    /// Tool results over all turns.
     pub tool_results: usize,
+    /// Writes over all turns (submissions not counted).
     pub writes: usize,
+    /// Raw records the adapter could not map.
     pub dropped: usize,
     /// Submitted final states (not writes of any turn).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -129,15 +136,20 @@ fn is_zero(n: &usize) -> bool {
 pub struct Turn {
     /// 1-based position in the trace.
     pub index: usize,
+    /// Who authored the turn.
     pub actor: Actor,
+    /// The turn's kind (planning, implementation, review, verification, administrative).
     pub kind: TurnKind,
     /// The agent-authored message (may be absent for a turn that is only a tool call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<TextItem>,
+    /// The tool calls the turn makes, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// The tool results the turn received, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolResult>,
+    /// The artefact writes the turn performs, in order (never a submission).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<Write>,
     /// Positions in `tool_calls` of the calls that change a file by a command or an edit tool
@@ -202,6 +214,7 @@ impl Turn {
             .join("\n")
     }
 
+    /// Whether the turn is applicable to scoring: every kind but administrative.
     pub fn is_applicable(&self) -> bool {
         self.kind != TurnKind::Administrative
     }
@@ -210,12 +223,15 @@ impl Turn {
 /// Who authored a turn: the agent's name and, where the framework says, its role.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
 pub struct Actor {
+    /// The agent's name as the framework gives it.
     pub name: String,
+    /// The agent's role, where the framework records one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
 }
 
 impl Actor {
+    /// An actor named `name` with an optional role.
     pub fn new(name: impl Into<String>, role: Option<&str>) -> Self {
         Actor {
             name: name.into(),
@@ -228,14 +244,20 @@ impl Actor {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum TurnKind {
+    /// Analyses the task or plans the change.
     Planning,
+    /// Changes the code.
     Implementation,
+    /// Reviews a change.
     Review,
+    /// Runs tests or checks a change.
     Verification,
+    /// Framework bookkeeping with no agent reasoning (not scored).
     Administrative,
 }
 
 impl TurnKind {
+    /// The kind's name as written in canonical traces and results (`planning`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             TurnKind::Planning => "planning",
@@ -246,6 +268,7 @@ impl TurnKind {
         }
     }
 
+    /// The kind named `s` (the inverse of [`TurnKind::as_str`]).
     pub fn parse(s: &str) -> Option<TurnKind> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "planning" | "plan" => TurnKind::Planning,
@@ -261,29 +284,38 @@ impl TurnKind {
 /// A piece of text with the raw record it came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TextItem {
+    /// The text, exactly as the raw record holds it.
     pub text: String,
+    /// Where the text lives in the raw trace.
     pub raw: RawRef,
 }
 
 /// A tool call made by the agent in this turn.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolCall {
+    /// The call's id, when the framework gives one (results name it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The tool's name.
     pub name: String,
     /// The arguments as the trace recorded them (usually JSON text).
     pub arguments: String,
+    /// Where the call lives in the raw trace.
     pub raw: RawRef,
 }
 
 /// A tool result returned to the agent in this turn.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
+    /// The id of the call this result answers, when the framework gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The tool's output text.
     pub output: String,
+    /// The framework marked the result as an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Where the result lives in the raw trace.
     pub raw: RawRef,
 }
 
@@ -292,6 +324,7 @@ pub struct ToolResult {
 pub struct Write {
     /// The artefact's path, as the task names it (relative, `/` separated).
     pub artefact: String,
+    /// The edit the write performs.
     pub op: WriteOp,
     /// How the trace expressed the write (tool name, edit format, shell command, ...).
     pub via: String,
@@ -299,6 +332,7 @@ pub struct Write {
     /// intermediate step: a trace whose writes are all final-state is `final-only`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub final_state: bool,
+    /// Where the write lives in the raw trace.
     pub raw: RawRef,
 }
 
@@ -307,27 +341,49 @@ pub struct Write {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum WriteOp {
     /// The artefact's whole new content.
-    FullContent { content: String },
+    FullContent {
+        /// The whole new content.
+        content: String,
+    },
     /// Exact search/replace (Aider's SEARCH/REPLACE block): the first occurrence of `search`
     /// is replaced; an empty `search` appends to (or creates) the file.
-    SearchReplace { search: String, replace: String },
+    SearchReplace {
+        /// The text to find (empty: append or create).
+        search: String,
+        /// The text that replaces it.
+        replace: String,
+    },
     /// `str_replace`: `old` must occur exactly once unless `all` is set.
     StrReplace {
+        /// The text to replace.
         old: String,
+        /// The replacement.
         new: String,
+        /// Replace every occurrence, not exactly one.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         all: bool,
     },
     /// Insert `text` after line `after_line` (0 = at the top).
-    Insert { after_line: usize, text: String },
+    Insert {
+        /// The line after which `text` goes (0 = the top).
+        after_line: usize,
+        /// The inserted text.
+        text: String,
+    },
     /// Replace lines `start..=end` (1-based, inclusive) with `text` (SWE-agent's `edit N:M`).
     ReplaceLines {
+        /// First replaced line (1-based).
         start: usize,
+        /// Last replaced line (inclusive).
         end: usize,
+        /// The replacement lines.
         text: String,
     },
     /// A unified diff of this one artefact.
-    UnifiedDiff { diff: String },
+    UnifiedDiff {
+        /// The diff's text, verbatim.
+        diff: String,
+    },
     /// The artefact was deleted.
     Delete,
 }
@@ -346,6 +402,7 @@ impl WriteOp {
         }
     }
 
+    /// The op's name as written in canonical traces (`full-content`, `str-replace`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
             WriteOp::FullContent { .. } => "full-content",
@@ -362,7 +419,9 @@ impl WriteOp {
 /// A record the adapter could not map, with where it is and why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DroppedRecord {
+    /// Where the record lives in the raw trace.
     pub raw: RawRef,
+    /// Why the adapter could not map it.
     pub reason: String,
 }
 
@@ -371,6 +430,7 @@ pub struct DroppedRecord {
 pub struct RawRef {
     /// The raw file, as listed in [`CanonicalTrace::sources`].
     pub file: String,
+    /// Where in the file.
     #[serde(flatten)]
     pub at: Locator,
 }
@@ -380,9 +440,19 @@ pub struct RawRef {
 #[serde(tag = "locator", rename_all = "kebab-case")]
 pub enum Locator {
     /// Byte range `start..end` of the file; the item's text is exactly these bytes.
-    Bytes { start: usize, end: usize },
+    Bytes {
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
     /// Lines `start..=end` (1-based) of the file.
-    Lines { start: usize, end: usize },
+    Lines {
+        /// First line (1-based).
+        start: usize,
+        /// Last line (inclusive).
+        end: usize,
+    },
     /// A JSON value: `pointer` (RFC 6901) into the whole file, or into the JSON value that
     /// starts on line `line` (1-based) of a JSON Lines file (or of a file of concatenated,
     /// pretty-printed JSON values). The item's text is the string at the pointer (or the
@@ -390,30 +460,39 @@ pub enum Locator {
     /// `pointer` is itself JSON text (logs that nest JSON in a string field, e.g. AG2's
     /// `json_state`) and `inner` points into it.
     Json {
+        /// The line (1-based) where the JSON value starts, for JSON Lines files.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         line: Option<usize>,
+        /// RFC 6901 pointer to the value.
         pointer: String,
+        /// RFC 6901 pointer into the JSON text held by the string at `pointer`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         inner: Option<String>,
     },
     /// Synthesized by sage (e.g. a final-state write taken from the case folder); `what`
     /// says from where. Quotes never verify against a synthetic item.
-    Synthetic { what: String },
+    Synthetic {
+        /// From where sage synthesized the item.
+        what: String,
+    },
 }
 
 impl RawRef {
+    /// A byte range `start..end` of `file`.
     pub fn bytes(file: &str, start: usize, end: usize) -> Self {
         RawRef {
             file: file.to_string(),
             at: Locator::Bytes { start, end },
         }
     }
+    /// Lines `start..=end` (1-based) of `file`.
     pub fn lines(file: &str, start: usize, end: usize) -> Self {
         RawRef {
             file: file.to_string(),
             at: Locator::Lines { start, end },
         }
     }
+    /// The JSON value at `pointer` (in the value starting on `line`, for JSON Lines) of `file`.
     pub fn json(file: &str, line: Option<usize>, pointer: impl Into<String>) -> Self {
         RawRef {
             file: file.to_string(),
@@ -440,6 +519,7 @@ impl RawRef {
             },
         }
     }
+    /// An item sage synthesized (`what` says from where); quotes never verify against it.
     pub fn synthetic(file: &str, what: impl Into<String>) -> Self {
         RawRef {
             file: file.to_string(),
@@ -476,18 +556,38 @@ impl RawRef {
 /// Errors resolving a raw pointer.
 #[derive(Debug, thiserror::Error)]
 pub enum RawError {
+    /// The raw file is not in the store.
     #[error("raw file {0} is not loaded")]
     UnknownFile(String),
+    /// The raw file could not be read (file, cause).
     #[error("{0}: {1}")]
     Io(String, String),
+    /// The pointer lies outside the file.
     #[error("{at}: out of range")]
-    OutOfRange { at: String },
+    OutOfRange {
+        /// The pointer.
+        at: String,
+    },
+    /// The pointer's record is not valid JSON.
     #[error("{at}: not valid JSON: {msg}")]
-    Json { at: String, msg: String },
+    Json {
+        /// The pointer.
+        at: String,
+        /// The parser's message.
+        msg: String,
+    },
+    /// The pointer names no value in its record.
     #[error("{at}: the pointer names no value")]
-    NoValue { at: String },
+    NoValue {
+        /// The pointer.
+        at: String,
+    },
+    /// The item was synthesized by sage: there is no raw record to resolve.
     #[error("{at}: synthetic item, no raw record")]
-    Synthetic { at: String },
+    Synthetic {
+        /// The pointer.
+        at: String,
+    },
 }
 
 /// The raw trace files of one trace, loaded once, resolving [`RawRef`]s to their text.
@@ -506,6 +606,7 @@ pub struct RawStore {
 }
 
 impl RawStore {
+    /// An empty store.
     pub fn new() -> Self {
         Self::default()
     }
@@ -578,6 +679,7 @@ impl RawStore {
         self.scanned
     }
 
+    /// Load `name`'s bytes (replacing an earlier load of the same name).
     pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
         self.line_starts.remove(name);
         self.files.insert(name.to_string(), bytes);

@@ -29,8 +29,11 @@ pub struct CaseManifest {
     /// (traces that kept only the final file: `final-only`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub final_state: BTreeMap<String, String>,
+    /// The task the agent was given (what a judge may see).
     pub task: TaskContext,
+    /// The confirmed silent failure the origin is localized for.
     pub anchor: FailureAnchor,
+    /// Where the case came from.
     #[serde(default)]
     pub metadata: Metadata,
     /// What the case is expected to produce under a named judge (used by tests; sage
@@ -53,8 +56,10 @@ pub struct TestSpec {
     /// Program and arguments; `{python}` stands for the interpreter (`--python`, else
     /// `python3`).
     pub command: Vec<String>,
+    /// Files the tests need besides the artefacts, relative to the case folder.
     #[serde(default)]
     pub files: Vec<String>,
+    /// Seconds before the tests are killed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
 }
@@ -94,8 +99,11 @@ pub struct FailureAnchor {
     /// The anchor-linked code fragment; absent when there is no identifiable code location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fragment: Option<String>,
+    /// The deficiency category.
     pub category: DeficiencyCategory,
+    /// The weakness (`CWE-79`).
     pub cwe: String,
+    /// What is wrong, in the annotator's words.
     pub description: String,
 }
 
@@ -103,12 +111,16 @@ pub struct FailureAnchor {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeficiencyCategory {
+    /// A required defence is missing.
     DefenceAbsent,
+    /// A defence is present but does not suffice.
     DefenceInsufficient,
+    /// The change itself introduces the vulnerability.
     VulnerabilityIntroduced,
 }
 
 impl DeficiencyCategory {
+    /// The category's name in manifests and results (`defence-absent`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             DeficiencyCategory::DefenceAbsent => "defence-absent",
@@ -121,12 +133,16 @@ impl DeficiencyCategory {
 /// Where the case came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Metadata {
+    /// The agent framework that produced the trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
+    /// The base model the agent ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_model: Option<String>,
+    /// The benchmark task's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The dataset the task comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<String>,
     /// Whether the trace is a recorded run of a real agent or written by hand; results and
@@ -146,6 +162,7 @@ pub enum TraceSource {
 }
 
 impl TraceSource {
+    /// The source's name in manifests and results (`real`, `constructed`).
     pub fn as_str(self) -> &'static str {
         match self {
             TraceSource::Real => "real",
@@ -157,9 +174,11 @@ impl TraceSource {
 /// A case loaded from disk: the manifest plus the baseline contents.
 #[derive(Debug, Clone)]
 pub struct Case {
+    /// The case id (the manifest's, else the folder name).
     pub id: String,
     /// The case folder.
     pub dir: PathBuf,
+    /// The manifest as read.
     pub manifest: CaseManifest,
     /// Artefact path → baseline content.
     pub baselines: BTreeMap<String, String>,
@@ -170,14 +189,38 @@ pub struct Case {
 /// Why a case could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
+    /// A case file could not be read.
     #[error("{path}: cannot read: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        msg: String,
+    },
+    /// A case file is not UTF-8 text.
     #[error("{path}: not UTF-8 text (byte {offset})")]
-    NotUtf8 { path: String, offset: usize },
+    NotUtf8 {
+        /// The file.
+        path: String,
+        /// The first byte that is not UTF-8.
+        offset: usize,
+    },
+    /// The manifest could not be parsed.
     #[error("{path}: invalid case manifest: {msg}")]
-    Manifest { path: String, msg: String },
+    Manifest {
+        /// The manifest.
+        path: String,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// The case is inconsistent (a file outside the case, an anchor the baselines do not hold, ...).
     #[error("{path}: {msg}")]
-    Invalid { path: String, msg: String },
+    Invalid {
+        /// The case folder or file.
+        path: String,
+        /// What is wrong.
+        msg: String,
+    },
 }
 
 /// Read a file as UTF-8 text, naming the file and the first bad byte on failure. Only
@@ -351,10 +394,12 @@ impl Case {
         })
     }
 
+    /// The case's failure anchor.
     pub fn anchor(&self) -> &FailureAnchor {
         &self.manifest.anchor
     }
 
+    /// The case's task context.
     pub fn task(&self) -> &TaskContext {
         &self.manifest.task
     }

@@ -5,6 +5,8 @@
 //! `sage-adapters`), no judge (`sage-judge`) and no rule (`sage-history`): it only defines the
 //! values they hand each other, and how a value is traced back to the raw bytes it came from.
 
+#![warn(missing_docs)]
+
 pub mod archive;
 mod canonical;
 pub mod case;

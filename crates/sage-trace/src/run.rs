@@ -25,6 +25,7 @@ pub struct RunManifest {
     /// Stable id of the run (defaults to the folder name when empty).
     #[serde(default)]
     pub id: String,
+    /// The trace file(s), relative to the run folder, with the framework when known.
     pub trace: TraceSpec,
     /// Artefact path → baseline file, relative to the run folder.
     pub baseline: BTreeMap<String, String>,
@@ -34,14 +35,18 @@ pub struct RunManifest {
     /// The submission as a unified diff against the baseline (relative to the run folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// The task the agent was given.
     pub task: TaskContext,
+    /// Where the run came from.
     #[serde(default)]
     pub metadata: Metadata,
     /// Why the harness recorded this run as invalid (it is counted as excluded, not screened).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded: Option<String>,
+    /// A free-text note for the reader.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How to run the task's tests (only with `sage screen --run-tests`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<TestSpec>,
 }
@@ -49,12 +54,17 @@ pub struct RunManifest {
 /// A run loaded from disk.
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// The run id (the manifest's, else the folder name).
     pub id: String,
+    /// The run folder.
     pub dir: PathBuf,
+    /// The manifest as read.
     pub manifest: RunManifest,
     /// Which manifest it came from (`run.json` or `case.json`).
     pub manifest_path: PathBuf,
+    /// Artefact path → baseline content.
     pub baselines: BTreeMap<String, String>,
+    /// Artefact path → final content as submitted.
     pub final_files: BTreeMap<String, String>,
     /// The submitted patch's text, when the manifest names one.
     pub patch: Option<String>,

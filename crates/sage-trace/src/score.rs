@@ -184,7 +184,9 @@ pub struct TurnScore {
 /// within `1..=k`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct ContextUse {
+    /// Turn ranges sent whole.
     pub whole: Vec<[usize; 2]>,
+    /// Turn ranges summarised in the digest.
     pub digested: Vec<[usize; 2]>,
     /// The estimated prompt tokens of the request (about four bytes a token).
     pub prompt_tokens: u64,
@@ -226,6 +228,7 @@ pub enum TurnOutcome {
     /// digested (the task, turn k and the instruction alone are too long). Never sent; for
     /// the origin rule it is an unscored turn, like a scoring failure.
     ContextOverflow {
+        /// The turn that could not be sent.
         turn: usize,
         /// Estimated prompt tokens of the smallest request for turn k.
         needed_tokens: u64,

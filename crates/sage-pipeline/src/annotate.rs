@@ -328,7 +328,7 @@ pub struct ExportReport {
 /// packet) and `OUT/key.json` (for the study lead).
 pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, AnnotateError> {
     sage_trace::safe::check_id(&opts.annotator)
-        .map_err(|m| AnnotateError::Invalid("--annotator".into(), m))?;
+        .map_err(|m| AnnotateError::Invalid("--annotator".into(), m.to_string()))?;
     let order = select(set, opts)?;
     let dir = opts.out.join("packet");
     let texts = dir.join("cases");

@@ -22,7 +22,7 @@ pub fn read_zip_member_capped(
     member: &str,
     limit: u64,
 ) -> Result<Vec<u8>, ArchiveError> {
-    let f = crate::safe::read_limited_file(path).map_err(ArchiveError)?;
+    let f = crate::safe::read_limited_file(path).map_err(|e| ArchiveError(e.to_string()))?;
     let mut z =
         zip::ZipArchive::new(f).map_err(|e| ArchiveError(format!("not a zip archive: {e}")))?;
     let m = z
@@ -34,7 +34,7 @@ pub fn read_zip_member_capped(
             m.size()
         )));
     }
-    crate::safe::read_capped(m, limit, member).map_err(ArchiveError)
+    crate::safe::read_capped(m, limit, member).map_err(|e| ArchiveError(e.to_string()))
 }
 
 /// The names of every member of the zip archive at `path`, in archive order.

@@ -624,7 +624,7 @@ impl RawStore {
         };
         Self::load_with(
             trace,
-            |f| crate::safe::read_limited(&resolve(f), limit),
+            |f| crate::safe::read_limited(&resolve(f), limit).map_err(|e| e.to_string()),
             |archive| Ok(resolve(archive)),
         )
     }
@@ -648,8 +648,8 @@ impl RawStore {
         }
         Self::load_with(
             trace,
-            |f| crate::safe::read_case_file(dir, f),
-            |archive| crate::safe::resolve_case_path(dir, archive),
+            |f| crate::safe::read_case_file(dir, f).map_err(|e| e.to_string()),
+            |archive| crate::safe::resolve_case_path(dir, archive).map_err(|e| e.to_string()),
         )
     }
 

@@ -226,10 +226,10 @@ pub enum CaseError {
 /// Read a file as UTF-8 text, naming the file and the first bad byte on failure. Only
 /// regular files of at most [`crate::safe::max_input_bytes`] are read.
 pub fn read_text(path: &Path) -> Result<String, CaseError> {
-    let bytes = crate::safe::read_limited(path, crate::safe::max_input_bytes()).map_err(|msg| {
+    let bytes = crate::safe::read_limited(path, crate::safe::max_input_bytes()).map_err(|e| {
         CaseError::Io {
             path: path.display().to_string(),
-            msg,
+            msg: e.to_string(),
         }
     })?;
     utf8(path, bytes)
@@ -248,28 +248,28 @@ fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, CaseError> {
 /// `/proc/self/environ` and have sage copy its own environment into every result.
 pub fn read_case_text(dir: &Path, rel: &str) -> Result<String, CaseError> {
     let shown = dir.join(rel);
-    let bytes = crate::safe::read_case_file(dir, rel).map_err(|msg| CaseError::Io {
+    let bytes = crate::safe::read_case_file(dir, rel).map_err(|e| CaseError::Io {
         path: shown.display().to_string(),
-        msg,
+        msg: e.to_string(),
     })?;
     utf8(&shown, bytes)
 }
 
 /// Adapters read a trace later, by path: check now that `rel` is a regular file of the case
 /// folder `dir` within the size limit (see [`read_case_text`]).
-pub fn check_trace_file(dir: &Path, rel: &str) -> Result<(), String> {
-    let real =
-        crate::safe::resolve_case_path(dir, rel).map_err(|m| format!("trace file {rel:?}: {m}"))?;
-    let meta = std::fs::metadata(&real).map_err(|e| format!("trace file {rel:?}: {e}"))?;
+pub(crate) fn check_trace_file(dir: &Path, rel: &str) -> Result<(), crate::safe::InputError> {
+    use crate::safe::InputError;
+    let real = crate::safe::resolve_case_path(dir, rel)?;
+    let meta = std::fs::metadata(&real).map_err(|e| InputError::Io(e.to_string()))?;
     if !meta.is_file() {
-        return Err(format!("trace file {rel:?}: not a regular file"));
+        return Err(InputError::NotRegular);
     }
     let limit = crate::safe::max_input_bytes();
     if meta.len() > limit {
-        return Err(format!(
-            "trace file {rel:?}: {} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
-            meta.len()
-        ));
+        return Err(InputError::TooLarge {
+            what: format!("{} bytes, ", meta.len()),
+            limit,
+        });
     }
     Ok(())
 }
@@ -369,7 +369,7 @@ impl Case {
                     dir.join(f).display()
                 )));
             }
-            check_trace_file(dir, f).map_err(invalid)?;
+            check_trace_file(dir, f).map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
         }
         if let Some(t) = &manifest.tests {
             for f in &t.files {

@@ -161,7 +161,8 @@ impl Run {
                     dir.join(f).display()
                 )));
             }
-            case::check_trace_file(dir, f).map_err(invalid)?;
+            case::check_trace_file(dir, f)
+                .map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
         }
         let id = if manifest.id.is_empty() {
             dir.file_name()

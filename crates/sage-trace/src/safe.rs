@@ -102,20 +102,75 @@ pub fn stem_collisions<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<Vec<St
 /// Why an id cannot name a case (or an annotator): empty, control characters, surrounding
 /// blanks, or longer than 512 bytes. Ids are shown in pages, sheets and terminals, so they
 /// must print as what they are.
-pub fn check_id(id: &str) -> Result<(), String> {
+pub fn check_id(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
-        return Err("the id is empty".into());
+        return Err(IdError::Empty);
     }
     if id.len() > 512 {
-        return Err(format!("the id is {} bytes long (at most 512)", id.len()));
+        return Err(IdError::TooLong(id.len()));
     }
     if let Some(c) = id.chars().find(|c| c.is_control()) {
-        return Err(format!("the id contains the control character {c:?}"));
+        return Err(IdError::Control(c));
     }
     if id.trim() != id {
-        return Err("the id starts or ends with blanks".into());
+        return Err(IdError::Blanks);
     }
     Ok(())
+}
+
+/// Why an id was refused ([`check_id`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// The id is empty.
+    #[error("the id is empty")]
+    Empty,
+    /// The id is longer than 512 bytes.
+    #[error("the id is {0} bytes long (at most 512)")]
+    TooLong(usize),
+    /// The id holds a control character.
+    #[error("the id contains the control character {0:?}")]
+    Control(char),
+    /// The id starts or ends with blanks.
+    #[error("the id starts or ends with blanks")]
+    Blanks,
+}
+
+/// Why an input file was not read: it lies outside the case, is not a regular file, is too
+/// large, or could not be read. The message names what the user can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// A case named an empty path.
+    #[error("the path is empty")]
+    EmptyPath,
+    /// A case named an absolute path.
+    #[error("{0:?} is an absolute path; case files are named relative to the case folder")]
+    Absolute(String),
+    /// The path resolves outside the case folder and every allowed root.
+    #[error(
+        "{rel:?} resolves to {real}, outside the case folder (add its folder to SAGE_CASE_ROOTS to allow it)"
+    )]
+    Outside {
+        /// The path as the case names it.
+        rel: String,
+        /// Where it resolves.
+        real: String,
+    },
+    /// A device, FIFO, socket or folder.
+    #[error("not a regular file")]
+    NotRegular,
+    /// Larger than the input limit (by its size on disk, or by the bytes a reader gave).
+    #[error(
+        "{what}larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)"
+    )]
+    TooLarge {
+        /// What was read, with its size when known (`"123 bytes, "`, `"member x: "`).
+        what: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The operating system refused (path or reader, and its message).
+    #[error("{0}")]
+    Io(String),
 }
 
 // ------------------------------------------------------------------ reading input files
@@ -154,46 +209,46 @@ pub fn set_max_input_bytes(n: u64) {
 
 /// Read at most `limit` bytes from a reader; more is an error (the reader may be a
 /// decompressor whose declared size lies).
-pub fn read_capped(mut r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+pub fn read_capped(mut r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>, InputError> {
     let mut out = Vec::new();
     r.by_ref()
         .take(limit.saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| InputError::Io(format!("{what}: {e}")))?;
     if out.len() as u64 > limit {
-        return Err(format!(
-            "{what}: larger than the input limit of {} bytes (set SAGE_MAX_INPUT_MB to raise it)",
-            limit
-        ));
+        return Err(InputError::TooLarge {
+            what: format!("{what}: "),
+            limit,
+        });
     }
     Ok(out)
 }
 
 /// Read a regular file of at most `limit` bytes. Devices, FIFOs, sockets and folders are
 /// refused before anything is read (`/dev/zero` never ends, a FIFO blocks).
-pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     let f = open_limited(path, limit)?;
     read_capped(f, limit, "read")
 }
 
 /// Open a regular file of at most `limit` bytes for reading (see [`read_limited`]).
-pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, String> {
-    let f = open_nonblocking(path).map_err(|e| e.to_string())?;
-    let meta = f.metadata().map_err(|e| e.to_string())?;
+pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, InputError> {
+    let f = open_nonblocking(path).map_err(|e| InputError::Io(e.to_string()))?;
+    let meta = f.metadata().map_err(|e| InputError::Io(e.to_string()))?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(InputError::NotRegular);
     }
     if meta.len() > limit {
-        return Err(format!(
-            "{} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
-            meta.len()
-        ));
+        return Err(InputError::TooLarge {
+            what: format!("{} bytes, ", meta.len()),
+            limit,
+        });
     }
     Ok(f)
 }
 
 /// [`open_limited`] with the input size limit.
-pub fn read_limited_file(path: &Path) -> Result<std::fs::File, String> {
+pub fn read_limited_file(path: &Path) -> Result<std::fs::File, InputError> {
     open_limited(path, max_input_bytes())
 }
 
@@ -247,36 +302,34 @@ pub fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
 /// Where `rel` (a path a case manifest names) points, when it stays inside the case folder
 /// `dir` (or one of [`allowed_roots`]) after every `..` and symbolic link is resolved.
 /// Absolute paths are refused outright.
-pub fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+pub fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputError> {
     if rel.is_empty() {
-        return Err("the path is empty".into());
+        return Err(InputError::EmptyPath);
     }
     let p = Path::new(rel);
     if p.is_absolute() || p.components().any(|c| matches!(c, Component::Prefix(_))) {
-        return Err(format!(
-            "{rel:?} is an absolute path; case files are named relative to the case folder"
-        ));
+        return Err(InputError::Absolute(rel.to_string()));
     }
     let base = dir
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+        .map_err(|e| InputError::Io(format!("{}: {e}", dir.display())))?;
     let joined = base.join(p);
     let real = joined
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", joined.display()))?;
+        .map_err(|e| InputError::Io(format!("{}: {e}", joined.display())))?;
     if real.starts_with(&base) || allowed_roots().iter().any(|r| real.starts_with(r)) {
         Ok(real)
     } else {
-        Err(format!(
-            "{rel:?} resolves to {}, outside the case folder (add its folder to SAGE_CASE_ROOTS to allow it)",
-            real.display()
-        ))
+        Err(InputError::Outside {
+            rel: rel.to_string(),
+            real: real.display().to_string(),
+        })
     }
 }
 
 /// Read a file a case names: inside the case folder ([`resolve_case_path`]), a regular
 /// file, at most [`max_input_bytes`].
-pub fn read_case_file(dir: &Path, rel: &str) -> Result<Vec<u8>, String> {
+pub fn read_case_file(dir: &Path, rel: &str) -> Result<Vec<u8>, InputError> {
     let real = resolve_case_path(dir, rel)?;
     read_limited(&real, max_input_bytes())
 }
@@ -343,12 +396,14 @@ mod tests {
             std::os::unix::fs::symlink(d.path().join("outside.txt"), case.join("link")).unwrap();
             assert!(read_case_file(&case, "link")
                 .unwrap_err()
+                .to_string()
                 .contains("outside"));
             std::os::unix::fs::symlink(case.join("sub/a.txt"), case.join("inside")).unwrap();
             assert_eq!(read_case_file(&case, "inside").unwrap(), b"a");
         }
         assert!(read_case_file(&case, "sub")
             .unwrap_err()
+            .to_string()
             .contains("regular"));
         // a FIFO is refused without blocking (opening it for reading would wait for a writer)
         if std::process::Command::new("mkfifo")
@@ -358,6 +413,7 @@ mod tests {
         {
             assert!(read_case_file(&case, "pipe")
                 .unwrap_err()
+                .to_string()
                 .contains("regular"));
         } else {
             eprintln!("mkfifo not available: FIFO refusal not exercised");

@@ -746,48 +746,12 @@ fn sed_double_quoted(text: &str) -> Option<Vec<(String, String, String)>> {
     if files.is_empty() {
         return None;
     }
-    let mut chars = expr.chars();
-    if chars.next()? != 's' {
-        return None;
-    }
-    let d = chars.next()?;
-    let mut parts = vec![String::new()];
-    let mut esc = false;
-    for c in chars {
-        if esc {
-            let last = parts.last_mut()?;
-            match c {
-                '\\' => last.push('\\'),
-                'n' => last.push('\n'),
-                c if c == d => last.push(c),
-                // `\(`, `\{`, `\+`, ... are regular-expression operators in BRE.
-                _ => return None,
-            }
-            esc = false;
-        } else if c == '\\' {
-            esc = true;
-        } else if c == d {
-            parts.push(String::new());
-        } else {
-            if parts.len() == 1 && "[]*.^$".contains(c) {
-                return None;
-            }
-            if parts.len() == 2 && c == '&' {
-                return None;
-            }
-            parts.last_mut()?.push(c);
-        }
-    }
-    if parts.len() != 3
-        || !(parts[2].trim().is_empty() || parts[2].trim() == "g")
-        || parts[0].is_empty()
-    {
-        return None;
-    }
+    // The expression as sed sees it is read by the one s/// reader.
+    let (old, new, _global) = plain_substitution(&expr).ok()?;
     Some(
         files
             .into_iter()
-            .map(|f| (f, parts[0].clone(), parts[1].clone()))
+            .map(|f| (f, old.clone(), new.clone()))
             .collect(),
     )
 }

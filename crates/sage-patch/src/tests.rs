@@ -247,6 +247,7 @@ proptest! {
         b in prop::collection::vec(0u8..4, 0..12),
         a_nl in any::<bool>(),
         b_nl in any::<bool>(),
+        radius in 0usize..4,
     ) {
         // Few distinct lines, so hunks have repeated context to confuse a sloppy placer.
         let text = |v: &[u8], nl: bool| {
@@ -258,7 +259,11 @@ proptest! {
         };
         let (old, new) = (text(&a, a_nl), text(&b, b_nl));
         prop_assume!(old != new);
-        let diff = make(&old, &new, "a/app.py", "b/app.py");
+        let diff = similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(radius)
+            .header("a/app.py", "b/app.py")
+            .to_string();
         prop_assert_eq!(apply(Some(&old), &diff), Ok(Some(new.clone())), "diff:\n{}", diff);
         let files = parse(&diff);
         prop_assert_eq!(files.len(), 1);

@@ -154,9 +154,5 @@ fn render(artefact: &str, before: Option<&str>, after: Option<&str>, diff: bool)
     } else {
         "/dev/null".into()
     };
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&a, &b)
-        .to_string()
+    sage_patch::make(old, new, &a, &b)
 }

@@ -329,7 +329,7 @@ pub struct Applied {
 }
 
 impl Applied {
-    fn exact(content: String) -> Result<Applied, String> {
+    fn exact(content: String) -> Result<Applied, ApplyError> {
         Ok(Applied {
             content: Some(content),
             fuzzy: false,
@@ -409,7 +409,7 @@ pub fn reconstruct_with_final(
                 turn: *turn,
                 artefact: name,
                 op: w.op.kind().to_string(),
-                reason,
+                reason: reason.to_string(),
                 raw: w.raw.clone(),
             }),
         }
@@ -480,8 +480,55 @@ pub fn reconstruct_with_final(
     }
 }
 
+/// Why a write does not apply to the artefact as it stands. The message names the edit and
+/// what in the file it did not find; it is recorded as the write's failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// The edit needs the artefact, which does not exist (the edit's name).
+    #[error("{0}: artefact does not exist")]
+    Missing(&'static str),
+    /// A `str_replace` with an empty old text.
+    #[error("str_replace: old text is empty")]
+    EmptyOld,
+    /// A `str_replace` whose old text is not in the file.
+    #[error("str_replace: old text not found")]
+    OldNotFound,
+    /// A `str_replace` whose old text occurs more than once.
+    #[error("str_replace: old text occurs {0} times (must occur exactly once)")]
+    OldAmbiguous(usize),
+    /// A SEARCH block that is not in the file, even ignoring indentation.
+    #[error(
+        "search/replace: search text not found (exactly or ignoring indentation and trailing whitespace)"
+    )]
+    SearchNotFound,
+    /// A SEARCH block with `...` elisions whose pieces do not pair or match.
+    #[error("search/replace: {0}")]
+    Elision(String),
+    /// An insert past the end of the file.
+    #[error("insert: line {after} is beyond the end of the file ({lines} lines)")]
+    InsertBeyond {
+        /// The line to insert after.
+        after: usize,
+        /// The file's line count.
+        lines: usize,
+    },
+    /// A line-range replacement outside the file.
+    #[error("replace-lines: lines {start}..={end} are not within the file ({lines} lines)")]
+    LinesOutside {
+        /// First line to replace.
+        start: usize,
+        /// Last line to replace.
+        end: usize,
+        /// The file's line count.
+        lines: usize,
+    },
+    /// A unified diff that does not apply.
+    #[error(transparent)]
+    Patch(#[from] sage_patch::PatchError),
+}
+
 /// Apply one edit to `current` (`None`: the artefact does not exist). `Err` is the reason.
-pub fn apply(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
+pub fn apply(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyError> {
     // Editors (OpenHands', SWE-agent's, Aider's) read files with universal newlines: an LF
     // edit written against a CRLF file matches the file read as LF, and the file is written
     // back with LF line ends. Tried only when the edit does not match the file as it is.
@@ -506,7 +553,7 @@ fn op_search_text(op: &WriteOp) -> Option<&str> {
     }
 }
 
-fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
+fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyError> {
     match op {
         WriteOp::FullContent { content } => Applied::exact(content.clone()),
         WriteOp::SearchReplace { search, replace } => {
@@ -514,7 +561,7 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
             if search.trim().is_empty() {
                 return Applied::exact(format!("{}{}", current.unwrap_or(""), replace));
             }
-            let cur = current.ok_or("search/replace: artefact does not exist")?;
+            let cur = current.ok_or(ApplyError::Missing("search/replace"))?;
             if let Some(pos) = cur.find(search.as_str()) {
                 let mut out = String::with_capacity(cur.len() + replace.len());
                 out.push_str(&cur[..pos]);
@@ -535,18 +582,14 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
             // Aider's last resort: `...` lines elide unchanged code in both blocks.
             match dotdotdots(cur, search, replace) {
                 Some(Ok(out)) => fuzzy(out),
-                Some(Err(e)) => Err(format!("search/replace: {e}")),
-                None => Err(
-                    "search/replace: search text not found (exactly or ignoring \
-                             indentation and trailing whitespace)"
-                        .to_string(),
-                ),
+                Some(Err(e)) => Err(ApplyError::Elision(e)),
+                None => Err(ApplyError::SearchNotFound),
             }
         }
         WriteOp::StrReplace { old, new, all } => {
-            let cur = current.ok_or("str_replace: artefact does not exist")?;
+            let cur = current.ok_or(ApplyError::Missing("str_replace"))?;
             if old.is_empty() {
-                return Err("str_replace: old text is empty".to_string());
+                return Err(ApplyError::EmptyOld);
             }
             match cur.matches(old.as_str()).count() {
                 // OpenHands' editor (openhands-aci) retries a missing `old_str` with both
@@ -563,10 +606,8 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
                         crlf_normalized: false,
                     })
                 }
-                0 => Err("str_replace: old text not found".to_string()),
-                n if n > 1 && !all => Err(format!(
-                    "str_replace: old text occurs {n} times (must occur exactly once)"
-                )),
+                0 => Err(ApplyError::OldNotFound),
+                n if n > 1 && !all => Err(ApplyError::OldAmbiguous(n)),
                 _ if *all => Applied::exact(cur.replace(old.as_str(), new)),
                 _ => Applied::exact(cur.replacen(old.as_str(), new, 1)),
             }
@@ -575,14 +616,14 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
             let cur = match current {
                 Some(c) => c,
                 None if *after_line == 0 => "",
-                None => return Err("insert: artefact does not exist".to_string()),
+                None => return Err(ApplyError::Missing("insert")),
             };
             let lines: Vec<&str> = cur.split_inclusive('\n').collect();
             if *after_line > lines.len() {
-                return Err(format!(
-                    "insert: line {after_line} is beyond the end of the file ({} lines)",
-                    lines.len()
-                ));
+                return Err(ApplyError::InsertBeyond {
+                    after: *after_line,
+                    lines: lines.len(),
+                });
             }
             let mut out = lines[..*after_line].concat();
             if !out.is_empty() && !out.ends_with('\n') {
@@ -600,13 +641,14 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
             Applied::exact(out)
         }
         WriteOp::ReplaceLines { start, end, text } => {
-            let cur = current.ok_or("replace-lines: artefact does not exist")?;
+            let cur = current.ok_or(ApplyError::Missing("replace-lines"))?;
             let lines: Vec<&str> = cur.split_inclusive('\n').collect();
             if *start == 0 || end < start || *end > lines.len() {
-                return Err(format!(
-                    "replace-lines: lines {start}..={end} are not within the file ({} lines)",
-                    lines.len()
-                ));
+                return Err(ApplyError::LinesOutside {
+                    start: *start,
+                    end: *end,
+                    lines: lines.len(),
+                });
             }
             let mut out = lines[..start - 1].concat();
             out.push_str(text);
@@ -632,7 +674,7 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, String> {
                 fuzzy: false,
                 crlf_normalized: false,
             }),
-            None => Err("delete: artefact does not exist".to_string()),
+            None => Err(ApplyError::Missing("delete")),
         },
     }
 }
@@ -752,8 +794,8 @@ fn dotdotdots(whole: &str, search: &str, replace: &str) -> Option<Result<String,
 }
 
 /// Apply a unified diff through the one patch model ([`sage_patch::apply`]).
-fn apply_unified_diff(current: Option<&str>, diff: &str) -> Result<Option<String>, String> {
-    sage_patch::apply(current, diff).map_err(|e| e.to_string())
+fn apply_unified_diff(current: Option<&str>, diff: &str) -> Result<Option<String>, ApplyError> {
+    Ok(sage_patch::apply(current, diff)?)
 }
 
 /// A unified diff of two states of an artefact (for reports).
@@ -1710,7 +1752,9 @@ mod tests {
     }
 
     fn one(current: Option<&str>, op: WriteOp) -> Result<Option<String>, String> {
-        apply(current, &op).map(|a| a.content)
+        apply(current, &op)
+            .map(|a| a.content)
+            .map_err(|e| e.to_string())
     }
 
     fn ok(current: &str, op: WriteOp) -> String {

@@ -334,7 +334,7 @@ impl TestOutcome {
 /// Whether `unshare --user --map-root-user --net` works here: the tests of a case then run
 /// without network (their own network namespace holds only a loopback that is down). Probed
 /// once.
-pub fn network_isolation() -> Result<(), String> {
+pub(crate) fn network_isolation() -> Result<(), String> {
     static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     PROBE
         .get_or_init(|| {

@@ -54,9 +54,44 @@ pub struct BanditCmd {
     pub version: String,
 }
 
+/// Why Bandit could not be found or run (L2 is then not applied and the report says so).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BanditError {
+    /// No command that answers `--version` (the commands tried).
+    #[error("bandit not found (tried: {0}); install it with scripts/setup.sh")]
+    NotFound(String),
+    /// The scratch copy of the batch could not be written (path or step, cause).
+    #[error("{0}")]
+    Scratch(String),
+    /// Bandit could not be started.
+    #[error("cannot run {cmd}: {cause}")]
+    Spawn {
+        /// The command.
+        cmd: String,
+        /// The operating system's message.
+        cause: String,
+    },
+    /// Bandit exited with a status other than 0 (no findings) or 1 (findings).
+    #[error("bandit failed ({status}): {stderr}")]
+    Failed {
+        /// The exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// Bandit's report is not the JSON it documents.
+    #[error("bandit output is not the expected JSON: {cause}; stderr: {stderr}")]
+    Report {
+        /// The parser's message.
+        cause: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+}
+
 /// Find a working Bandit: `explicit` if given, else `bandit` on PATH, else
 /// `<python> -m bandit` for `python3` and the given interpreter.
-pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCmd, String> {
+pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCmd, BanditError> {
     let mut tries: Vec<Vec<String>> = Vec::new();
     if let Some(p) = explicit {
         tries.push(vec![p.display().to_string()]);
@@ -90,13 +125,12 @@ pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCm
             version,
         });
     }
-    Err(format!(
-        "bandit not found (tried: {}); install it with scripts/setup.sh",
+    Err(BanditError::NotFound(
         tries
             .iter()
             .map(|t| t.join(" "))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
     ))
 }
 
@@ -179,16 +213,18 @@ pub struct BatchResult {
 }
 
 /// Run Bandit once over every file of the batch.
-pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, BanditError> {
+    let scratch = |what: String| BanditError::Scratch(what);
+    let dir = tempfile::tempdir()
+        .map_err(|e| scratch(format!("cannot create a scratch directory: {e}")))?;
     // Bandit discovers *.py under -r; each file gets its own numbered folder so that keys
     // (artefact paths) can never collide or escape.
     let mut by_path: BTreeMap<String, String> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
         let sub = dir.path().join(i.to_string());
-        std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+        std::fs::create_dir_all(&sub).map_err(|e| scratch(format!("{}: {e}", sub.display())))?;
         let p = sub.join("file.py");
-        std::fs::write(&p, f.content).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, f.content).map_err(|e| scratch(format!("{}: {e}", p.display())))?;
         by_path.insert(format!("{i}/file.py"), f.key.clone());
     }
     let start = std::time::Instant::now();
@@ -197,21 +233,21 @@ pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, St
         .args(["-r", "-f", "json", "--ignore-nosec", "-q"])
         .arg(dir.path())
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", cmd.argv.join(" ")))?;
+        .map_err(|e| BanditError::Spawn {
+            cmd: cmd.argv.join(" "),
+            cause: e.to_string(),
+        })?;
     let seconds = start.elapsed().as_secs_f64();
     // Exit 0: no findings, 1: findings; anything else is Bandit failing.
     if !matches!(out.status.code(), Some(0) | Some(1)) {
-        return Err(format!(
-            "bandit failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(BanditError::Failed {
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
-    let raw: RawReport = serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "bandit output is not the expected JSON: {e}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
+    let raw: RawReport = serde_json::from_slice(&out.stdout).map_err(|e| BanditError::Report {
+        cause: e.to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
     })?;
     let prefix = format!("{}/", dir.path().display());
     let key_of = |filename: &str| -> Option<String> {

@@ -593,8 +593,8 @@ pub fn screen(units: &[Unit], opts: &Options) -> Report {
     let mut bandit_out: Option<BTreeMap<String, l2::FileFindings>> = None;
     let cmd = match &opts.bandit {
         BanditMode::Off => Err("disabled with --no-bandit".to_string()),
-        BanditMode::Auto => l2::locate(None, opts.python.as_deref()),
-        BanditMode::Path(p) => l2::locate(Some(p), None),
+        BanditMode::Auto => l2::locate(None, opts.python.as_deref()).map_err(|e| e.to_string()),
+        BanditMode::Path(p) => l2::locate(Some(p), None).map_err(|e| e.to_string()),
     };
     match cmd {
         Err(e) => bandit.reason = Some(e),
@@ -628,7 +628,7 @@ pub fn screen(units: &[Unit], opts: &Options) -> Report {
                         bandit.files = Some(files.len());
                         bandit_out = Some(r.files);
                     }
-                    Err(e) => bandit.reason = Some(e),
+                    Err(e) => bandit.reason = Some(e.to_string()),
                 }
             }
         }

@@ -43,7 +43,7 @@ pub struct Blame {
 
 /// Parse `git blame --porcelain` (or `--line-porcelain`) output. Malformed input gives an
 /// error naming the line.
-pub fn parse_porcelain(text: &str) -> Result<Blame, String> {
+pub(crate) fn parse_porcelain(text: &str) -> Result<Blame, String> {
     let mut blame = Blame::default();
     // (commit, orig_line, final_line) of the group being read
     let mut current: Option<(String, usize, usize)> = None;
@@ -109,7 +109,7 @@ pub fn parse_porcelain(text: &str) -> Result<Blame, String> {
 
 /// Parse `git blame --incremental` output into lines in the order git emitted them; line
 /// texts are left empty (incremental output has none).
-pub fn parse_incremental(text: &str) -> Result<Blame, String> {
+pub(crate) fn parse_incremental(text: &str) -> Result<Blame, String> {
     let mut blame = Blame::default();
     let mut current: Option<(String, usize, usize, usize)> = None;
     for (i, line) in text.lines().enumerate() {

@@ -274,6 +274,70 @@ pub(crate) fn check_trace_file(dir: &Path, rel: &str) -> Result<(), crate::safe:
     Ok(())
 }
 
+/// The files a case or run folder's manifest names, read inside the folder.
+pub(crate) struct FolderFiles {
+    pub(crate) baselines: BTreeMap<String, String>,
+    pub(crate) final_files: BTreeMap<String, String>,
+}
+
+/// Read the baselines and final files a manifest names and check its trace files: each must
+/// exist, stay inside `dir` and fit the input limit (what cases and runs share).
+pub(crate) fn read_folder_files(
+    dir: &Path,
+    baseline: &BTreeMap<String, String>,
+    final_state: &BTreeMap<String, String>,
+    trace_files: &[String],
+    invalid: &dyn Fn(String) -> CaseError,
+) -> Result<FolderFiles, CaseError> {
+    let file = |what: String, rel: &str| -> Result<String, CaseError> {
+        let p = dir.join(rel);
+        if !p.exists() {
+            return Err(invalid(format!("{what}: file {} is missing", p.display())));
+        }
+        read_case_text(dir, rel)
+    };
+    let mut baselines = BTreeMap::new();
+    for (a, f) in baseline {
+        baselines.insert(a.clone(), file(format!("baseline of {a:?}"), f)?);
+    }
+    let mut final_files = BTreeMap::new();
+    for (a, f) in final_state {
+        final_files.insert(a.clone(), file(format!("final_state of {a:?}"), f)?);
+    }
+    for f in trace_files {
+        if !dir.join(f).exists() {
+            return Err(invalid(format!(
+                "trace file {} is missing",
+                dir.join(f).display()
+            )));
+        }
+        check_trace_file(dir, f).map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
+    }
+    Ok(FolderFiles {
+        baselines,
+        final_files,
+    })
+}
+
+/// The id of a case or run folder: the manifest's, else the folder name (else `kind`);
+/// checked by [`crate::safe::check_id`].
+pub(crate) fn folder_id(
+    dir: &Path,
+    id: &str,
+    kind: &str,
+    invalid: &dyn Fn(String) -> CaseError,
+) -> Result<String, CaseError> {
+    let id = if id.is_empty() {
+        dir.file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| kind.into())
+    } else {
+        id.to_string()
+    };
+    crate::safe::check_id(&id).map_err(|m| invalid(format!("{kind} id {id:?}: {m}")))?;
+    Ok(id)
+}
+
 impl Case {
     /// Load the case in `dir` (which holds `case.json`).
     pub fn load(dir: &Path) -> Result<Case, CaseError> {
@@ -340,51 +404,23 @@ impl Case {
                 ));
             }
         }
-        let mut baselines = BTreeMap::new();
-        for (artefact, file) in &manifest.baseline {
-            let p = dir.join(file);
-            if !p.exists() {
-                return Err(invalid(format!(
-                    "baseline of {artefact:?}: file {} is missing",
-                    p.display()
-                )));
-            }
-            baselines.insert(artefact.clone(), read_case_text(dir, file)?);
-        }
-        let mut final_files = BTreeMap::new();
-        for (artefact, file) in &manifest.final_state {
-            let p = dir.join(file);
-            if !p.exists() {
-                return Err(invalid(format!(
-                    "final_state of {artefact:?}: file {} is missing",
-                    p.display()
-                )));
-            }
-            final_files.insert(artefact.clone(), read_case_text(dir, file)?);
-        }
-        for f in &manifest.trace.files {
-            if !dir.join(f).exists() {
-                return Err(invalid(format!(
-                    "trace file {} is missing",
-                    dir.join(f).display()
-                )));
-            }
-            check_trace_file(dir, f).map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
-        }
+        let FolderFiles {
+            baselines,
+            final_files,
+        } = read_folder_files(
+            dir,
+            &manifest.baseline,
+            &manifest.final_state,
+            &manifest.trace.files,
+            &invalid,
+        )?;
         if let Some(t) = &manifest.tests {
             for f in &t.files {
                 crate::safe::resolve_case_path(dir, f)
                     .map_err(|m| invalid(format!("tests file {f:?}: {m}")))?;
             }
         }
-        let id = if manifest.id.is_empty() {
-            dir.file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "case".into())
-        } else {
-            manifest.id.clone()
-        };
-        crate::safe::check_id(&id).map_err(|m| invalid(format!("case id {id:?}: {m}")))?;
+        let id = folder_id(dir, &manifest.id, "case", &invalid)?;
         Ok(Case {
             id,
             dir: dir.to_path_buf(),

@@ -135,43 +135,29 @@ impl Run {
         }
         // A run manifest is untrusted like a case manifest: every file it names stays
         // inside the run folder (see `case::read_case_text`).
-        let file = |what: &str, rel: &str| -> Result<String, CaseError> {
-            let p = dir.join(rel);
-            if !p.exists() {
-                return Err(invalid(format!("{what}: file {} is missing", p.display())));
-            }
-            case::read_case_text(dir, rel)
-        };
-        let mut baselines = BTreeMap::new();
-        for (a, f) in &manifest.baseline {
-            baselines.insert(a.clone(), file(&format!("baseline of {a:?}"), f)?);
-        }
-        let mut final_files = BTreeMap::new();
-        for (a, f) in &manifest.final_state {
-            final_files.insert(a.clone(), file(&format!("final_state of {a:?}"), f)?);
-        }
+        let case::FolderFiles {
+            baselines,
+            final_files,
+        } = case::read_folder_files(
+            dir,
+            &manifest.baseline,
+            &manifest.final_state,
+            &manifest.trace.files,
+            &invalid,
+        )?;
         let patch = match &manifest.patch {
             None => None,
-            Some(p) => Some(file("patch", p)?),
-        };
-        for f in &manifest.trace.files {
-            if !dir.join(f).exists() {
-                return Err(invalid(format!(
-                    "trace file {} is missing",
-                    dir.join(f).display()
-                )));
+            Some(p) => {
+                if !dir.join(p).exists() {
+                    return Err(invalid(format!(
+                        "patch: file {} is missing",
+                        dir.join(p).display()
+                    )));
+                }
+                Some(case::read_case_text(dir, p)?)
             }
-            case::check_trace_file(dir, f)
-                .map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
-        }
-        let id = if manifest.id.is_empty() {
-            dir.file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "run".into())
-        } else {
-            manifest.id.clone()
         };
-        crate::safe::check_id(&id).map_err(|m| invalid(format!("run id {id:?}: {m}")))?;
+        let id = case::folder_id(dir, &manifest.id, "run", &invalid)?;
         Ok(Run {
             id,
             dir: dir.to_path_buf(),

@@ -66,7 +66,7 @@ pub struct Coefficient {
 }
 
 impl Coefficient {
-    pub fn from_result(r: Result<crate::stats::Estimate, StatError>) -> Coefficient {
+    pub(crate) fn from_result(r: Result<crate::stats::Estimate, StatError>) -> Coefficient {
         match r {
             Ok(e) => Coefficient {
                 value: Some(e.value),
@@ -241,7 +241,7 @@ pub struct PairAgreement {
 }
 
 /// Compares two label sets on the cases both labelled (restricted to `cases` when given).
-pub fn pair_agreement(
+pub(crate) fn pair_agreement(
     a: &[ArtefactLabel],
     b: &[ArtefactLabel],
     field: ArtefactField,

@@ -38,7 +38,7 @@ pub struct LeaveOneOut {
 }
 
 /// Percentile with linear interpolation between order statistics (numpy's default).
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -58,7 +58,7 @@ fn tasks_of<T>(items: &[T], task: &impl Fn(&T) -> String) -> BTreeMap<String, Ve
 
 /// Runs `partitions` seeded task-disjoint random splits and summarises `stat` on the halves.
 /// `stat` returns `None` where it is undefined (e.g. an empty half); such halves are skipped.
-pub fn task_disjoint_partitions<T>(
+pub(crate) fn task_disjoint_partitions<T>(
     items: &[T],
     task: impl Fn(&T) -> String,
     partitions: usize,
@@ -97,7 +97,7 @@ pub fn task_disjoint_partitions<T>(
 }
 
 /// The statistic without each task in turn.
-pub fn leave_one_task_out<T>(
+pub(crate) fn leave_one_task_out<T>(
     items: &[T],
     task: impl Fn(&T) -> String,
     stat: impl Fn(&[&T]) -> Option<f64>,

@@ -145,7 +145,7 @@ impl fmt::Display for Label {
 }
 
 /// Number of units of rater rows; rows of unequal length are an error.
-pub fn check_rectangular<T>(rows: &[Vec<T>]) -> Result<usize, StatError> {
+pub(crate) fn check_rectangular<T>(rows: &[Vec<T>]) -> Result<usize, StatError> {
     let Some(first) = rows.first() else {
         return Err(invalid("no raters"));
     };
@@ -244,7 +244,7 @@ impl Coded {
     }
 
     /// Numeric value of every category, when all are numbers.
-    pub fn numeric_values(&self) -> Option<Vec<f64>> {
+    pub(crate) fn numeric_values(&self) -> Option<Vec<f64>> {
         self.categories.iter().map(Label::as_f64).collect()
     }
 }

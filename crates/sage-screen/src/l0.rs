@@ -87,7 +87,7 @@ pub type PythonError = (usize, usize, String);
 ///
 /// Tree-sitter decides L0 (paper §3.2.4), but its error recovery may wrap a whole class in
 /// one ERROR node that starts far above the mistake; the interpreter names the real line.
-pub fn python_locations(
+pub(crate) fn python_locations(
     python: &std::path::Path,
     sources: &[&str],
 ) -> Result<Vec<Option<PythonError>>, String> {
@@ -132,7 +132,7 @@ json.dump(out, sys.stdout)
 }
 
 /// Put Python's location first when it lies elsewhere than tree-sitter's first error.
-pub fn relocate(errors: &mut Vec<SyntaxError>, python: Option<&PythonError>) {
+pub(crate) fn relocate(errors: &mut Vec<SyntaxError>, python: Option<&PythonError>) {
     let (Some((line, col, msg)), Some(first)) = (python, errors.first()) else {
         return;
     };

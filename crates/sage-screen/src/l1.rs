@@ -271,7 +271,7 @@ impl ImportEnv {
 }
 
 /// Ask `python` which of `modules` it can find, in one subprocess.
-pub fn query_interpreter(
+pub(crate) fn query_interpreter(
     python: &Path,
     modules: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, bool>, String> {

@@ -25,7 +25,7 @@ pub struct BanditTest {
 }
 
 /// The Bandit test table (`crates/sage-screen/rules/cwe_bandit.tsv`).
-pub fn bandit_tests() -> BTreeMap<String, BanditTest> {
+pub(crate) fn bandit_tests() -> BTreeMap<String, BanditTest> {
     CWE_BANDIT
         .lines()
         .skip(1)
@@ -304,7 +304,7 @@ pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, Ba
 
 /// Mark the findings of `final_src` that the baseline already had (same test on a line with
 /// the same text).
-pub fn mark_inherited(
+pub(crate) fn mark_inherited(
     findings: &mut [Finding],
     final_src: &str,
     baseline: &[Finding],
@@ -356,7 +356,7 @@ fn nosec_query() -> &'static tree_sitter::Query {
 }
 
 /// `# nosec` markers present in the final snapshot and absent from the baseline.
-pub fn nosec_added(final_src: &str, baseline_src: Option<&str>) -> Vec<NosecMarker> {
+pub(crate) fn nosec_added(final_src: &str, baseline_src: Option<&str>) -> Vec<NosecMarker> {
     if !final_src.contains("nosec") && !final_src.contains("NOSEC") {
         return Vec::new();
     }

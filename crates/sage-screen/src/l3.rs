@@ -268,7 +268,7 @@ impl Rules {
     }
 
     /// The families a CWE id belongs to.
-    pub fn families_of(&self, cwe: u32) -> BTreeSet<&str> {
+    pub(crate) fn families_of(&self, cwe: u32) -> BTreeSet<&str> {
         self.families
             .iter()
             .filter(|(_, ids)| ids.contains(&cwe))
@@ -277,7 +277,7 @@ impl Rules {
     }
 
     /// Whether two CWE ids share a family.
-    pub fn same_family(&self, a: u32, b: u32) -> bool {
+    pub(crate) fn same_family(&self, a: u32, b: u32) -> bool {
         self.families
             .values()
             .any(|ids| ids.contains(&a) && ids.contains(&b))

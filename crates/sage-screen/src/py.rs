@@ -67,7 +67,7 @@ pub fn position(file: &PyFile, n: Node) -> (usize, usize) {
 }
 
 /// Strip `( ... )`: Python's `ast` has no parenthesis node.
-pub fn unparen(mut n: Node) -> Node {
+pub(crate) fn unparen(mut n: Node) -> Node {
     while n.kind() == "parenthesized_expression" {
         match named_children(n).into_iter().next() {
             Some(c) => n = c,
@@ -78,7 +78,7 @@ pub fn unparen(mut n: Node) -> Node {
 }
 
 /// Named children without comments.
-pub fn named_children(n: Node) -> Vec<Node> {
+pub(crate) fn named_children(n: Node) -> Vec<Node> {
     let mut c = n.walk();
     n.named_children(&mut c)
         .filter(|x| x.kind() != "comment")
@@ -118,7 +118,7 @@ pub struct StrParts {
 }
 
 /// Decode a `string` or `concatenated_string` node.
-pub fn string_parts(file: &PyFile, n: Node) -> Option<StrParts> {
+pub(crate) fn string_parts(file: &PyFile, n: Node) -> Option<StrParts> {
     let parts: Vec<Node> = match n.kind() {
         "string" => vec![n],
         "concatenated_string" => named_children(n)
@@ -273,7 +273,7 @@ fn parse_int(t: &str) -> Lit {
 }
 
 /// Roughly `ast.unparse`: dotted chains of names as `a.b.c`, anything else as written.
-pub fn unparse(file: &PyFile, n: Node) -> String {
+pub(crate) fn unparse(file: &PyFile, n: Node) -> String {
     let n = unparen(n);
     match n.kind() {
         "identifier" => file.text(n).to_string(),
@@ -294,7 +294,7 @@ pub fn unparse(file: &PyFile, n: Node) -> String {
 
 /// Whether an `identifier` node stands where Python's `ast` has an `ast.Name` (and not an
 /// attribute name, keyword, parameter, definition name or import path).
-pub fn is_name_position(n: Node) -> bool {
+pub(crate) fn is_name_position(n: Node) -> bool {
     let Some(p) = n.parent() else {
         return true;
     };
@@ -320,7 +320,7 @@ pub fn is_name_position(n: Node) -> bool {
 }
 
 /// Module path of a `dotted_name` node, `a.b.c`.
-pub fn dotted_name(file: &PyFile, n: Node) -> String {
+pub(crate) fn dotted_name(file: &PyFile, n: Node) -> String {
     named_children(n)
         .into_iter()
         .filter(|c| c.kind() == "identifier")
@@ -353,7 +353,7 @@ pub enum Import {
 
 /// The imports of one `import_statement`, `import_from_statement` or
 /// `future_import_statement`.
-pub fn imports_of(file: &PyFile, stmt: Node) -> Vec<Import> {
+pub(crate) fn imports_of(file: &PyFile, stmt: Node) -> Vec<Import> {
     let mut out = Vec::new();
     let mut c = stmt.walk();
     match stmt.kind() {

@@ -17,7 +17,7 @@ pub fn read_zip_member(path: &Path, member: &str) -> Result<Vec<u8>, ArchiveErro
 /// [`read_zip_member`] with an explicit limit. The limit applies to the bytes actually
 /// inflated, not to the size the archive declares (a zip bomb declares what it likes): a
 /// member that inflates past it is an error, and reading stops there.
-pub fn read_zip_member_capped(
+pub(crate) fn read_zip_member_capped(
     path: &Path,
     member: &str,
     limit: u64,

@@ -209,7 +209,7 @@ pub fn set_max_input_bytes(n: u64) {
 
 /// Read at most `limit` bytes from a reader; more is an error (the reader may be a
 /// decompressor whose declared size lies).
-pub fn read_capped(mut r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_capped(mut r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>, InputError> {
     let mut out = Vec::new();
     r.by_ref()
         .take(limit.saturating_add(1))
@@ -232,7 +232,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
 }
 
 /// Open a regular file of at most `limit` bytes for reading (see [`read_limited`]).
-pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, InputError> {
+pub(crate) fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, InputError> {
     let f = open_nonblocking(path).map_err(|e| InputError::Io(e.to_string()))?;
     let meta = f.metadata().map_err(|e| InputError::Io(e.to_string()))?;
     if !meta.is_file() {
@@ -248,7 +248,7 @@ pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, InputError
 }
 
 /// [`open_limited`] with the input size limit.
-pub fn read_limited_file(path: &Path) -> Result<std::fs::File, InputError> {
+pub(crate) fn read_limited_file(path: &Path) -> Result<std::fs::File, InputError> {
     open_limited(path, max_input_bytes())
 }
 
@@ -264,7 +264,7 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Roots outside a case folder that case files may point into, as set by
 /// [`set_allowed_roots`] (`SAGE_CASE_ROOTS`). Empty unless set.
-pub fn allowed_roots() -> Vec<PathBuf> {
+pub(crate) fn allowed_roots() -> Vec<PathBuf> {
     LIMITS
         .read()
         .unwrap_or_else(|p| p.into_inner())
@@ -302,7 +302,7 @@ pub fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
 /// Where `rel` (a path a case manifest names) points, when it stays inside the case folder
 /// `dir` (or one of [`allowed_roots`]) after every `..` and symbolic link is resolved.
 /// Absolute paths are refused outright.
-pub fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputError> {
+pub(crate) fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputError> {
     if rel.is_empty() {
         return Err(InputError::EmptyPath);
     }

@@ -216,3 +216,44 @@ fn no_module_import_cycle_inside_a_crate() {
         }
     }
 }
+
+/// Crates whose public functions return typed errors only (docs/architecture.md). The
+/// others still have `Result<_, String>` signatures to convert; a crate joins this list when
+/// it has none, and then cannot regress.
+const TYPED_ERRORS: &[&str] = &[
+    "sage-patch",
+    "sage-markup",
+    "sage-trace",
+    "sage-history",
+    "sage-reliability",
+    "sage-screen",
+    "sage-szz",
+];
+
+#[test]
+fn typed_crates_return_no_string_errors_from_public_functions() {
+    let mut found = Vec::new();
+    for name in TYPED_ERRORS {
+        let src = Path::new(ROOT).join("crates").join(name).join("src");
+        assert!(src.is_dir(), "{name}: no such crate");
+        for f in rust_files(&src) {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let text = library_part(&text);
+            for (at, _) in text.match_indices("pub fn ") {
+                // the signature: up to the body or the end of a declaration
+                let sig = &text[at..];
+                let end = sig.find(['{', ';']).unwrap_or(sig.len());
+                let sig: String = sig[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+                let ret = sig.rsplit_once("->").map_or("", |(_, r)| r.trim());
+                if ret.starts_with("Result<") && ret.ends_with(", String>") {
+                    found.push(format!("{}: {sig}", f.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "public functions returning Result<_, String> (give them a thiserror type):\n{}",
+        found.join("\n")
+    );
+}

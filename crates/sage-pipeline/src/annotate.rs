@@ -476,11 +476,11 @@ pub fn validate_sheet(
             problems.push(format!("annotator {annotator:?}: {m}"));
         }
         let provenance = normalize_provenance(&get(prov_c)).unwrap_or_else(|e| {
-            problems.push(e);
+            problems.push(e.to_string());
             None
         });
         let introducing_write = normalize_introducing_write(&get(iw_c)).unwrap_or_else(|e| {
-            problems.push(e);
+            problems.push(e.to_string());
             None
         });
         if let (Some(iw), Some(turns)) = (&introducing_write, write_turns.get(&case_id)) {

@@ -24,8 +24,14 @@ fn keyword(s: &str) -> String {
     s.trim().to_lowercase().replace(['_', ' '], "-")
 }
 
+/// A sheet cell whose value is not one the column allows (the message quotes it and names
+/// the allowed values).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CellError(pub String);
+
 /// Normalises a provenance cell; `Ok(None)` for an empty cell.
-pub fn normalize_provenance(s: &str) -> Result<Option<String>, String> {
+pub fn normalize_provenance(s: &str) -> Result<Option<String>, CellError> {
     let k = keyword(s);
     if k.is_empty() {
         return Ok(None);
@@ -33,15 +39,15 @@ pub fn normalize_provenance(s: &str) -> Result<Option<String>, String> {
     if PROVENANCE.contains(&k.as_str()) {
         Ok(Some(k))
     } else {
-        Err(format!(
+        Err(CellError(format!(
             "provenance {s:?} is not one of {}",
             PROVENANCE.join(", ")
-        ))
+        )))
     }
 }
 
 /// Normalises an introducing-write cell to `turn:N`, `none` or `cannot-determine`.
-pub fn normalize_introducing_write(s: &str) -> Result<Option<String>, String> {
+pub fn normalize_introducing_write(s: &str) -> Result<Option<String>, CellError> {
     let k = keyword(s);
     if k.is_empty() {
         return Ok(None);
@@ -52,9 +58,9 @@ pub fn normalize_introducing_write(s: &str) -> Result<Option<String>, String> {
     let digits = k.strip_prefix("turn:").unwrap_or(&k);
     match digits.parse::<u32>() {
         Ok(n) if n >= 1 => Ok(Some(format!("turn:{n}"))),
-        _ => Err(format!(
+        _ => Err(CellError(format!(
             "introducing_write {s:?} is not a turn number, none or cannot-determine"
-        )),
+        ))),
     }
 }
 
@@ -198,7 +204,10 @@ pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>)
         let (prov, iw) = match (prov, iw) {
             (Ok(p), Ok(w)) => (p, w),
             (Err(e), _) | (_, Err(e)) => {
-                errors.push(AnnotationError { line, message: e });
+                errors.push(AnnotationError {
+                    line,
+                    message: e.to_string(),
+                });
                 continue;
             }
         };

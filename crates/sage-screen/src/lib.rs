@@ -27,6 +27,12 @@ use std::time::Duration;
 /// Version tag of the JSON report.
 pub const REPORT_SCHEMA: &str = "sage.screen/1";
 
+/// A screening input that cannot be read (a folder of pairs, a SARIF log): the message names
+/// the file and, where there is one, the record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
 /// Whether and how to run Bandit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BanditMode {
@@ -109,6 +115,14 @@ pub struct Unit {
 /// `baseline` when given (that file itself is then not screened), else as new code with no
 /// baseline. `cwe` applies to pairs whose name has no `cwe-N`.
 pub fn units_from_pairs(
+    path: &Path,
+    cwe: Option<&str>,
+    baseline: Option<&Path>,
+) -> Result<(Vec<Unit>, Vec<String>), InputError> {
+    pairs(path, cwe, baseline).map_err(InputError)
+}
+
+fn pairs(
     path: &Path,
     cwe: Option<&str>,
     baseline: Option<&Path>,

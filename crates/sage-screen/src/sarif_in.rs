@@ -86,7 +86,11 @@ fn artefact_of(unit: &Unit, uri: &str) -> Option<String> {
 }
 
 /// Read one SARIF log and attribute its results to `units`.
-pub fn read(path: &Path, units: &[Unit]) -> Result<Vec<ExternalFinding>, String> {
+pub fn read(path: &Path, units: &[Unit]) -> Result<Vec<ExternalFinding>, crate::InputError> {
+    read_log(path, units).map_err(crate::InputError)
+}
+
+fn read_log(path: &Path, units: &[Unit]) -> Result<Vec<ExternalFinding>, String> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
     let log: Value = serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
@@ -257,22 +261,24 @@ mod tests {
     #[test]
     fn bad_logs_name_the_file_and_the_result() {
         let f = log(&CODEQL.replace("2.1.0", "2.0.0"));
-        let e = read(f.path(), &[unit("r2")]).unwrap_err();
+        let e = read(f.path(), &[unit("r2")]).unwrap_err().to_string();
         assert!(
             e.contains("2.0.0") && e.contains(&f.path().display().to_string()),
             "{e}"
         );
         let f = log(&CODEQL.replace("pkg/app.py", "other.py"));
-        let e = read(f.path(), &[unit("r2")]).unwrap_err();
+        let e = read(f.path(), &[unit("r2")]).unwrap_err().to_string();
         assert!(
             e.contains("runs[0].results[0]") && e.contains("not a file of run r2"),
             "{e}"
         );
         let f = log(&CODEQL.replace("\"startLine\":2", "\"startLine\":9"));
-        let e = read(f.path(), &[unit("r2")]).unwrap_err();
+        let e = read(f.path(), &[unit("r2")]).unwrap_err().to_string();
         assert!(e.contains("startLine 9 is outside"), "{e}");
         let f = log(&CODEQL.replace("\"r2\"", "\"r9\""));
-        let e = read(f.path(), &[unit("r1"), unit("r2")]).unwrap_err();
+        let e = read(f.path(), &[unit("r1"), unit("r2")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot tell which run"), "{e}");
     }
 

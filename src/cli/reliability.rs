@@ -85,45 +85,8 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     for w in deterministic_repeats(&sets) {
         eprintln!("warning: {w}");
     }
-    let mut annotators: Vec<Annotations> = Vec::new();
-    for p in &args.annotations {
-        let text = match std::fs::read_to_string(p) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: {}: cannot read: {e}", p.display());
-                failed = true;
-                continue;
-            }
-        };
-        let (found, errors) = parse_annotations(&text);
-        for e in errors {
-            eprintln!("error: {} line {}: {}", p.display(), e.line, e.message);
-            failed = true;
-        }
-        for a in found {
-            match annotators.iter_mut().find(|x| x.annotator == a.annotator) {
-                Some(x) => {
-                    let have: BTreeSet<String> =
-                        x.labels.iter().map(|l| l.case_id.clone()).collect();
-                    for l in a.labels {
-                        if have.contains(&l.case_id) {
-                            eprintln!(
-                                "error: {}: case {} is annotated by {} in an earlier file too; \
-                                 the earlier label is kept",
-                                p.display(),
-                                l.case_id,
-                                a.annotator
-                            );
-                            failed = true;
-                        } else {
-                            x.labels.push(l);
-                        }
-                    }
-                }
-                None => annotators.push(a),
-            }
-        }
-    }
+    let (annotators, bad) = read_annotations(&args.annotations);
+    failed |= bad;
     let level = match args.turn_level {
         TurnLevel::Nominal => Level::Nominal,
         TurnLevel::Ordinal => Level::Ordinal,
@@ -181,6 +144,52 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     i32::from(failed)
 }
 
+/// Human annotation files (docs/annotations.md), merged per annotator. Every bad row or file
+/// is named on stderr; the second value says whether any was.
+pub fn read_annotations(paths: &[PathBuf]) -> (Vec<Annotations>, bool) {
+    let mut annotators: Vec<Annotations> = Vec::new();
+    let mut failed = false;
+    for p in paths {
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {}: cannot read: {e}", p.display());
+                failed = true;
+                continue;
+            }
+        };
+        let (found, errors) = parse_annotations(&text);
+        for e in errors {
+            eprintln!("error: {} line {}: {}", p.display(), e.line, e.message);
+            failed = true;
+        }
+        for a in found {
+            match annotators.iter_mut().find(|x| x.annotator == a.annotator) {
+                Some(x) => {
+                    let have: BTreeSet<String> =
+                        x.labels.iter().map(|l| l.case_id.clone()).collect();
+                    for l in a.labels {
+                        if have.contains(&l.case_id) {
+                            eprintln!(
+                                "error: {}: case {} is annotated by {} in an earlier file too; \
+                                 the earlier label is kept",
+                                p.display(),
+                                l.case_id,
+                                a.annotator
+                            );
+                            failed = true;
+                        } else {
+                            x.labels.push(l);
+                        }
+                    }
+                }
+                None => annotators.push(a),
+            }
+        }
+    }
+    (annotators, failed)
+}
+
 /// Two result sets with the same per-case results are not two runs: agreement between them
 /// is 1 by construction (the same file given twice, or a copy). Refused, naming both.
 fn identical_sets(sets: &[(String, ResultSet)]) -> Option<String> {
@@ -228,7 +237,10 @@ fn deterministic_repeats(sets: &[(String, ResultSet)]) -> Vec<String> {
         .collect()
 }
 
-fn write_outputs(out: &Path, report: &sage_reliability::report::ReliabilityReport) -> Result<()> {
+pub fn write_outputs(
+    out: &Path,
+    report: &sage_reliability::report::ReliabilityReport,
+) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let write = |name: &str, body: String| -> Result<()> {
         let p = out.join(name);

@@ -4,8 +4,12 @@
 //! candidates' packets and sheets for the annotators (OUT/screen.json, OUT/screen.sarif,
 //! OUT/table2.md, OUT/packets/). With `--sheets R1.csv [R2.csv]` (the filled sheets, the
 //! first deciding): import the confirmed cases (OUT/cases/), write Table 3 when two sheets are
-//! given (OUT/table3.md), localize the confirmed cases with the offline lexicon judge and
-//! write the results and Table 5 (OUT/results/, OUT/localize.sarif).
+//! given (OUT/table3.md), localize the confirmed cases (`--judge`, `--runs`; the offline
+//! lexicon judge by default) and write the results and Table 5 (OUT/results/,
+//! OUT/localize.sarif), then Tables 6-7 and Figures 5-6 (OUT/reliability/): origin
+//! consistency over repeated runs and judges, and, with `--annotations`, agreement with the
+//! annotators' provenance and introducing-write labels; without them, blinded annotation
+//! packets (OUT/annotate/<annotator>/).
 
 use super::{build_run, runtime, JudgeFlags, EXIT_INPUT_FAILED, EXIT_OK};
 use anyhow::{Context, Result};
@@ -37,14 +41,40 @@ pub struct Args {
     /// Packets on each further annotator's sheet (seeded random sample).
     #[arg(long)]
     pub sample: Option<usize>,
+    /// Seed of the second annotators' samples and of Table 6(b)'s task-disjoint partitions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Export every screened run, not only the candidates.
     #[arg(long)]
     pub all: bool,
-    /// The filled sheets (the first decides): import, Table 3, localize.
+    /// The filled sheets (the first decides): import, Table 3, localize, Tables 6-7.
     #[arg(long, num_args = 1..=2)]
     pub sheets: Vec<PathBuf>,
+    /// Judges that localize the confirmed cases (as `sage localize --judge`; default the
+    /// offline lexicon judge). The first is the primary judge of Table 6(a); each further one
+    /// is a cross judge.
+    #[arg(
+        long = "judge",
+        value_name = "SPEC",
+        value_delimiter = ',',
+        requires = "sheets"
+    )]
+    pub judges: Vec<String>,
+    /// Use this lexicon file instead of the embedded one.
+    #[arg(long, value_name = "FILE", requires = "sheets")]
+    pub lexicon: Option<PathBuf>,
+    /// The annotators' labels of provenance and introducing write (docs/annotations.md, as
+    /// `sage annotate import` stores them): Table 6(b), 6(c) and Table 7.
+    #[arg(long, num_args = 1.., requires = "sheets")]
+    pub annotations: Vec<PathBuf>,
+    /// Task-disjoint random partitions of Table 6(b).
+    #[arg(long, default_value_t = 1000)]
+    pub partitions: usize,
+    /// Judge requests in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = super::at_least_one)]
+    pub concurrency: usize,
+    #[command(flatten)]
+    pub judge_flags: JudgeFlags,
 }
 
 fn table2(r: &sage_screen::Report) -> String {
@@ -141,15 +171,32 @@ pub fn run(a: Args) -> Result<i32> {
             EXIT_INPUT_FAILED
         });
     }
-    // After confirmation: import, Table 3, localize.
+    // After confirmation: import, Table 3, localize, Tables 6-7.
     let cases = a.out.join("cases");
-    let s = match confirm::import(&packets, &a.sheets[0], &cases) {
+    // The cases are rebuilt from the sheets on every run (they are a function of the
+    // sheets), so a second run (with annotations, another judge) starts from the same folders.
+    let staging = a.out.join("cases.importing");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("cannot remove {}", staging.display()))?;
+    }
+    let s = match confirm::import(&packets, &a.sheets[0], &staging) {
         Ok(s) => s,
         Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
             eprintln!("sage: error: {e}");
             return Ok(EXIT_INPUT_FAILED);
         }
     };
+    if cases.exists() {
+        std::fs::remove_dir_all(&cases)
+            .with_context(|| format!("cannot replace {}", cases.display()))?;
+    }
+    if staging.exists() {
+        std::fs::rename(&staging, &cases).with_context(|| {
+            format!("cannot rename {} to {}", staging.display(), cases.display())
+        })?;
+    }
     println!(
         "{} confirmed case folders in {}",
         s.cases.len(),
@@ -184,8 +231,26 @@ pub fn run(a: Args) -> Result<i32> {
         println!("no confirmed case: nothing to localize");
         return Ok(EXIT_OK);
     }
-    let built = build_run(&[], None, &JudgeFlags::default())?;
-    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &built.opts));
+    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let mut opts = built.opts;
+    opts.concurrency = a.concurrency;
+    if let Some(session) = &built.session {
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&cases, &a.judge_flags, session, &built.llm, false)?
+        {
+            return Ok(code);
+        }
+    }
+    let stats = built.session.as_ref().map(|s| s.stats().clone());
+    if let Some(bar) = super::judges::Bar::new(a.judge_flags.no_progress, stats.clone()) {
+        opts.progress = Some(std::sync::Arc::new(bar));
+    }
+    opts.stats = stats;
+    let primary = opts.judges.first().map(|j| j.id().to_string());
+    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
+    if let Some(session) = &built.session {
+        super::judges::after_run(session);
+    }
     let results = a.out.join("results");
     sage_pipeline::report::write_results_dir(&results, &set)
         .with_context(|| format!("writing {}", results.display()))?;
@@ -200,9 +265,164 @@ pub fn run(a: Args) -> Result<i32> {
         eprintln!("sage: skipped {} ({}): {}", sk.case, sk.stage, sk.message);
     }
     println!("results in {}", results.display());
-    Ok(if set.all_ok() {
+    if let Some(e) = built
+        .session
+        .as_ref()
+        .and_then(|s| s.parts.tripped.lock().ok().and_then(|t| t.clone()))
+    {
+        eprintln!("sage: the run stopped: {e}; Tables 6-7 not written");
+        return Ok(super::EXIT_FATAL);
+    }
+    let annotations_ok = tables_6_7(&a, &set, primary)?;
+    Ok(if set.all_ok() && annotations_ok {
         EXIT_OK
     } else {
         EXIT_INPUT_FAILED
     })
+}
+
+/// Tables 6-7 (paper §4.2-4.3) from the localized confirmed cases: origin consistency over
+/// the judges' repeated runs and across judges, and, with annotators' labels of provenance
+/// and introducing write, agreement with them overall, across task subsets and by framework
+/// and base model. Without labels, blinded annotation packets are exported for them.
+/// Returns false when an annotation file could not be read whole.
+fn tables_6_7(
+    a: &Args,
+    set: &sage_pipeline::results::ResultSet,
+    primary: Option<String>,
+) -> Result<bool> {
+    // The lexicon judge is deterministic: its repeated runs are copies of run 0 and would
+    // report perfect consistency. Only run 0 is rated.
+    let mut rated = set.clone();
+    let lexicon_runs: std::collections::BTreeSet<u32> = set
+        .results
+        .iter()
+        .filter(|r| r.judge.name == "lexicon")
+        .map(|r| r.run)
+        .collect();
+    rated
+        .results
+        .retain(|r| !(r.judge.name == "lexicon" && r.run > 0));
+    let mut notes = Vec::new();
+    if lexicon_runs.len() > 1 {
+        notes.push(format!(
+            "the lexicon judge is deterministic: its {} runs are identical by construction, so \
+             only its first is rated (repeated scoring needs an LLM judge, e.g. --judge \
+             openai:MODEL --runs 3)",
+            lexicon_runs.len()
+        ));
+    }
+    let judges: std::collections::BTreeSet<String> =
+        rated.results.iter().map(|r| r.judge.to_string()).collect();
+    let repeated = rated.results.iter().any(|r| r.run > 0);
+    if judges.len() < 2 && !repeated && lexicon_runs.len() < 2 {
+        notes.push(
+            "Table 6(a) needs repeated runs of an LLM judge (--runs N) or a second judge \
+             (--judge SPEC, repeatable): one judge run gives one origin per case"
+                .into(),
+        );
+    }
+    let (annotators, bad) = super::reliability::read_annotations(&a.annotations);
+    if !a.annotations.is_empty() && annotators.is_empty() {
+        eprintln!("sage: error: no annotation could be read; Tables 6(b), 6(c) and 7 need them");
+    }
+    let (input, more) = sage_pipeline::from_results::report_input(
+        &[(a.out.join("results").display().to_string(), rated)],
+        annotators,
+        primary,
+        a.partitions,
+        a.seed,
+        sage_reliability::Level::Nominal,
+    );
+    let known: std::collections::BTreeSet<&str> =
+        input.cases.iter().map(|c| c.case_id.as_str()).collect();
+    for an in &input.annotators {
+        let unknown = an
+            .labels
+            .iter()
+            .filter(|l| !known.contains(l.case_id.as_str()))
+            .count();
+        if unknown > 0 {
+            eprintln!(
+                "sage: warning: {unknown} case(s) labelled by {} are not confirmed cases of \
+                 this study",
+                an.annotator
+            );
+        }
+    }
+    let mut report = sage_reliability::report::build(&input);
+    report.notes.extend(more);
+    report.notes.extend(notes);
+    if a.annotations.is_empty() {
+        // In place of the report's own "no human annotations" note: what to do about it.
+        report
+            .notes
+            .retain(|n| !n.starts_with("no human annotations given"));
+        report.notes.push(annotation_packets(a, set)?);
+    }
+    let dir = a.out.join("reliability");
+    super::reliability::write_outputs(&dir, &report)?;
+    print!("\n{}", sage_reliability::report::markdown(&report));
+    println!("Tables 6-7 and Figures 5-6 in {}", dir.display());
+    Ok(!bad)
+}
+
+/// Blinded packets for the annotators' provenance and introducing-write labels (the first
+/// annotator labels every case, the others `--sample` of them), unless an earlier export is
+/// there: its sheets can only be imported with its key. Returns what to do next.
+fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Result<String> {
+    let root = a.out.join("annotate");
+    let mut sheets = Vec::new();
+    for (i, who) in a.annotators.iter().enumerate() {
+        let out = root.join(sage_trace::safe::file_stem(who));
+        let sheet = out.join("packet").join("sheet.csv");
+        if out.join("key.json").exists() {
+            println!("annotation packets for {who}: kept {}", out.display());
+        } else {
+            let opts = sage_pipeline::annotate::ExportOptions {
+                annotator: who.clone(),
+                out: out.clone(),
+                sample: if i == 0 { None } else { a.sample },
+                seed: a.seed,
+                stratify_by: None,
+            };
+            let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
+            for f in &rep.failures {
+                eprintln!("sage: annotation packet not written: {f}");
+            }
+            println!(
+                "annotation packets for {who}: {} cases, sheet {}",
+                rep.packets,
+                sheet.display()
+            );
+        }
+        sheets.push((who.clone(), out, sheet));
+    }
+    let store = a.out.join("annotations");
+    let imports: Vec<String> = sheets
+        .iter()
+        .map(|(_, out, sheet)| {
+            format!(
+                "sage annotate import {} --key {} --results {} --store {}",
+                sheet.display(),
+                out.join("key.json").display(),
+                a.out.join("results").display(),
+                store.display()
+            )
+        })
+        .collect();
+    Ok(format!(
+        "no annotations given: Table 6(b), 6(c) and the provenance and introducing-write \
+         columns of Table 7 need the annotators' labels; fill the sheets, then {}, and re-run \
+         with --annotations {}",
+        imports.join("; "),
+        sheets
+            .iter()
+            .map(|(who, _, _)| store
+                .join(format!("{}.csv", sage_trace::safe::file_stem(who)))
+                .display()
+                .to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
 }

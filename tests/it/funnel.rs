@@ -768,3 +768,209 @@ fn study_runs_the_funnel_in_two_commands() {
     assert_eq!(set["results"].as_array().unwrap().len(), 28);
     assert!(out.join("table3.md").is_file() && out.join("localize.sarif").is_file());
 }
+
+/// SAGE's own artefact labels of each case in a result set: (provenance, introducing write).
+fn sage_labels(results: &Path) -> BTreeMap<String, (String, String)> {
+    read_json(results)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["run"] == 0)
+        .map(|r| {
+            let p = &r["provenance"];
+            let w = match p["introducing_write"]["turn"].as_u64() {
+                Some(t) => t.to_string(),
+                None if p["introducing_write_cannot_determine"] == true => {
+                    "cannot-determine".into()
+                }
+                None => "none".into(),
+            };
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                (p["provenance"].as_str().unwrap().to_string(), w),
+            )
+        })
+        .collect()
+}
+
+/// A scripted annotator fills an annotation sheet of `sage study` (OUT/annotate/<who>/) with
+/// SAGE's labels, except that on the first `disagree` rows (sheet order) whose case has an
+/// introducing write it answers `cannot-determine`. Returns the case ids it disagreed on.
+fn fill_annotation_sheet(
+    dir: &Path,
+    labels: &BTreeMap<String, (String, String)>,
+    disagree: usize,
+) -> Vec<String> {
+    let key = read_json(&dir.join("key.json"));
+    let sheet = dir.join("packet/sheet.csv");
+    let mut rdr = csv::Reader::from_path(&sheet).unwrap();
+    let header = rdr.headers().unwrap().clone();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (prov, intro) = (col("provenance"), col("introducing_write"));
+    let mut rows = Vec::new();
+    let mut flipped = Vec::new();
+    for rec in rdr.records() {
+        let mut rec: Vec<String> = rec.unwrap().iter().map(String::from).collect();
+        let case = key["packets"][&rec[0]].as_str().unwrap().to_string();
+        let (p, w) = labels[&case].clone();
+        rec[prov] = p;
+        rec[intro] = if flipped.len() < disagree && w.parse::<u64>().is_ok() {
+            flipped.push(case);
+            "cannot-determine".into()
+        } else {
+            w
+        };
+        rows.push(rec);
+    }
+    let mut w = csv::Writer::from_path(&sheet).unwrap();
+    w.write_record(&header).unwrap();
+    for r in rows {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+    flipped
+}
+
+#[test]
+fn study_writes_tables_6_and_7_from_runs_judges_and_annotations() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("study");
+    sage()
+        .args(["study", CORPUS, "--no-bandit", "--all", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let packets = out.join("packets");
+    fill_sheet(&packets, "R1", 0);
+    fill_sheet(&packets, "R2", 0);
+    let sheets = [packets.join("sheet-R1.csv"), packets.join("sheet-R2.csv")];
+    // 1. Three lexicon runs, no annotations: the runs are identical by construction, so Table
+    //    6(a) stays empty and says why; blinded annotation packets are written (R1 every
+    //    case, R2 a sample of 10).
+    let o = sage()
+        .args(["study", CORPUS, "--out"])
+        .arg(&out)
+        .arg("--sheets")
+        .args(&sheets)
+        .args(["--runs", "3", "--sample", "10"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("## Table 6(a)") && stdout.contains("## Table 7"));
+    assert!(
+        stdout.contains("the lexicon judge is deterministic: its 3 runs are identical"),
+        "{stdout}"
+    );
+    let rel = read_json(&out.join("reliability/reliability.json"));
+    assert_eq!(rel["cases"], 28);
+    assert!(
+        rel["consistency"]["repeated"].is_null(),
+        "{:#}",
+        rel["consistency"]
+    );
+    assert_eq!(rel["runs_of_primary"], serde_json::json!([0]));
+    for f in ["reliability.md", "figure5.svg", "figure6.svg"] {
+        assert!(out.join("reliability").join(f).is_file(), "{f}");
+    }
+    let rows = |who: &str| {
+        csv::Reader::from_path(out.join("annotate").join(who).join("packet/sheet.csv"))
+            .unwrap()
+            .records()
+            .count()
+    };
+    assert_eq!((rows("R1"), rows("R2")), (28, 10));
+
+    // 2. The annotators' labels: R1 copies SAGE's but answers cannot-determine on two cases
+    //    with an introducing write, R2 copies SAGE's on its ten. Imported with `sage annotate
+    //    import` and given back with --annotations: Tables 6(b), 6(c) and 7.
+    let labels = sage_labels(&out.join("results/results.json"));
+    assert_eq!(labels.len(), 28);
+    let flipped = fill_annotation_sheet(&out.join("annotate/R1"), &labels, 2);
+    assert_eq!(flipped.len(), 2);
+    fill_annotation_sheet(&out.join("annotate/R2"), &labels, 0);
+    let store = out.join("annotations");
+    for who in ["R1", "R2"] {
+        let dir = out.join("annotate").join(who);
+        sage()
+            .args(["annotate", "import"])
+            .arg(dir.join("packet/sheet.csv"))
+            .arg("--key")
+            .arg(dir.join("key.json"))
+            .arg("--results")
+            .arg(out.join("results"))
+            .arg("--store")
+            .arg(&store)
+            .assert()
+            .success();
+    }
+    let o = sage()
+        .args(["study", CORPUS, "--out"])
+        .arg(&out)
+        .arg("--sheets")
+        .args(&sheets)
+        .arg("--annotations")
+        .arg(store.join("R1.csv"))
+        .arg(store.join("R2.csv"))
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rel = read_json(&out.join("reliability/reliability.json"));
+    assert_eq!(rel["annotators"], serde_json::json!(["R1", "R2"]));
+    let cmp = |name: &str, cases: &str| -> Value {
+        rel["human"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["comparison"] == name && h["cases"] == cases)
+            .unwrap_or_else(|| panic!("{name} {cases}: {:#}", rel["human"]))
+            .clone()
+    };
+    let share = |v: &Value| (v["count"].as_u64().unwrap(), v["total"].as_u64().unwrap());
+    // Derivation: R1 differs from SAGE on exactly the two flipped introducing writes and on
+    // no provenance; R2 equals SAGE on its ten cases.
+    let s1 = cmp("SAGE vs R1", "all");
+    assert_eq!(share(&s1["provenance"]["agreement"]), (28, 28));
+    assert_eq!(share(&s1["introducing_write"]["agreement"]), (26, 28));
+    let s2 = cmp("SAGE vs R2", "all");
+    assert_eq!(share(&s2["introducing_write"]["agreement"]), (10, 10));
+    // R1 vs R2 on R2's ten: they differ where a flipped case is in R2's sample.
+    let r2: Vec<String> = read_json(&out.join("annotate/R2/key.json"))["packets"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let both = flipped.iter().filter(|c| r2.contains(c)).count() as u64;
+    let rr = cmp("R1 vs R2", "shared");
+    assert_eq!(
+        share(&rr["introducing_write"]["agreement"]),
+        (10 - both, 10)
+    );
+    // Table 6(b): task-disjoint resampling against R1 over all 28 cases.
+    assert_eq!(rel["resampling"]["annotator"], "R1");
+    assert_eq!(rel["resampling"]["introducing_write"]["n"], 28);
+    // Table 7 by framework: the rows add up to the 26 of 28, and the group holding a
+    // flipped case is the one short.
+    let fw = rel["subgroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["subgroup"] == "framework")
+        .unwrap();
+    let (mut agreed, mut total) = (0, 0);
+    for row in fw["rows"].as_array().unwrap() {
+        let (c, t) = share(&row["introducing_write"]);
+        agreed += c;
+        total += t;
+        assert_eq!(row["n"].as_u64().unwrap(), t);
+    }
+    assert_eq!((agreed, total), (26, 28));
+    let md = std::fs::read_to_string(out.join("reliability/reliability.md")).unwrap();
+    assert!(
+        md.contains("| SAGE vs R1 | all | 28 | 100.00 (28/28) |"),
+        "{md}"
+    );
+}

@@ -55,9 +55,6 @@ fn case_to_run(case: &Path, dst: &Path, use_patch: bool) {
     o.remove("anchor");
     o.remove("note");
     o.insert("schema".into(), "sage.run/1".into());
-    if let Some(t) = o.get_mut("task").and_then(Value::as_object_mut) {
-        t.remove("cve");
-    }
     if use_patch && dst.join("model_patch.diff").is_file() {
         o.remove("final_state");
         std::fs::remove_dir_all(dst.join("final")).unwrap();
@@ -207,8 +204,15 @@ fn proposals_land_on_the_confirmed_artefact() {
 }
 
 pub(crate) fn fill_sheet(export: &Path, who: &str, flip: usize) {
+    fill_sheet_from(export, who, flip, &|run| run.join("case.json"))
+}
+
+/// [`fill_sheet`] for runs whose original manifest is elsewhere: `manifest_of` maps a run
+/// folder to the case (or rejected candidate) manifest it was made from.
+fn fill_sheet_from(export: &Path, who: &str, flip: usize, manifest_of: &dyn Fn(&Path) -> PathBuf) {
     // The scripted annotator labels each packet from the run's original case: the confirmed
-    // anchor for cases, FP for contrast runs; `flip` packets get the other label.
+    // anchor for cases, FP for contrast runs and rejected candidates; `flip` packets get the
+    // other label.
     let key = read_json(&export.join("key.json"));
     let src: BTreeMap<String, String> = key["packets"]
         .as_array()
@@ -228,9 +232,10 @@ pub(crate) fn fill_sheet(export: &Path, who: &str, flip: usize) {
     for (i, rec) in rdr.records().enumerate() {
         let rec = rec.unwrap();
         let pid = rec.get(0).unwrap().to_string();
-        let m = read_json(&Path::new(&src[&pid]).join("case.json"));
+        let m = read_json(&manifest_of(Path::new(&src[&pid])));
         let a = &m["anchor"];
-        let contrast = a["description"].as_str().unwrap().contains("CONTRAST");
+        let contrast =
+            a["description"].as_str().unwrap().contains("CONTRAST") || a["decision"] == "FP";
         let fp = contrast != (i < flip);
         let s = |k: &str| a[k].as_str().unwrap_or("").to_string();
         rows.push(if fp {
@@ -973,4 +978,164 @@ fn study_writes_tables_6_and_7_from_runs_judges_and_annotations() {
         md.contains("| SAGE vs R1 | all | 28 | 100.00 (28/28) |"),
         "{md}"
     );
+}
+
+/// The issue's round trip on real runs: the SusVibes cases, contrast runs and the rejected
+/// candidate as runs (anchors removed, the submission as its patch) → screen → export →
+/// a sheet filled from the confirmed anchors → import → `sage localize` on the imported
+/// folders. Every real case is agent-introduced (issue 13), so each imported case must
+/// localize exactly as its original folder does: same provenance, introducing write and
+/// origin. The task (statement and CVE) survives the trip.
+#[test]
+fn susvibes_runs_round_trip_through_localize_like_the_original_cases() {
+    let Some(sv) = susvibes() else { return };
+    let runs = susvibes_runs(&sv);
+    let d = tempfile::tempdir().unwrap();
+    let screen = d.path().join("screen.json");
+    sage()
+        .arg("screen")
+        .arg(runs.path())
+        .args(["--no-bandit", "--format", "json", "-o"])
+        .arg(&screen)
+        .assert()
+        .success();
+    let packets = d.path().join("packets");
+    sage()
+        .args(["confirm", "export"])
+        .arg(&screen)
+        .arg("--out")
+        .arg(&packets)
+        .args(["--all", "--annotators", "R1"])
+        .assert()
+        .success();
+    let root = runs.path().to_path_buf();
+    let sv2 = sv.clone();
+    fill_sheet_from(&packets, "R1", 0, &move |run: &Path| {
+        let orig = sv2.join(run.strip_prefix(&root).unwrap());
+        ["case.json", "candidate.json"]
+            .iter()
+            .map(|n| orig.join(n))
+            .find(|p| p.is_file())
+            .unwrap()
+    });
+    let cases = d.path().join("cases");
+    sage()
+        .args(["confirm", "import"])
+        .arg(&packets)
+        .arg(packets.join("sheet-R1.csv"))
+        .arg("--out")
+        .arg(&cases)
+        .assert()
+        .success()
+        // 18 valid runs exported: 14 TP, 3 contrast FP, 1 rejected FP.
+        .stdout(predicates::str::contains("14 confirmed case folders"));
+    for e in std::fs::read_dir(&cases).unwrap() {
+        let e = e.unwrap();
+        let got = read_json(&e.path().join("case.json"));
+        let want = read_json(&sv.join("cases").join(e.file_name()).join("case.json"));
+        assert_eq!(got["anchor"], want["anchor"]);
+        assert_eq!(got["task"], want["task"], "task statement and CVE kept");
+        assert!(got["task"]["cve"].as_str().unwrap().starts_with("CVE-"));
+        // The patch became the final file: the same text as the case's final file.
+        for (a, f) in want["final_state"].as_object().unwrap() {
+            let rel = got["final_state"][a].as_str().unwrap();
+            assert_eq!(
+                std::fs::read_to_string(e.path().join(rel)).unwrap(),
+                std::fs::read_to_string(
+                    sv.join("cases")
+                        .join(e.file_name())
+                        .join(f.as_str().unwrap())
+                )
+                .unwrap(),
+                "{a}"
+            );
+        }
+    }
+    let localize = |dir: &Path, out: &Path| -> BTreeMap<String, Value> {
+        sage()
+            .arg("localize")
+            .arg(dir)
+            .args(["--no-write", "--output"])
+            .arg(out)
+            .current_dir(d.path())
+            .assert()
+            .success();
+        let set = read_json(out);
+        assert_eq!(
+            set["skipped"].as_array().map_or(0, Vec::len),
+            0,
+            "{:#}",
+            set["skipped"]
+        );
+        set["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["case_id"].as_str().unwrap().to_string(), r.clone()))
+            .collect()
+    };
+    let got = localize(&cases, &d.path().join("got.json"));
+    let want = localize(&sv.join("cases"), &d.path().join("want.json"));
+    assert_eq!(got.len(), 14);
+    assert_eq!(want.len(), 14);
+    for (id, r) in &got {
+        let w = &want[id];
+        assert_eq!(r["provenance"]["provenance"], "agent-introduced", "{id}");
+        assert!(
+            r["provenance"]["introducing_write"]["turn"].is_u64(),
+            "{id}"
+        );
+        assert!(r["origin"]["outcome"] != Value::Null, "{id}");
+        for k in [
+            "provenance",
+            "origin",
+            "anchor",
+            "reconstruction_condition",
+            "scores",
+        ] {
+            assert_eq!(r[k], w[k], "{id}: {k}");
+        }
+    }
+}
+
+/// The fragment matcher on the real anchors that end at a comma (wagtail 5c7a60, three of
+/// the four runs): the dict entry is the last before `}` in the final file, where the token
+/// stream drops the trailing comma. Before issue 13's fix these cases had no code location.
+#[test]
+fn real_anchors_ending_at_a_comma_are_found_in_their_final_files() {
+    let root = Path::new(CORPUS).join("susvibes");
+    let mut ending_at_comma = 0;
+    let mut n = 0;
+    for e in std::fs::read_dir(&root).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.to_string_lossy().contains("wagtail_5c7a60") {
+            continue;
+        }
+        n += 1;
+        let m = read_json(&dir.join("case.json"));
+        let a = &m["anchor"];
+        let art = a["artefact"].as_str().unwrap();
+        let frag = a["fragment"].as_str().unwrap();
+        let fin =
+            std::fs::read_to_string(dir.join(m["final_state"][art].as_str().unwrap())).unwrap();
+        let base = std::fs::read_to_string(dir.join(m["baseline"][art].as_str().unwrap())).unwrap();
+        if frag.trim_end().ends_with(',') {
+            ending_at_comma += 1;
+            // Verbatim in the file, and the line is not inside a bracket whose closing
+            // bracket follows on the same line: the comma is a trailing one.
+            assert!(
+                fin.lines().any(|l| l.trim() == frag.trim()),
+                "{}",
+                dir.display()
+            );
+        }
+        let (found, method) = sage_history::fragment::find(art, frag, &fin);
+        assert!(found, "{}: {frag}", dir.display());
+        assert_eq!(method, sage_history::fragment::Method::PythonTokens);
+        assert!(
+            !sage_history::fragment::find(art, frag, &base).0,
+            "absent from the baseline"
+        );
+    }
+    assert_eq!((n, ending_at_comma), (4, 3));
 }

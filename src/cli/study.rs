@@ -155,9 +155,12 @@ pub fn run(a: Args) -> Result<i32> {
                     "next: fill the sheets, then sage study {} --out {} --sheets {}",
                     a.dir.display(),
                     a.out.display(),
-                    packets
-                        .join(format!("sheet-{}.csv", a.annotators[0]))
-                        .display()
+                    a.annotators
+                        .iter()
+                        .take(2)
+                        .map(|w| packets.join(format!("sheet-{w}.csv")).display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 );
             }
             Err(e) => {

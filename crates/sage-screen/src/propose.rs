@@ -9,6 +9,11 @@
 //! inherited code → `defence-absent`, or `defence-insufficient` when the agent added an L3
 //! safeguard to the same file. A source (attacker-controlled input) is not a weakness by
 //! itself, so its category is left for the annotator.
+//!
+//! The agent's own change is evidence too: a finding inside a hunk the agent changed
+//! (relative to the baseline) ranks before one in code it left alone, and every changed hunk
+//! becomes a proposal of its own (`change:hunk`, after every finding): a missing check in
+//! code the agent wrote has no finding, but it lies in a changed hunk.
 
 use crate::py::PyFile;
 use crate::sarif_in::ExternalFinding;
@@ -60,6 +65,8 @@ enum Strength {
     Sink,
     BanditOther,
     Source,
+    /// A changed hunk with no finding in it.
+    Change,
 }
 
 struct Raw {
@@ -140,6 +147,40 @@ fn inherited(fragment: &str, baseline: Option<&str>) -> bool {
         .all(|l| base.contains(l))
 }
 
+/// Hunks the agent changed: 1-based, inclusive line ranges of `fin` that the line diff from
+/// `baseline` inserts or replaces, without blank lines at their ends. Hunks only one
+/// unchanged line apart are one hunk.
+pub fn changed_hunks(baseline: &str, fin: &str) -> Vec<(usize, usize)> {
+    use similar::{Algorithm, DiffTag, TextDiff};
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Patience)
+        .diff_lines(baseline, fin);
+    let lines: Vec<&str> = fin.lines().collect();
+    let blank = |i: usize| lines.get(i - 1).is_none_or(|l| l.trim().is_empty());
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for op in diff.ops() {
+        if !matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
+            continue;
+        }
+        let r = op.new_range();
+        let (mut a, mut b) = (r.start + 1, r.end);
+        while a <= b && blank(a) {
+            a += 1;
+        }
+        while b >= a && blank(b) {
+            b -= 1;
+        }
+        if a > b {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if a <= last.1 + 2 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
 /// Proposals for one screened run. `external` holds the SARIF findings of this run.
 pub fn propose(
     unit: &Unit,
@@ -210,7 +251,21 @@ pub fn propose(
             in_baseline_hint: false,
         });
     }
-    let mut out: Vec<(bool, bool, Strength, Proposal)> = Vec::new();
+    // Changed hunks per artefact with a baseline (a new file is all new code).
+    let hunks: std::collections::BTreeMap<&str, Vec<(usize, usize)>> = unit
+        .artefacts
+        .iter()
+        .filter_map(|a| {
+            let (b, f) = (a.baseline.as_deref()?, a.final_content.as_deref()?);
+            Some((a.path.as_str(), changed_hunks(b, f)))
+        })
+        .collect();
+    let in_change = |art: &str, s: usize, e: usize| {
+        hunks
+            .get(art)
+            .is_some_and(|hs| hs.iter().any(|&(a, b)| s <= b && a <= e))
+    };
+    let mut out: Vec<(bool, bool, bool, Strength, Proposal)> = Vec::new();
     let mut seen = BTreeSet::new();
     for r in raw {
         let Some(art) = unit.artefacts.iter().find(|a| a.path == r.artefact) else {
@@ -260,6 +315,7 @@ pub fn propose(
         };
         out.push((
             target_family,
+            in_change(&r.artefact, s, e),
             !old,
             r.strength,
             Proposal {
@@ -281,17 +337,65 @@ pub fn propose(
             },
         ));
     }
-    // Target-family first, then new code, then the stronger evidence, then file order.
+    // Every changed hunk, with the task's CWE (what the change was for).
+    for (art, hs) in &hunks {
+        let Some(fin) = unit
+            .artefacts
+            .iter()
+            .find(|a| a.path == *art)
+            .and_then(|a| a.final_content.as_deref())
+        else {
+            continue;
+        };
+        for &(a, b) in hs {
+            // A finding whose statement spans the whole hunk already proposes it.
+            let covered = out
+                .iter()
+                .any(|x| x.4.artefact == *art && x.4.start_line <= a && b <= x.4.end_line);
+            let Some(fragment) = lines_of(fin, a, b).filter(|_| !covered) else {
+                continue;
+            };
+            out.push((
+                false,
+                true,
+                true,
+                Strength::Change,
+                Proposal {
+                    rank: 0,
+                    artefact: art.to_string(),
+                    fragment,
+                    start_line: a,
+                    end_line: b,
+                    cwe: task_cwe.map(|c| format!("CWE-{c}")),
+                    category: None,
+                    provenance: Provenance::New,
+                    description: format!(
+                        "the agent changed lines {a}-{b}: a missing or wrong check in changed \
+                         code leaves no finding; narrow the fragment to the statement{}",
+                        task_cwe.map_or(String::new(), |c| format!(" that CWE-{c} is about"))
+                    ),
+                    finding: "change:hunk".into(),
+                    target_family: false,
+                },
+            ));
+        }
+    }
+    // Findings before changed hunks (a finding is evidence of a weakness, a hunk only of
+    // where the agent worked); then target-family, then findings in the agent's changed
+    // hunks, then new code, then the stronger evidence, then file order.
     out.sort_by(|a, b| {
-        b.0.cmp(&a.0)
+        (a.3 == Strength::Change)
+            .cmp(&(b.3 == Strength::Change))
+            .then(b.0.cmp(&a.0))
             .then(b.1.cmp(&a.1))
-            .then(a.2.cmp(&b.2))
-            .then(a.3.artefact.cmp(&b.3.artefact))
-            .then(a.3.start_line.cmp(&b.3.start_line))
+            .then(b.2.cmp(&a.2))
+            .then(a.3.cmp(&b.3))
+            .then(a.4.artefact.cmp(&b.4.artefact))
+            .then(a.4.start_line.cmp(&b.4.start_line))
     });
     out.into_iter()
         .enumerate()
-        .map(|(i, (_, _, _, mut p))| {
+        .map(|(i, (_, _, _, _, mut p))| {
             p.rank = i + 1;
             p
         })
@@ -325,6 +429,19 @@ mod tests {
         assert_eq!(statement_span(&f, 1, 5), (1, 2));
         assert_eq!(statement_span(&f, 3, 4), (3, 3));
         assert_eq!(statement_span(&f, 4, 5), (4, 4));
+    }
+
+    #[test]
+    fn changed_hunks_are_the_inserted_and_replaced_lines_of_the_final_file() {
+        // Derivation: line 2 replaced (b → B); lines 5-7 inserted after d (line 4), the
+        // blank line 7 trimmed; lines 1, 3, 4 and 8 unchanged.
+        let base = "a\nb\nc\nd\ne\n";
+        let fin = "a\nB\nc\nd\nx = 1\ny = 2\n\ne\n";
+        assert_eq!(changed_hunks(base, fin), vec![(2, 2), (5, 6)]);
+        // One unchanged line between two changes joins them.
+        let fin2 = "a\nB\nc\nD\ne\n";
+        assert_eq!(changed_hunks(base, fin2), vec![(2, 4)]);
+        assert!(changed_hunks(base, base).is_empty());
     }
 
     #[test]

@@ -1219,3 +1219,112 @@ fn real_anchors_ending_at_a_comma_are_found_in_their_final_files() {
     }
     assert_eq!((n, ending_at_comma), (4, 3));
 }
+
+/// Table 6(a) through `sage study`: an LLM judge (the fake server) scored twice is the primary
+/// judge's repeated scoring, the lexicon judge is the cross judge, and all ratings pool the
+/// two LLM runs with the lexicon's first run (its second, a copy, is left out with a note).
+/// On its second sight of a prompt for turn 3 or 4 (the first planning turns) the fake judge
+/// answers "no security opportunity, all zeros", so the two LLM runs differ where that moves
+/// the origin.
+#[test]
+fn study_fills_table_6a_from_repeated_llm_runs_and_a_second_judge() {
+    use sage_llm::fake::{FakeServer, Fault};
+    let d = tempfile::tempdir().unwrap();
+    // The constructed cases only (small traces: few requests).
+    let corpus = d.path().join("corpus");
+    for e in std::fs::read_dir(CORPUS).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && p.file_name().unwrap() != "susvibes" {
+            copy_dir(&p, &corpus.join(p.file_name().unwrap()));
+        }
+    }
+    let out = d.path().join("study");
+    sage()
+        .arg("study")
+        .arg(&corpus)
+        .args(["--no-bandit", "--all", "--annotators", "R1", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    fill_sheet(&out.join("packets"), "R1", 0);
+    let zero = serde_json::json!({"score": 0, "quote": null, "rationale": "none"});
+    let quiet = serde_json::json!({"applicable": true, "security_opportunity": false,
+        "TR": zero, "DI": zero, "VR": zero, "SA": zero});
+    let server = FakeServer::with_faults(
+        std::time::Duration::ZERO,
+        std::sync::Arc::new(
+            move |c, _, seen| match sage_llm::fake::scored_turn(&c.body) {
+                Some(3 | 4) if seen > 0 => Fault::Answer(quiet.clone()),
+                _ => Fault::None,
+            },
+        ),
+    );
+    let o = sage()
+        .args(["study"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&out)
+        .arg("--sheets")
+        .arg(out.join("packets/sheet-R1.csv"))
+        .args([
+            "--judge",
+            "openai:gpt-4.1-mini",
+            "--judge",
+            "lexicon",
+            "--runs",
+            "2",
+        ])
+        .args(["--ledger", "ledger", "--no-progress", "--timeout", "5"])
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .env("OPENAI_API_KEY", "sk-test-STUDY-KEY-5d1f")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("the lexicon judge is deterministic: its 2 runs"),
+        "{stdout}"
+    );
+    let rel = read_json(&out.join("reliability/reliability.json"));
+    assert!(rel["primary_judge"]
+        .as_str()
+        .unwrap()
+        .starts_with("openai:gpt-4.1-mini"));
+    assert_eq!(rel["runs_of_primary"], serde_json::json!([0, 1]));
+    let c = &rel["consistency"];
+    let sources = |k: &str| c[k]["sources"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        (
+            sources("repeated"),
+            sources("cross_judge"),
+            sources("all_ratings")
+        ),
+        (2, 2, 3),
+        "{c:#}"
+    );
+    assert!(
+        c["repeated"]["joint_localization"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // Agreement counts stay within the jointly localized cases.
+    for k in ["repeated", "cross_judge", "all_ratings"] {
+        let joint = c[k]["joint_localization"]["count"].as_u64().unwrap();
+        assert!(joint <= 14, "{k}");
+        assert_eq!(
+            c[k]["type_agreement"]["total"].as_u64().unwrap(),
+            joint,
+            "{k}"
+        );
+    }
+    let md = std::fs::read_to_string(out.join("reliability/reliability.md")).unwrap();
+    assert!(md.contains("| Sources | 2 | 2 | 3 |"), "{md}");
+    let t6a: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Table 6(a)"))
+        .take(12)
+        .collect();
+    println!("{}", t6a.join("\n"));
+}

@@ -99,7 +99,7 @@ pub enum Command {
     /// Manual confirmation of candidates: blinded packets out, sheets in, Table 3.
     Confirm(confirm::Args),
     /// The whole funnel on a folder of runs: screen, propose, export; with --sheets: import,
-    /// Table 3, localize.
+    /// Table 3, localize, Tables 6-7.
     Study(study::Args),
     /// Agreement coefficient (percent, Cohen, Fleiss, Gwet, Krippendorff) for a CSV of ratings.
     Agree(agree::AgreeArgs),

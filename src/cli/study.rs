@@ -38,10 +38,11 @@ pub struct Args {
     /// Annotator names; the first labels every packet.
     #[arg(long, value_delimiter = ',', default_value = "R1,R2")]
     pub annotators: Vec<String>,
-    /// Packets on each further annotator's sheet (seeded random sample).
+    /// Packets on each further annotator's sheet (a seeded random sample): confirmation
+    /// packets, and with --sheets the annotation packets of provenance and introducing write.
     #[arg(long)]
     pub sample: Option<usize>,
-    /// Seed of the second annotators' samples and of Table 6(b)'s task-disjoint partitions.
+    /// Seed of the further annotators' samples and of Table 6(b)'s task-disjoint partitions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Export every screened run, not only the candidates.

@@ -1328,3 +1328,55 @@ fn study_fills_table_6a_from_repeated_llm_runs_and_a_second_judge() {
         .collect();
     println!("{}", t6a.join("\n"));
 }
+
+/// A bad annotation row stops nothing: it is named (file and line), the tables are written
+/// from the rest, and the exit status is 1.
+#[test]
+fn study_names_a_bad_annotation_row_and_writes_the_tables_from_the_rest() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("study");
+    sage()
+        .args([
+            "study",
+            CORPUS,
+            "--no-bandit",
+            "--all",
+            "--annotators",
+            "R1",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    fill_sheet(&out.join("packets"), "R1", 0);
+    let ann = d.path().join("r1.csv");
+    std::fs::write(
+        &ann,
+        "case_id,annotator,provenance,introducing_write\n\
+         ag2-fig1a-aes-ecb,R1,agent-introduced,3\n\
+         ag2-fig1b-origin-header,R1,maybe,none\n",
+    )
+    .unwrap();
+    let o = sage()
+        .args(["study", CORPUS, "--out"])
+        .arg(&out)
+        .arg("--sheets")
+        .arg(out.join("packets/sheet-R1.csv"))
+        .arg("--annotations")
+        .arg(&ann)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("r1.csv line 3"), "{stderr}");
+    let rel = read_json(&out.join("reliability/reliability.json"));
+    let all = rel["human"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["comparison"] == "SAGE vs R1")
+        .unwrap()
+        .clone();
+    assert_eq!(all["provenance"]["n"], 1, "the good row is used");
+}

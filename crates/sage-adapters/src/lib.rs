@@ -156,13 +156,30 @@ pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
 /// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
 /// failure here is a build defect, reported as an adapter error rather than a panic.
 pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
-    let text = EMBEDDED_MAPPINGS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| *t)
-        .ok_or_else(|| AdapterError::new("-", None, format!("no embedded mapping {name:?}")))?;
-    Mapping::parse(text, &format!("mappings/{name}.toml (embedded)"))
-        .map_err(|e| AdapterError::new("-", None, e.to_string()))
+    // Parsed (and its regexes compiled) once per process: every case's detection builds the
+    // registry, and compiling the mappings' regexes per case used to be most of a small
+    // case's cost. A clone shares the compiled regexes.
+    static PARSED: std::sync::OnceLock<Vec<(&'static str, Result<Mapping, String>)>> =
+        std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        EMBEDDED_MAPPINGS
+            .iter()
+            .map(|(n, text)| {
+                let m = Mapping::parse(text, &format!("mappings/{n}.toml (embedded)"))
+                    .map_err(|e| e.to_string());
+                (*n, m)
+            })
+            .collect()
+    });
+    match parsed.iter().find(|(n, _)| *n == name) {
+        Some((_, Ok(m))) => Ok(m.clone()),
+        Some((_, Err(e))) => Err(AdapterError::new("-", None, e.clone())),
+        None => Err(AdapterError::new(
+            "-",
+            None,
+            format!("no embedded mapping {name:?}"),
+        )),
+    }
 }
 
 /// An adapter that is only a mapping file (a user's `--adapter FILE` for a format sage does
@@ -174,8 +191,19 @@ pub struct MappingAdapter {
 
 impl MappingAdapter {
     pub fn new(mapping: Mapping) -> Self {
-        // Names live as long as the process; a handful of mappings are ever loaded.
-        let name: &'static str = Box::leak(mapping.name().to_string().into_boxed_str());
+        // Names live as long as the process, interned: the registry is built per case, but
+        // only a handful of distinct mappings are ever loaded.
+        static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        let name: &'static str = match names.iter().find(|n| **n == mapping.name()) {
+            Some(n) => n,
+            None => {
+                let n: &'static str = Box::leak(mapping.name().to_string().into_boxed_str());
+                names.push(n);
+                n
+            }
+        };
+        drop(names);
         MappingAdapter {
             mapping: Arc::new(mapping),
             name,

@@ -6,7 +6,7 @@
 //! every snapshot of the anchor's artefact; [`checks`] re-derives the history-only automatic
 //! checks. Edit semantics and the project's decisions are in `docs/design-history.md`.
 
-use crate::fragment::Matcher;
+use crate::fragment::{FragmentStates, Matcher};
 use sage_trace::case::FailureAnchor;
 use sage_trace::{normalize_ws, CanonicalTrace, RawRef, WriteOp};
 use serde::{Deserialize, Serialize};
@@ -927,24 +927,29 @@ impl ArtefactHistory {
 
 /// The fragment's presence in the baseline, after each applied write to `artefact`, and in
 /// its recorded final state when that differs from the replayed one (or nothing replays).
-pub fn presence_along(
+pub fn presence_along<'h>(
     matcher: &Matcher,
-    history: &ArtefactHistory,
+    history: &'h ArtefactHistory,
     artefact: &str,
 ) -> Vec<Presence> {
+    // A state equal to one already matched (a write that rewrites the file unchanged, a
+    // revert) has the same answer: each distinct state is tokenized once.
+    let mut seen: std::collections::HashMap<&str, bool> = Default::default();
+    let mut found = |c: Option<&'h str>| -> bool {
+        let Some(c) = c else { return false };
+        *seen.entry(c).or_insert_with(|| matcher.found_in(c))
+    };
     let mut out = vec![Presence {
         write: None,
         turn: None,
-        present: history
-            .baseline(artefact)
-            .is_some_and(|b| matcher.found_in(b)),
+        present: found(history.baseline(artefact)),
         final_state: false,
     }];
     for s in history.snapshots_of(artefact) {
         out.push(Presence {
             write: Some(s.write),
             turn: Some(s.turn),
-            present: s.content.as_deref().is_some_and(|c| matcher.found_in(c)),
+            present: found(s.content.as_deref()),
             final_state: false,
         });
     }
@@ -953,7 +958,7 @@ pub fn presence_along(
             out.push(Presence {
                 write: None,
                 turn: None,
-                present: f.content.as_deref().is_some_and(|c| matcher.found_in(c)),
+                present: found(f.content.as_deref()),
                 final_state: true,
             });
         }
@@ -961,7 +966,7 @@ pub fn presence_along(
     out
 }
 
-fn matcher_for(fragment: &str, artefact: &str, history: &ArtefactHistory) -> Matcher {
+pub(crate) fn matcher_for(fragment: &str, artefact: &str, history: &ArtefactHistory) -> Matcher {
     let sample = history
         .baseline(artefact)
         .or_else(|| history.final_content(artefact));
@@ -1050,6 +1055,17 @@ pub fn provenance_in(
     history: &ArtefactHistory,
     trace: Option<&CanonicalTrace>,
 ) -> ProvenanceResult {
+    provenance_from(&FragmentStates::of(anchor, history), history, trace)
+}
+
+/// [`provenance_in`] on the fragment's presence already matched along the history
+/// ([`FragmentStates::of`] of the same anchor and history), so that provenance and its
+/// checks tokenize each state once between them.
+pub fn provenance_from(
+    states: &FragmentStates,
+    history: &ArtefactHistory,
+    trace: Option<&CanonicalTrace>,
+) -> ProvenanceResult {
     let no_location = |presence, matching: &str, reason: &str| ProvenanceResult {
         provenance: Provenance::NoCodeLocation,
         introducing_write: None,
@@ -1059,17 +1075,16 @@ pub fn provenance_in(
         matching: matching.to_string(),
         reason: reason.to_string(),
     };
-    let Some(fragment) = anchor.fragment.as_deref().filter(|f| !f.trim().is_empty()) else {
+    let Some((matcher, presence)) = states.matched() else {
         return no_location(
             Vec::new(),
             "none",
             "the failure anchor has no code fragment",
         );
     };
-    let artefact = history.resolve_name(&anchor.artefact);
-    let matcher = matcher_for(fragment, &artefact, history);
+    let artefact = states.artefact.clone();
     let matching = matcher.method().as_str();
-    let presence = presence_along(&matcher, history, &artefact);
+    let presence = presence.to_vec();
     if !presence.iter().any(|p| p.present) {
         let reason = format!(
             "fragment found in neither the baseline nor any snapshot{} of {artefact}",
@@ -1241,6 +1256,12 @@ pub fn checks(
     history: &ArtefactHistory,
     result: &ProvenanceResult,
 ) -> Vec<Check> {
+    checks_from(&FragmentStates::of(anchor, history), result)
+}
+
+/// [`checks`] on the fragment's presence matched along the history ([`FragmentStates::of`]),
+/// not on `result.presence`: a result that disagrees with its history still fails them.
+pub fn checks_from(states: &FragmentStates, result: &ProvenanceResult) -> Vec<Check> {
     let mut out = Vec::new();
     let no_intro = |out: &mut Vec<Check>| {
         let passed =
@@ -1261,15 +1282,14 @@ pub fn checks(
             },
         ));
     };
-    let fragment = anchor.fragment.as_deref().filter(|f| !f.trim().is_empty());
-    let (Some(fragment), false) = (fragment, result.provenance == Provenance::NoCodeLocation)
-    else {
+    let (Some((_, presence)), false) = (
+        states.matched(),
+        result.provenance == Provenance::NoCodeLocation,
+    ) else {
         no_intro(&mut out);
         return out;
     };
-    let artefact = history.resolve_name(&anchor.artefact);
-    let matcher = matcher_for(fragment, &artefact, history);
-    let presence = presence_along(&matcher, history, &artefact);
+    let artefact = &states.artefact;
     let missing =
         |ps: &[Presence]| -> Vec<String> { ps.iter().filter(|p| !p.present).map(at).collect() };
     match result.provenance {
@@ -1410,6 +1430,24 @@ pub fn literally_contains(state: &str, fragment: &str) -> bool {
 /// - `fragment-in-baseline-literal-and-tokens`: a literal occurrence in the baseline is
 ///   also found by the token matcher.
 pub fn independent_checks(
+    anchor: &FailureAnchor,
+    history: &ArtefactHistory,
+    trace: &CanonicalTrace,
+    result: &ProvenanceResult,
+) -> Vec<Check> {
+    independent_checks_from(
+        &FragmentStates::of(anchor, history),
+        anchor,
+        history,
+        trace,
+        result,
+    )
+}
+
+/// [`independent_checks`], reading the token matcher's answer on the baseline from `states`
+/// ([`FragmentStates::of`] of the same anchor and history) instead of tokenizing it again.
+pub fn independent_checks_from(
+    states: &FragmentStates,
     anchor: &FailureAnchor,
     history: &ArtefactHistory,
     trace: &CanonicalTrace,
@@ -1608,8 +1646,7 @@ pub fn independent_checks(
     }
 
     let fragment = anchor.fragment.as_deref().filter(|f| !f.trim().is_empty());
-    if let Some(fragment) = fragment {
-        let matcher = matcher_for(fragment, &artefact, history);
+    if let (Some(fragment), Some((matcher, presence))) = (fragment, states.matched()) {
         // fragment-literally-absent
         if result.provenance == Provenance::NoCodeLocation {
             let mut found = Vec::new();
@@ -1659,7 +1696,8 @@ pub fn independent_checks(
             } else {
                 literally_contains(b, fragment)
             };
-            let tokens = matcher.found_in(b);
+            // The baseline's entry of the presence: the token matcher on this baseline.
+            let tokens = presence[0].present;
             let word = |x: bool| if x { "present" } else { "absent" };
             out.push(Check::new(
                 "fragment-in-baseline-literal-and-tokens",

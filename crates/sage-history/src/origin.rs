@@ -218,99 +218,48 @@ pub fn fragment_identifiers_with(fragment: &str, stop: &[String]) -> Vec<String>
     out
 }
 
-use sage_trace::text::basename;
+use sage_trace::text::{basename, term_matches, TermSet};
+use std::collections::HashSet;
 
-/// Link turn `k` (which has DI > 0) to the anchor, reading every non-zero DI quote of the
-/// turn: linked when one of them names the anchor's weakness, or shares a distinctive
-/// identifier with the fragment without naming another weakness.
-fn link_turn(input: &RuleInput<'_>, k: usize) -> Link {
-    use sage_trace::text::term_matches;
-    let mut methods = Vec::new();
-    let mut evidence = Vec::new();
-    let mut context = Vec::new();
-    let quotes: Vec<String> = input
-        .scores
-        .score(k)
-        .map(|s| {
-            s.judgment
-                .di
-                .quotes()
-                .into_iter()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    // The turn's other non-zero quotes (TR, VR, SA): the weakness its defence concerns is
-    // often named in the sentence next to the defence.
-    let other_quotes: Vec<String> = input
-        .scores
-        .score(k)
-        .map(|s| {
-            [&s.judgment.tr, &s.judgment.vr, &s.judgment.sa]
-                .iter()
-                .flat_map(|d| d.quotes())
-                .filter(|q| !quotes.iter().any(|x| x == q))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let common = |w: &str| {
-        let w = w.trim_end_matches('*').to_lowercase();
-        input.common_words.iter().any(|c| c.to_lowercase() == w)
-    };
-    let anchor_cwe = sage_trace::text::normalize_cwe(&input.anchor.cwe);
-    let ids: Vec<String> = input
-        .anchor
-        .fragment
-        .as_deref()
-        .map(|f| fragment_identifiers_with(f, input.stop_identifiers))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|id| !common(id))
-        .collect();
-    let artefact = basename(&input.anchor.artefact).to_lowercase();
-    let short = |q: &str| {
-        let n = normalize_ws(q);
-        if n.chars().count() > 60 {
-            format!("{}…", n.chars().take(60).collect::<String>())
-        } else {
-            n
-        }
-    };
-    let names_weakness = |q: &str| -> Vec<String> {
-        let mut terms: Vec<String> = input
+/// What linking reads of the anchor and the vocabularies, prepared once per case: every
+/// vocabulary compiled into one [`TermSet`] (matching a quote is one pass per vocabulary,
+/// whatever its size), the common words lower-cased once (`[linking]`: they never link), the fragment's identifiers found
+/// once. Linking a turn is then O(its quotes).
+struct Linker<'a> {
+    input: &'a RuleInput<'a>,
+    anchor_cwe: Option<String>,
+    /// The anchor CWE's id as a term (`cwe-327`).
+    anchor_cwe_term: Option<String>,
+    /// The anchor's vocabulary without its common words, in the lexicon's order.
+    weakness: Vec<&'a String>,
+    weakness_set: TermSet,
+    /// Other weaknesses' terms (another CWE, not in the anchor's vocabulary), as
+    /// `term (CWE)`, in the lexicon's order.
+    others: Vec<String>,
+    others_set: TermSet,
+    /// Distinctive identifiers of the fragment that are not common words.
+    ids: Vec<String>,
+    ids_set: TermSet,
+    /// The anchor artefact's file name, lower-cased.
+    artefact: String,
+    anchor_name: String,
+}
+
+impl<'a> Linker<'a> {
+    fn new(input: &'a RuleInput<'a>) -> Linker<'a> {
+        let common: HashSet<String> = input
+            .common_words
+            .iter()
+            .map(|c| c.to_lowercase())
+            .collect();
+        let is_common = |w: &str| common.contains(&w.trim_end_matches('*').to_lowercase());
+        let anchor_cwe = sage_trace::text::normalize_cwe(&input.anchor.cwe);
+        let weakness: Vec<&String> = input
             .weakness_terms
             .iter()
-            .filter(|t| !common(t) && term_matches(q, t))
-            .cloned()
+            .filter(|t| !is_common(t))
             .collect();
-        if let Some(id) = &anchor_cwe {
-            if term_matches(q, &id.to_lowercase()) {
-                terms.push(input.anchor.cwe.clone());
-            }
-        }
-        terms
-    };
-    for quote in &other_quotes {
-        let terms = names_weakness(&normalize_ws(&quote.to_lowercase()));
-        if !terms.is_empty() && !quotes.is_empty() {
-            if !methods.contains(&LinkMethod::QuoteNamesWeakness) {
-                methods.push(LinkMethod::QuoteNamesWeakness);
-            }
-            evidence.push(format!(
-                "weakness term {} in the same turn's “{}”",
-                terms.join(", "),
-                short(quote)
-            ));
-        }
-    }
-    for quote in &quotes {
-        let q = normalize_ws(&quote.to_lowercase());
-        // The anchor's weakness: its CWE id, or a distinctive term of its vocabulary.
-        let terms = names_weakness(&q);
-        // Another weakness: a CWE id other than the anchor's, or a distinctive term of
-        // another CWE's vocabulary that the anchor's vocabulary does not share.
-        let other: Vec<String> = input
+        let others: Vec<(&String, &String)> = input
             .weakness_vocabulary
             .iter()
             .filter(|(t, cwe)| {
@@ -319,66 +268,181 @@ fn link_turn(input: &RuleInput<'_>, k: usize) -> Link {
                         .weakness_terms
                         .iter()
                         .any(|a| a.eq_ignore_ascii_case(t))
-                    && term_matches(&q, t)
             })
-            .map(|(t, cwe)| format!("{t} ({cwe})"))
-            .chain(
-                sage_trace::text::cwe_ids(&q)
-                    .into_iter()
-                    .filter(|c| Some(c) != anchor_cwe.as_ref()),
-            )
+            .map(|(t, c)| (t, c))
             .collect();
-        if !terms.is_empty() {
-            if !methods.contains(&LinkMethod::QuoteNamesWeakness) {
-                methods.push(LinkMethod::QuoteNamesWeakness);
-            }
-            evidence.push(format!(
-                "weakness term {} in “{}”",
-                terms.join(", "),
-                short(quote)
-            ));
-        }
-        let shared: Vec<&String> = ids.iter().filter(|id| term_matches(&q, id)).collect();
-        if !shared.is_empty() {
-            let list = shared
+        let ids: Vec<String> = input
+            .anchor
+            .fragment
+            .as_deref()
+            .map(|f| fragment_identifiers_with(f, input.stop_identifiers))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|id| !is_common(id))
+            .collect();
+        Linker {
+            weakness_set: TermSet::new(&weakness),
+            others_set: TermSet::new(&others.iter().map(|(t, _)| *t).collect::<Vec<_>>()),
+            others: others
                 .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            if other.is_empty() || !terms.is_empty() {
-                if !methods.contains(&LinkMethod::QuoteSharesFragmentIdentifier) {
-                    methods.push(LinkMethod::QuoteSharesFragmentIdentifier);
-                }
-                evidence.push(format!("fragment identifier {list} in “{}”", short(quote)));
+                .map(|(t, cwe)| format!("{t} ({cwe})"))
+                .collect(),
+            ids_set: TermSet::new(&ids),
+            ids,
+            anchor_cwe_term: anchor_cwe.as_ref().map(|id| id.to_lowercase()),
+            anchor_cwe,
+            weakness,
+            artefact: basename(&input.anchor.artefact).to_lowercase(),
+            anchor_name: input.history.resolve_name(&input.anchor.artefact),
+            input,
+        }
+    }
+
+    /// The anchor's weakness named in `q` (lower-cased, normalized): its distinctive terms,
+    /// then its CWE id.
+    fn names_weakness(&self, q: &str) -> Vec<String> {
+        let mut terms: Vec<String> = self
+            .weakness_set
+            .matching(q)
+            .into_iter()
+            .map(|i| self.weakness[i].clone())
+            .collect();
+        if let Some(id) = &self.anchor_cwe_term {
+            if term_matches(q, id) {
+                terms.push(self.input.anchor.cwe.clone());
+            }
+        }
+        terms
+    }
+
+    /// Link turn `k` (which has DI > 0) to the anchor, reading every non-zero DI quote of
+    /// the turn: linked when one of them names the anchor's weakness, or shares a
+    /// distinctive identifier with the fragment without naming another weakness.
+    fn link(&self, k: usize) -> Link {
+        let input = self.input;
+        let mut methods = Vec::new();
+        let mut evidence = Vec::new();
+        let mut context = Vec::new();
+        let quotes: Vec<String> = input
+            .scores
+            .score(k)
+            .map(|s| {
+                s.judgment
+                    .di
+                    .quotes()
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The turn's other non-zero quotes (TR, VR, SA): the weakness its defence concerns
+        // is often named in the sentence next to the defence.
+        let other_quotes: Vec<String> = input
+            .scores
+            .score(k)
+            .map(|s| {
+                [&s.judgment.tr, &s.judgment.vr, &s.judgment.sa]
+                    .iter()
+                    .flat_map(|d| d.quotes())
+                    .filter(|q| !quotes.iter().any(|x| x == q))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let short = |q: &str| {
+            let n = normalize_ws(q);
+            if n.chars().count() > 60 {
+                format!("{}…", n.chars().take(60).collect::<String>())
             } else {
-                context.push(format!(
-                    "fragment identifier {list} in a quote about another weakness ({}): “{}”",
-                    other.join(", "),
+                n
+            }
+        };
+        for quote in &other_quotes {
+            let terms = self.names_weakness(&normalize_ws(&quote.to_lowercase()));
+            if !terms.is_empty() && !quotes.is_empty() {
+                if !methods.contains(&LinkMethod::QuoteNamesWeakness) {
+                    methods.push(LinkMethod::QuoteNamesWeakness);
+                }
+                evidence.push(format!(
+                    "weakness term {} in the same turn's “{}”",
+                    terms.join(", "),
                     short(quote)
                 ));
             }
         }
-        if !artefact.is_empty() && sage_trace::text::names_file(&q, &artefact) {
-            let note = format!("a DI quote names {}", input.anchor.artefact);
-            if !context.contains(&note) {
-                context.push(note);
+        for quote in &quotes {
+            let q = normalize_ws(&quote.to_lowercase());
+            // The anchor's weakness: its CWE id, or a distinctive term of its vocabulary.
+            let terms = self.names_weakness(&q);
+            // Another weakness: a CWE id other than the anchor's, or a distinctive term of
+            // another CWE's vocabulary that the anchor's vocabulary does not share.
+            let other: Vec<String> = self
+                .others_set
+                .matching(&q)
+                .into_iter()
+                .map(|i| self.others[i].clone())
+                .chain(
+                    sage_trace::text::cwe_ids(&q)
+                        .into_iter()
+                        .filter(|c| Some(c) != self.anchor_cwe.as_ref()),
+                )
+                .collect();
+            if !terms.is_empty() {
+                if !methods.contains(&LinkMethod::QuoteNamesWeakness) {
+                    methods.push(LinkMethod::QuoteNamesWeakness);
+                }
+                evidence.push(format!(
+                    "weakness term {} in “{}”",
+                    terms.join(", "),
+                    short(quote)
+                ));
+            }
+            let shared: Vec<&String> = self
+                .ids_set
+                .matching(&q)
+                .into_iter()
+                .map(|i| &self.ids[i])
+                .collect();
+            if !shared.is_empty() {
+                let list = shared
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if other.is_empty() || !terms.is_empty() {
+                    if !methods.contains(&LinkMethod::QuoteSharesFragmentIdentifier) {
+                        methods.push(LinkMethod::QuoteSharesFragmentIdentifier);
+                    }
+                    evidence.push(format!("fragment identifier {list} in “{}”", short(quote)));
+                } else {
+                    context.push(format!(
+                        "fragment identifier {list} in a quote about another weakness ({}): “{}”",
+                        other.join(", "),
+                        short(quote)
+                    ));
+                }
+            }
+            if !self.artefact.is_empty() && sage_trace::text::names_file(&q, &self.artefact) {
+                let note = format!("a DI quote names {}", input.anchor.artefact);
+                if !context.contains(&note) {
+                    context.push(note);
+                }
             }
         }
-    }
-    let anchor_name = input.history.resolve_name(&input.anchor.artefact);
-    if input.trace.turn(k).is_some_and(|t| {
-        t.writes
-            .iter()
-            .any(|w| !w.final_state && input.history.resolve_name(&w.artefact) == anchor_name)
-    }) {
-        context.push(format!("writes {}", input.anchor.artefact));
-    }
-    Link {
-        turn: k,
-        linked: methods.iter().any(|m| m.links()),
-        methods,
-        evidence,
-        context,
+        if input.trace.turn(k).is_some_and(|t| {
+            t.writes.iter().any(|w| {
+                !w.final_state && input.history.resolve_name(&w.artefact) == self.anchor_name
+            })
+        }) {
+            context.push(format!("writes {}", input.anchor.artefact));
+        }
+        Link {
+            turn: k,
+            linked: methods.iter().any(|m| m.links()),
+            methods,
+            evidence,
+            context,
+        }
     }
 }
 
@@ -419,6 +483,7 @@ pub fn localize(input: &RuleInput<'_>) -> OriginResult {
     let score = |k: usize, d: Dimension| input.scores.score(k).map(|s| s.score(d));
     let mut links = Vec::new();
     let mut candidates = Candidates::default();
+    let linker = Linker::new(input);
     for k in 1..=n {
         let Some(s) = input.scores.score(k) else {
             continue;
@@ -429,7 +494,7 @@ pub fn localize(input: &RuleInput<'_>) -> OriginResult {
         let di = s.score(Dimension::DI);
         let tr = s.score(Dimension::TR);
         if di > 0 {
-            let link = link_turn(input, k);
+            let link = linker.link(k);
             if link.linked
                 && k <= defence_window_end
                 && candidates.inadequate_defence_selected.is_none()

@@ -124,10 +124,16 @@ impl Lexicon {
     /// Every CWE's vocabulary term that is not a common word, with its CWE (for telling a
     /// defence of another weakness from one of the anchor's).
     pub fn weakness_vocabulary(&self) -> Vec<(String, String)> {
+        let common: std::collections::HashSet<String> = self
+            .linking
+            .common
+            .iter()
+            .map(|c| c.to_lowercase())
+            .collect();
         let mut out = Vec::new();
         for (cwe, v) in &self.cwe {
             for t in &v.terms {
-                if !self.is_common(t) {
+                if !common.contains(&t.trim_end_matches('*').to_lowercase()) {
                     out.push((t.clone(), cwe.clone()));
                 }
             }

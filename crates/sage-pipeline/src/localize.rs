@@ -58,6 +58,9 @@ pub struct PreparedCase {
     pub trace: CanonicalTrace,
     pub store: RawStore,
     pub history: ArtefactHistory,
+    /// The anchor fragment matched along the history once, read by provenance and by the
+    /// checks of every judge run.
+    pub fragment: sage_history::fragment::FragmentStates,
     pub provenance: ProvenanceResult,
 }
 
@@ -176,7 +179,8 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let history =
         sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
-    let provenance = sage_history::provenance_in(case.anchor(), &history, Some(&trace));
+    let fragment = sage_history::fragment::FragmentStates::of(case.anchor(), &history);
+    let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));
     let problems = history
         .failures
         .iter()
@@ -199,6 +203,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
             trace,
             store,
             history,
+            fragment,
             provenance,
         },
         problems,
@@ -225,8 +230,9 @@ pub fn conclude(
         stop_identifiers: &lexicon.linking.stop_identifiers,
         weakness_vocabulary: &vocabulary,
     });
-    let mut checks = sage_history::checks(anchor, &p.history, &p.provenance);
-    checks.extend(sage_history::independent_checks(
+    let mut checks = sage_history::checks_from(&p.fragment, &p.provenance);
+    checks.extend(sage_history::independent_checks_from(
+        &p.fragment,
         anchor,
         &p.history,
         &p.trace,

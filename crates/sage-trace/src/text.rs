@@ -103,6 +103,8 @@ fn is_word(c: char) -> bool {
 /// One compiled term of a [`TermSet`].
 #[derive(Debug, Clone)]
 struct Term {
+    /// Its position in the slice the set was built from.
+    index: usize,
     prefix: bool,
     starts_word: bool,
     ends_word: bool,
@@ -122,7 +124,7 @@ impl TermSet {
     pub fn new<S: AsRef<str>>(terms: &[S]) -> TermSet {
         let mut patterns = Vec::new();
         let mut compiled = Vec::new();
-        for t in terms {
+        for (index, t) in terms.iter().enumerate() {
             let t = t.as_ref();
             let (t, prefix) = match t.strip_suffix('*') {
                 Some(t) => (t, true),
@@ -133,6 +135,7 @@ impl TermSet {
                 continue;
             }
             compiled.push(Term {
+                index,
                 prefix,
                 starts_word: t.chars().next().is_some_and(is_word),
                 ends_word: t.chars().last().is_some_and(is_word),
@@ -156,21 +159,41 @@ impl TermSet {
         let Some(ac) = &self.automaton else {
             return false;
         };
-        ac.find_overlapping_iter(text_lc).any(|m| {
-            let t = &self.terms[m.pattern().as_usize()];
-            let before_ok = !t.starts_word
-                || text_lc[..m.start()]
-                    .chars()
-                    .last()
-                    .is_none_or(|c| !is_word(c));
-            let after_ok = t.prefix
-                || !t.ends_word
-                || text_lc[m.end()..]
-                    .chars()
-                    .next()
-                    .is_none_or(|c| !is_word(c));
-            before_ok && after_ok
-        })
+        ac.find_overlapping_iter(text_lc)
+            .any(|m| self.at_boundaries(text_lc, &m))
+    }
+
+    /// The positions (in the slice the set was built from, ascending, once each) of the
+    /// terms that occur in `text_lc` at word boundaries: `terms[i]` is listed exactly when
+    /// `term_matches(text_lc, terms[i])`. `text_lc` as for [`TermSet::matches`].
+    pub fn matching(&self, text_lc: &str) -> Vec<usize> {
+        let Some(ac) = &self.automaton else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = ac
+            .find_overlapping_iter(text_lc)
+            .filter(|m| self.at_boundaries(text_lc, m))
+            .map(|m| self.terms[m.pattern().as_usize()].index)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn at_boundaries(&self, text_lc: &str, m: &aho_corasick::Match) -> bool {
+        let t = &self.terms[m.pattern().as_usize()];
+        let before_ok = !t.starts_word
+            || text_lc[..m.start()]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !is_word(c));
+        let after_ok = t.prefix
+            || !t.ends_word
+            || text_lc[m.end()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !is_word(c));
+        before_ok && after_ok
     }
 
     /// True for a set with no (non-empty) term: it matches nothing.
@@ -214,7 +237,15 @@ mod tests {
         ] {
             let one_by_one = terms.iter().any(|t| term_matches(text, t));
             assert_eq!(set.matches(text), one_by_one, "{text:?}");
+            let each: Vec<usize> = (0..terms.len())
+                .filter(|&i| term_matches(text, terms[i]))
+                .collect();
+            assert_eq!(set.matching(text), each, "{text:?}");
         }
+        // The same term twice, once as a prefix: each position answers for itself.
+        let dup = TermSet::new(&["escape", "escape*", "escape"]);
+        assert_eq!(dup.matching("we escaped it"), [1]);
+        assert_eq!(dup.matching("escape it"), [0, 1, 2]);
         assert!(!TermSet::new::<&str>(&[]).matches("anything"));
     }
 
@@ -228,6 +259,10 @@ mod tests {
             let set = TermSet::new(&terms);
             let one_by_one = terms.iter().any(|t| term_matches(&text, t));
             proptest::prop_assert_eq!(set.matches(&text), one_by_one);
+            let each: Vec<usize> = (0..terms.len())
+                .filter(|&i| term_matches(&text, &terms[i]))
+                .collect();
+            proptest::prop_assert_eq!(set.matching(&text), each);
         }
     }
 }

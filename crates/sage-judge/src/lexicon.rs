@@ -235,6 +235,36 @@ pub fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
+/// One lower-cased, normalized sentence and which of the shared vocabularies it matches,
+/// each found on first use.
+struct Flags<'a> {
+    lc: &'a str,
+    cwe_terms: &'a TermSet,
+    cwe: std::cell::OnceCell<bool>,
+    completeness: std::cell::OnceCell<bool>,
+    generic: std::cell::OnceCell<bool>,
+}
+
+impl<'a> Flags<'a> {
+    fn new(lc: &'a str, cwe_terms: &'a TermSet) -> Flags<'a> {
+        Flags {
+            lc,
+            cwe_terms,
+            cwe: Default::default(),
+            completeness: Default::default(),
+            generic: Default::default(),
+        }
+    }
+
+    fn cwe(&self) -> bool {
+        self.get(&self.cwe, self.cwe_terms)
+    }
+
+    fn get(&self, cell: &std::cell::OnceCell<bool>, set: &TermSet) -> bool {
+        *cell.get_or_init(|| set.matches(self.lc))
+    }
+}
+
 /// The offline lexicon judge.
 #[derive(Debug, Clone)]
 pub struct LexiconJudge {
@@ -266,16 +296,22 @@ impl LexiconJudge {
 
     /// [`LexiconJudge::sentence_score`] of a sentence already lower-cased and normalized.
     fn score_lc(&self, d: Dimension, lc: &str, cwe_terms: &TermSet) -> u8 {
-        if !self.compiled.cues[&d].matches(lc) {
+        self.score_flags(d, &Flags::new(lc, cwe_terms))
+    }
+
+    /// The score of one sentence on `d`, from its flags (each vocabulary searched at most
+    /// once per sentence, whatever the number of dimensions asking).
+    fn score_flags(&self, d: Dimension, f: &Flags<'_>) -> u8 {
+        if !self.compiled.cues[&d].matches(f.lc) {
             return 0;
         }
-        if cwe_terms.matches(lc) {
-            if self.compiled.completeness.matches(lc) {
+        if f.cwe() {
+            if f.get(&f.completeness, &self.compiled.completeness) {
                 3
             } else {
                 2
             }
-        } else if self.compiled.generic.matches(lc) {
+        } else if f.get(&f.generic, &self.compiled.generic) {
             1
         } else {
             0
@@ -332,11 +368,12 @@ impl LexiconJudge {
             .iter()
             .map(|s| sage_trace::normalize_ws(&s.to_lowercase()))
             .collect();
+        let flags: Vec<Flags<'_>> = lowered.iter().map(|lc| Flags::new(lc, cwe_terms)).collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
             let mut scoring: Vec<&str> = Vec::new();
-            for (s, lc) in all_sentences.iter().zip(&lowered) {
-                let score = self.score_lc(d, lc, cwe_terms);
+            for (s, f) in all_sentences.iter().zip(&flags) {
+                let score = self.score_flags(d, f);
                 if score > 0 && !scoring.contains(s) {
                     scoring.push(s);
                 }
@@ -373,9 +410,9 @@ impl LexiconJudge {
             .any(|k| TurnKind::parse(k) == Some(turn.kind));
         let write_ok = rule.on_write && turn.writes.iter().any(|w| !w.final_state);
         let terms_ok = rule.on_terms
-            && lowered
+            && flags
                 .iter()
-                .any(|lc| cwe_terms.matches(lc) || self.compiled.generic.matches(lc));
+                .any(|f| f.cwe() || f.get(&f.generic, &self.compiled.generic));
         j.security_opportunity = kind_ok || write_ok || terms_ok;
         j
     }

@@ -221,6 +221,34 @@ pub fn validate(j: &Judgment) -> Result<(), String> {
 /// verify. The text compared is re-read from the raw trace through `store`, not the adapter's
 /// copy.
 pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
+    verify_quote_in(&mut TurnTexts::default(), store, turn, quote)
+}
+
+/// A turn's agent-authored texts as re-read from the raw trace, each whitespace-normalized
+/// once and scanned for judge-addressing text at most once, shared by the quotes of one
+/// judgment (a turn's quotes used to re-read and re-scan every text each).
+#[derive(Default)]
+struct TurnTexts {
+    /// Per agent text item, in [`Turn::agent_text_items`] order; filled on first use.
+    items: Option<Vec<Result<ReadText, String>>>,
+}
+
+struct ReadText {
+    raw: RawRef,
+    text: String,
+    norm: String,
+    map: Vec<usize>,
+    /// The injection rules' sentence spans in `text` (see [`injection::Rules::overlapping`]),
+    /// found on the first quote occurrence that needs them.
+    flagged: Option<Vec<(String, std::ops::Range<usize>)>>,
+}
+
+fn verify_quote_in(
+    texts: &mut TurnTexts,
+    store: &mut RawStore,
+    turn: &Turn,
+    quote: &str,
+) -> Result<RawRef, String> {
     let q = normalize_ws(quote);
     if q.is_empty() {
         return Err("the quote is empty".into());
@@ -228,23 +256,53 @@ pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<Ra
     let mut errors = Vec::new();
     let rules = injection::active();
     let mut addressed: Option<String> = None;
-    for (_, raw) in turn.agent_text_items() {
-        match store.resolve(raw) {
-            Ok(text) => {
-                let (norm, map) = injection::normalize_with_map(&text);
+    let items = texts.items.get_or_insert_with(|| {
+        turn.agent_text_items()
+            .into_iter()
+            .map(|(_, raw)| {
+                store
+                    .resolve(raw)
+                    .map(|text| {
+                        let (norm, map) = injection::normalize_with_map(&text);
+                        ReadText {
+                            raw: raw.clone(),
+                            text,
+                            norm,
+                            map,
+                            flagged: None,
+                        }
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    });
+    for item in items.iter_mut() {
+        match item {
+            Ok(t) => {
                 // A quote verifies at an occurrence that is the agent's text, not text
                 // addressed to the judge ("give SA=3" quoted back is no evidence).
                 let mut from = 0;
-                while let Some(at) = norm[from..].find(&q).map(|i| i + from) {
-                    let (a, b) = (map[at], map[at + q.len() - 1] + 1);
-                    match rules.overlapping(&text, a..b) {
-                        None => return Ok(raw.clone()),
-                        Some(rule) => addressed = Some(rule.to_string()),
+                while let Some(at) = t.norm[from..].find(&q).map(|i| i + from) {
+                    let (a, b) = (t.map[at], t.map[at + q.len() - 1] + 1);
+                    let spans = t.flagged.get_or_insert_with(|| {
+                        rules
+                            .sentence_spans(&t.text)
+                            .into_iter()
+                            .map(|(id, r)| (id.to_string(), r))
+                            .collect()
+                    });
+                    match spans
+                        .iter()
+                        .find(|(_, r)| r.start < b && a < r.end)
+                        .map(|(id, _)| id)
+                    {
+                        None => return Ok(t.raw.clone()),
+                        Some(rule) => addressed = Some(rule.clone()),
                     }
-                    from = at + norm[at..].chars().next().map_or(1, char::len_utf8);
+                    from = at + t.norm[at..].chars().next().map_or(1, char::len_utf8);
                 }
             }
-            Err(e) => errors.push(e.to_string()),
+            Err(e) => errors.push(e.clone()),
         }
     }
     if let Some(rule) = addressed {
@@ -290,6 +348,7 @@ pub fn verify_judgment(
 ) -> Result<Vec<VerifiedQuote>, String> {
     validate(j)?;
     let mut out = Vec::new();
+    let mut texts = TurnTexts::default();
     for d in Dimension::ALL {
         let s = j.dim(d);
         if s.score == 0 {
@@ -297,7 +356,8 @@ pub fn verify_judgment(
         }
         let quote = s.quote.as_deref().unwrap_or_default();
         for q in std::iter::once(quote).chain(s.also.iter().map(String::as_str)) {
-            let raw = verify_quote(store, turn, q).map_err(|e| format!("{d}: {e}"))?;
+            let raw =
+                verify_quote_in(&mut texts, store, turn, q).map_err(|e| format!("{d}: {e}"))?;
             out.push(VerifiedQuote {
                 dimension: d,
                 quote: q.to_string(),

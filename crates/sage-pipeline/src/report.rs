@@ -381,7 +381,15 @@ fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
 /// Pretty JSON with a trailing newline, scrubbed of secrets.
 pub fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
     let s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    sage_llm::secrets::scrubbed(s) + "\n"
+    // Scrubbed in place when a secret occurs, else the text as it is: a result set runs to
+    // tens of megabytes, and copying it once more was a visible part of `localize`.
+    let scrubbed = match sage_llm::secrets::scrub(&s) {
+        std::borrow::Cow::Owned(o) => Some(o),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    let mut out = scrubbed.unwrap_or(s);
+    out.push('\n');
+    out
 }
 
 /// What [`explain`] shows beyond the result: the case's trace, task text and history (the

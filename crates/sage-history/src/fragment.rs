@@ -388,46 +388,6 @@ impl Matcher {
     }
 }
 
-/// The anchor's fragment matched along its artefact's history once: the baseline, each
-/// snapshot and the recorded final state ([`crate::presence_along`]), each distinct state
-/// tokenized once. Provenance and every check that needs the matcher's answers read them
-/// from here, so a case's states are parsed once between them (they used to be parsed once
-/// for provenance and again for the checks).
-#[derive(Debug, Clone)]
-pub struct FragmentStates {
-    /// The anchor's artefact under the history's names.
-    pub artefact: String,
-    /// The matcher and the presence along the history; `None` when the anchor has no
-    /// (non-blank) fragment.
-    matched: Option<(Matcher, Vec<crate::Presence>)>,
-}
-
-impl FragmentStates {
-    /// Match `anchor`'s fragment along `history`.
-    pub fn of(
-        anchor: &sage_trace::case::FailureAnchor,
-        history: &crate::ArtefactHistory,
-    ) -> FragmentStates {
-        let artefact = history.resolve_name(&anchor.artefact);
-        let matched = anchor
-            .fragment
-            .as_deref()
-            .filter(|f| !f.trim().is_empty())
-            .map(|fragment| {
-                let matcher = crate::history::matcher_for(fragment, &artefact, history);
-                let presence = crate::presence_along(&matcher, history, &artefact);
-                (matcher, presence)
-            });
-        FragmentStates { artefact, matched }
-    }
-
-    /// The matcher and the fragment's presence along the history (baseline first), when the
-    /// anchor has a fragment.
-    pub fn matched(&self) -> Option<(&Matcher, &[crate::Presence])> {
-        self.matched.as_ref().map(|(m, p)| (m, p.as_slice()))
-    }
-}
-
 /// Is `needle` a contiguous subsequence of `hay`?
 pub fn contains_seq(hay: &[String], needle: &[String]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)

@@ -6,7 +6,7 @@
 //! every snapshot of the anchor's artefact; [`checks`] re-derives the history-only automatic
 //! checks. Edit semantics and the project's decisions are in `docs/design-history.md`.
 
-use crate::fragment::{FragmentStates, Matcher};
+use crate::fragment::Matcher;
 use sage_trace::case::FailureAnchor;
 use sage_trace::{normalize_ws, CanonicalTrace, RawRef, WriteOp};
 use serde::{Deserialize, Serialize};
@@ -966,7 +966,44 @@ pub fn presence_along<'h>(
     out
 }
 
-pub(crate) fn matcher_for(fragment: &str, artefact: &str, history: &ArtefactHistory) -> Matcher {
+/// The anchor's fragment matched along its artefact's history once: the baseline, each
+/// snapshot and the recorded final state ([`presence_along`]), each distinct state
+/// tokenized once. Provenance and every check that needs the matcher's answers read them
+/// from here, so a case's states are parsed once between them (they used to be parsed once
+/// for provenance and again for the checks).
+#[derive(Debug, Clone)]
+pub struct FragmentStates {
+    /// The anchor's artefact under the history's names.
+    pub artefact: String,
+    /// The matcher and the presence along the history; `None` when the anchor has no
+    /// (non-blank) fragment.
+    matched: Option<(Matcher, Vec<Presence>)>,
+}
+
+impl FragmentStates {
+    /// Match `anchor`'s fragment along `history`.
+    pub fn of(anchor: &FailureAnchor, history: &ArtefactHistory) -> FragmentStates {
+        let artefact = history.resolve_name(&anchor.artefact);
+        let matched = anchor
+            .fragment
+            .as_deref()
+            .filter(|f| !f.trim().is_empty())
+            .map(|fragment| {
+                let matcher = matcher_for(fragment, &artefact, history);
+                let presence = presence_along(&matcher, history, &artefact);
+                (matcher, presence)
+            });
+        FragmentStates { artefact, matched }
+    }
+
+    /// The matcher and the fragment's presence along the history (baseline first), when the
+    /// anchor has a fragment.
+    pub fn matched(&self) -> Option<(&Matcher, &[Presence])> {
+        self.matched.as_ref().map(|(m, p)| (m, p.as_slice()))
+    }
+}
+
+fn matcher_for(fragment: &str, artefact: &str, history: &ArtefactHistory) -> Matcher {
     let sample = history
         .baseline(artefact)
         .or_else(|| history.final_content(artefact));
@@ -2130,6 +2167,37 @@ mod tests {
                 .collect(),
         );
         reconstruct(&base(baseline), &t)
+    }
+
+    #[test]
+    fn presence_matches_each_state_once_with_the_same_answers() {
+        // Repeated and reverted states (answered from the memo) get the answer a fresh match
+        // of that state gives, in order.
+        let (with, without) = (
+            "key = 1\ncipher = AES.new(key, AES.MODE_ECB)\n",
+            "key = 1\n",
+        );
+        let h = history_of(
+            without,
+            &[with, with, without, with, without, without, with],
+        );
+        let m = Matcher::new("app.py", "AES.new(key, AES.MODE_ECB)", None);
+        let along: Vec<bool> = presence_along(&m, &h, "app.py")
+            .iter()
+            .map(|p| p.present)
+            .collect();
+        let fresh: Vec<bool> = std::iter::once(without)
+            .chain(h.snapshots.iter().filter_map(|s| s.content.as_deref()))
+            .map(|c| m.found_in(c))
+            .collect();
+        assert_eq!(along, fresh);
+        assert_eq!(along, [false, true, true, false, true, false, false, true]);
+        // Provenance and checks on the states matched once equal the one-call forms.
+        let a = anchor(Some("AES.new(key, AES.MODE_ECB)"));
+        let states = FragmentStates::of(&a, &h);
+        let p = provenance_from(&states, &h, None);
+        assert_eq!(p, provenance(&a, &h));
+        assert_eq!(checks_from(&states, &p), checks(&a, &h, &p));
     }
 
     fn prov(baseline: &str, contents: &[&str]) -> (ProvenanceResult, Vec<Check>) {

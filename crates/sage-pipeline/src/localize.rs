@@ -60,7 +60,7 @@ pub struct PreparedCase {
     pub history: ArtefactHistory,
     /// The anchor fragment matched along the history once, read by provenance and by the
     /// checks of every judge run.
-    pub fragment: sage_history::fragment::FragmentStates,
+    pub fragment: sage_history::FragmentStates,
     pub provenance: ProvenanceResult,
 }
 
@@ -179,7 +179,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let history =
         sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
-    let fragment = sage_history::fragment::FragmentStates::of(case.anchor(), &history);
+    let fragment = sage_history::FragmentStates::of(case.anchor(), &history);
     let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));
     let problems = history
         .failures

@@ -69,7 +69,8 @@ fn parses_cleanly(src: &str) -> bool {
 
 /// The Python token stream of `src`: leaf tokens, comments and layout dropped, strings whole.
 /// Works on fragments that do not parse (tokens under ERROR nodes are kept).
-pub fn python_tokens(src: &str) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn python_tokens(src: &str) -> Vec<String> {
     analyse(&dedent(src)).tokens
 }
 
@@ -271,7 +272,7 @@ fn strip_hash_comments(src: &str) -> String {
 
 /// Whitespace-normalized text as tokens: maximal runs of word characters, and every other
 /// non-space character on its own.
-pub fn text_tokens(src: &str) -> Vec<String> {
+pub(crate) fn text_tokens(src: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     for c in src.chars() {
@@ -389,7 +390,7 @@ impl Matcher {
 }
 
 /// Is `needle` a contiguous subsequence of `hay`?
-pub fn contains_seq(hay: &[String], needle: &[String]) -> bool {
+pub(crate) fn contains_seq(hay: &[String], needle: &[String]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 

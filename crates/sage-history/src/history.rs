@@ -257,14 +257,14 @@ pub fn override_workspace_roots(roots: Vec<String>) -> bool {
 }
 
 /// The workspace roots in use: an override, else the embedded list.
-pub fn workspace_roots() -> &'static [String] {
+pub(crate) fn workspace_roots() -> &'static [String] {
     WORKSPACE_ROOTS.get_or_init(|| parse_workspace_roots(DEFAULT_WORKSPACE_ROOTS))
 }
 
 /// The relative forms an absolute path may stand for under the workspace-roots rule: the
 /// path after a root, and after a root plus one folder (the checkout). A relative path stands
 /// for itself.
-pub fn relative_forms(path: &str) -> Vec<String> {
+pub(crate) fn relative_forms(path: &str) -> Vec<String> {
     let p = normalize_path(path);
     if !p.starts_with('/') {
         return vec![p];
@@ -288,7 +288,10 @@ pub fn relative_forms(path: &str) -> Vec<String> {
 /// (`docs/design-history.md`, "Artefact paths"): equal after normalization; else, when one
 /// side is absolute, one of its [`relative_forms`] equals the other side (or a relative form
 /// of it); the longest matching key wins.
-pub fn match_key<'k>(path: &str, keys: impl IntoIterator<Item = &'k String>) -> Option<String> {
+pub(crate) fn match_key<'k>(
+    path: &str,
+    keys: impl IntoIterator<Item = &'k String>,
+) -> Option<String> {
     let p = normalize_path(path);
     let forms = relative_forms(&p);
     let mut best: Option<(&String, usize)> = None;
@@ -835,7 +838,7 @@ impl ArtefactHistory {
 
     /// The recorded final state that stands for the artefact's delivered content: the case's
     /// final file, else the trace's submission (the first one that could be derived).
-    pub fn recorded_final(&self, artefact: &str) -> Option<&FinalState> {
+    pub(crate) fn recorded_final(&self, artefact: &str) -> Option<&FinalState> {
         self.final_states_of(artefact)
             .into_iter()
             .find(|f| f.usable())
@@ -844,7 +847,7 @@ impl ArtefactHistory {
     /// The artefact's content after the last replayed write (else its baseline); `None`:
     /// deleted or never existed. Unlike [`ArtefactHistory::final_content`], recorded final
     /// states play no part.
-    pub fn replayed_final(&self, artefact: &str) -> Option<&str> {
+    pub(crate) fn replayed_final(&self, artefact: &str) -> Option<&str> {
         match self.snapshots_of(artefact).last() {
             Some(s) => s.content.as_deref(),
             None => self.baseline(artefact),
@@ -852,7 +855,7 @@ impl ArtefactHistory {
     }
 
     /// The writes to `artefact` that could not be applied.
-    pub fn failures_of(&self, artefact: &str) -> Vec<&WriteFailure> {
+    pub(crate) fn failures_of(&self, artefact: &str) -> Vec<&WriteFailure> {
         let name = self.resolve_name(artefact);
         self.failures
             .iter()
@@ -867,7 +870,7 @@ impl ArtefactHistory {
     }
 
     /// The snapshots of one artefact, in trace order.
-    pub fn snapshots_of(&self, artefact: &str) -> Vec<&Snapshot> {
+    pub(crate) fn snapshots_of(&self, artefact: &str) -> Vec<&Snapshot> {
         let name = self.resolve_name(artefact);
         self.snapshots
             .iter()
@@ -891,7 +894,7 @@ impl ArtefactHistory {
     }
 
     /// The content of write `write`'s artefact just before it.
-    pub fn state_before(&self, write: usize) -> Option<&str> {
+    pub(crate) fn state_before(&self, write: usize) -> Option<&str> {
         let snap = self.snapshot(write)?;
         match self
             .snapshots
@@ -917,7 +920,8 @@ impl ArtefactHistory {
     }
 
     /// The diff of every applied write to `artefact`: (write, diff).
-    pub fn artefact_diffs(&self, artefact: &str) -> Vec<(usize, String)> {
+    #[cfg(test)]
+    pub(crate) fn artefact_diffs(&self, artefact: &str) -> Vec<(usize, String)> {
         self.snapshots_of(artefact)
             .iter()
             .filter_map(|s| self.write_diff(s.write).map(|d| (s.write, d)))
@@ -927,7 +931,7 @@ impl ArtefactHistory {
 
 /// The fragment's presence in the baseline, after each applied write to `artefact`, and in
 /// its recorded final state when that differs from the replayed one (or nothing replays).
-pub fn presence_along<'h>(
+pub(crate) fn presence_along<'h>(
     matcher: &Matcher,
     history: &'h ArtefactHistory,
     artefact: &str,
@@ -1021,7 +1025,7 @@ fn at(p: &Presence) -> String {
 /// The turns after `after` (every turn when `None`) that the trace records changing
 /// `artefact` without a replayed snapshot: a write to it that could not be applied, or an
 /// edit command naming it that produced no write to it. With the failed write's number.
-pub fn unreplayed_changes(
+pub(crate) fn unreplayed_changes(
     history: &ArtefactHistory,
     trace: Option<&CanonicalTrace>,
     artefact: &str,
@@ -1087,7 +1091,7 @@ pub fn provenance(anchor: &FailureAnchor, history: &ArtefactHistory) -> Provenan
 
 /// [`provenance`], with the trace's unreplayed edit commands as evidence of which turn made a
 /// change that only the recorded final state shows.
-pub fn provenance_in(
+pub(crate) fn provenance_in(
     anchor: &FailureAnchor,
     history: &ArtefactHistory,
     trace: Option<&CanonicalTrace>,
@@ -1447,7 +1451,7 @@ pub fn checks_from(states: &FragmentStates, result: &ProvenanceResult) -> Vec<Ch
 
 /// Whitespace-normalized literal containment: the fragment's text as written, runs of
 /// whitespace collapsed, nothing else (no tokenizer).
-pub fn literally_contains(state: &str, fragment: &str) -> bool {
+pub(crate) fn literally_contains(state: &str, fragment: &str) -> bool {
     let f = normalize_ws(fragment);
     !f.is_empty() && normalize_ws(state).contains(&f)
 }

@@ -197,7 +197,7 @@ pub struct RuleInput<'a> {
 
 /// Distinctive identifiers of a fragment (and the words inside its string literals): three or
 /// more characters, not all digits, not a stop identifier.
-pub fn fragment_identifiers_with(fragment: &str, stop: &[String]) -> Vec<String> {
+pub(crate) fn fragment_identifiers_with(fragment: &str, stop: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
     for c in fragment.chars().chain(std::iter::once(' ')) {

@@ -105,7 +105,7 @@ pub enum Command {
     Agree(agree::AgreeArgs),
     /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
     Szz(szz::SzzArgs),
-    /// Inspect or trim the judgment ledger (`stats`, `prune`).
+    /// Inspect, trim or merge judgment ledgers (`stats`, `prune`, `merge`).
     Cache(cache::CacheArgs),
     /// List the trace formats sage reads and the versions covered.
     Adapters(adapters::Args),
@@ -271,6 +271,11 @@ pub struct JudgeFlags {
     /// Use a provider batch result file as answers (then the ledger keeps them).
     #[arg(long, value_name = "FILE")]
     pub batch_import: Option<std::path::PathBuf>,
+    /// Score through the provider's batch API (one LLM judge): `submit` sends every call
+    /// still needed as batches, recorded in the ledger folder; `poll` imports the answers
+    /// of the batches that ended into the ledger. Then a plain run replays them.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["offline", "batch_export", "batch_import", "no_ledger"])]
+    pub batch: Option<judges::BatchMode>,
     /// Process only shard i of n of the cases (merge with `sage merge-shards`).
     #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
     pub shard: Option<sage_judge::spec::Shard>,

@@ -16,6 +16,7 @@ pub mod screen;
 mod shards;
 mod study;
 pub mod szz;
+mod validate;
 mod view;
 
 use clap::{Parser, Subcommand};
@@ -113,6 +114,9 @@ pub enum Command {
     Normalize(normalize::Args),
     /// Merge the result sets of `sage localize --shard i/n` runs.
     MergeShards(shards::Args),
+    /// Compare a judge's per-step output with human labels (Who&When: the decisive error
+    /// step and agent): step, agent and per-step label accuracy on a seeded dev/test split.
+    Validate(validate::Args),
     /// Reliability report (Tables 6-7, Figures 5-6) from localize result sets and annotations.
     Reliability(reliability::ReliabilityArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -144,6 +148,7 @@ pub fn run() -> ExitStatus {
         Command::Adapters(a) => Ok(adapters::run(a)),
         Command::Normalize(a) => Ok(normalize::run(a)),
         Command::MergeShards(a) => shards::run(a),
+        Command::Validate(a) => validate::run(a),
         Command::Reliability(a) => Ok(reliability::run(a)),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),

@@ -17,6 +17,7 @@ pub mod lexicon;
 pub mod llm;
 pub mod prefix;
 pub mod spec;
+pub mod validate;
 
 use futures::future::BoxFuture;
 use prefix::PrefixChain;

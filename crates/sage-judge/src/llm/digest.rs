@@ -263,13 +263,13 @@ pub struct Facts {
 
 impl Facts {
     fn of(t: &Turn) -> Facts {
-        let mut f = Facts::facts(t);
+        let mut f = Facts::bare(t);
         f.line = f.render_line();
         f.tokens = est(&f.line);
         f
     }
 
-    fn facts(t: &Turn) -> Facts {
+    fn bare(t: &Turn) -> Facts {
         Facts {
             index: t.index,
             actor: one_line(&t.actor.name, 40),

@@ -12,6 +12,7 @@
 
 pub mod concurrent;
 pub mod config;
+pub(crate) mod digest_lines;
 pub mod injection;
 pub mod lexicon;
 pub mod llm;

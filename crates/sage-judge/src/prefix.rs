@@ -43,12 +43,12 @@ fn link(prev: &Digest32, turn: &Turn) -> Digest32 {
 }
 
 /// The chained hashes of every prefix of one trace, computed once; and the trace's context
-/// digest lines, computed once on first use (see [`crate::llm::digest::DigestCache`]).
+/// digest lines, computed once on first use (see [`crate::digest_lines::DigestCache`]).
 #[derive(Debug, Clone)]
 pub struct PrefixChain {
     /// `hashes[k-1]` is the hash of the prefix ending at turn k.
     hashes: Vec<Digest32>,
-    pub(crate) digest: std::sync::Arc<crate::llm::digest::DigestCache>,
+    pub(crate) digest: std::sync::Arc<crate::digest_lines::DigestCache>,
 }
 
 impl PrefixChain {

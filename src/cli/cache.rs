@@ -1,8 +1,8 @@
-//! `sage cache stats|prune`: inspect and trim the judgment ledger.
+//! `sage cache stats|prune|merge`: inspect, trim and merge judgment ledgers.
 
 use clap::{Args, Subcommand};
 use comfy_table::Table;
-use sage_judge::llm::ledger::{Ledger, PruneFilter, DEFAULT_LEDGER_DIR};
+use sage_judge::llm::ledger::{Ledger, MergeError, PruneFilter, DEFAULT_LEDGER_DIR};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -51,11 +51,46 @@ pub enum CacheAction {
         #[command(flatten)]
         out: super::OutputArgs,
     },
+    /// Merge ledgers (e.g. of `--shard i/n` runs on several machines) into one. Two
+    /// different answers to the same call are refused, naming both files; nothing is
+    /// written then.
+    Merge {
+        /// The ledgers to merge.
+        #[arg(required = true, value_name = "LEDGER")]
+        ledgers: Vec<PathBuf>,
+        /// The merged ledger (created, or added to).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
     let ledger = Ledger::new(&args.ledger);
     match args.action {
+        CacheAction::Merge { ledgers, out } => {
+            for l in &ledgers {
+                anyhow::ensure!(l.is_dir(), "{}: no such ledger folder", l.display());
+            }
+            let inputs: Vec<Ledger> = ledgers.iter().map(Ledger::new).collect();
+            match sage_judge::llm::ledger::merge(&inputs, &Ledger::new(&out)) {
+                Ok(r) => {
+                    eprintln!(
+                        "sage: merged {} ledger(s) into {}: {} entr(ies) copied, {} identical kept once, {} batch record(s)",
+                        ledgers.len(),
+                        out.display(),
+                        r.copied,
+                        r.identical,
+                        r.batches
+                    );
+                    Ok(super::EXIT_OK)
+                }
+                Err(MergeError::Conflict(m)) => {
+                    eprintln!("sage: error: cache merge: {m}");
+                    Ok(super::EXIT_FATAL)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
         CacheAction::Stats { json } => {
             let st = ledger.stats()?;
             if json {

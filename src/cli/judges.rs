@@ -9,6 +9,15 @@ use sage_judge::spec::{family_warnings, BuiltJudge, JudgeSession};
 use std::io::Write;
 use std::path::Path;
 
+/// `--batch MODE`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    /// Send every call still needed to the provider's batch API.
+    Submit,
+    /// Import the answers of the submitted batches that ended into the ledger.
+    Poll,
+}
+
 /// What to do after [`before_run`].
 pub enum Before {
     /// Stop with this exit code (a batch export was written).
@@ -69,6 +78,14 @@ pub fn before_run(
     for w in family_warnings(llm, &cases) {
         eprintln!("sage: {w}");
     }
+    if let Some(mode) = flags.batch {
+        anyhow::ensure!(
+            llm.len() == 1,
+            "--batch takes exactly one LLM judge (a batch is for one provider and model)"
+        );
+        let judge = llm[0].llm.as_ref().expect("an LLM judge");
+        return batch(mode, root, judge, &items, flags);
+    }
     if let Some(file) = &flags.batch_export {
         anyhow::ensure!(
             llm.len() == 1,
@@ -103,6 +120,101 @@ pub fn before_run(
         eprintln!("sage: {}", sage_llm::secrets::scrub(line));
     }
     Ok(Before::Go)
+}
+
+/// `--batch submit|poll`, then stop: the scores come from a later plain run, which replays
+/// the imported answers from the ledger.
+fn batch(
+    mode: BatchMode,
+    root: &Path,
+    judge: &sage_judge::llm::LlmJudge,
+    items: &[ScoreItem],
+    flags: &JudgeFlags,
+) -> anyhow::Result<Before> {
+    use sage_judge::llm::batch;
+    use sage_llm::secrets::scrub;
+    let rt = super::runtime()?;
+    let who = judge.settings().who();
+    let (runs, attempts) = (flags.runs.max(1), flags.max_attempts.max(1));
+    let ledger = judge
+        .ledger()
+        .map(|l| l.dir().display().to_string())
+        .unwrap_or_default();
+    let fatal = |e: sage_judge::JudgeError| {
+        eprintln!("sage: {}", scrub(&e.to_string()));
+        Ok(Before::Exit(super::EXIT_FATAL))
+    };
+    match mode {
+        BatchMode::Submit => {
+            let rep = match rt.block_on(batch::submit(judge, items, runs, attempts)) {
+                Ok(r) => r,
+                Err(e) => return fatal(e),
+            };
+            let sent: usize = rep.batches.iter().map(|(_, n)| n).sum();
+            for (id, n) in &rep.batches {
+                eprintln!("sage: submitted batch {id} ({n} call(s)) for {who}");
+            }
+            eprintln!(
+                "sage: {sent} call(s) submitted in {} batch(es), recorded in {ledger}/batches; \
+                 {} turn-run(s) already settled by the ledger, {} call(s) already in a running batch, \
+                 {} sent once for identical requests, {} turn-run(s) cannot fit the context budget (context-overflow)",
+                rep.batches.len(),
+                rep.export.settled,
+                rep.in_flight,
+                rep.duplicates,
+                rep.export.overflow
+            );
+            if sent > 0 || rep.in_flight > 0 {
+                eprintln!(
+                    "sage: next: `sage localize {} --judge {who} --batch poll` (again until every batch has ended)",
+                    root.display()
+                );
+            } else {
+                eprintln!(
+                    "sage: nothing to submit: a plain `sage localize {}` replays every turn from the ledger",
+                    root.display()
+                );
+            }
+            Ok(Before::Exit(super::EXIT_OK))
+        }
+        BatchMode::Poll => {
+            let rep = match rt.block_on(batch::poll(judge)) {
+                Ok(r) => r,
+                Err(e) => return fatal(e),
+            };
+            for (id, what) in &rep.batches {
+                eprintln!("sage: batch {id}: {}", scrub(what));
+            }
+            if rep.batches.is_empty() {
+                eprintln!("sage: no outstanding batch of {who} in {ledger}/batches");
+            }
+            let (left, running) = match batch::remaining(judge, items, runs, attempts) {
+                Ok(r) => r,
+                Err(e) => return fatal(e),
+            };
+            eprintln!(
+                "sage: imported {} answer(s) into {ledger}; {} batch(es) still running; \
+                 {} turn-run(s) settled by the ledger, {} call(s) in running batches, {} call(s) still needed \
+                 ({} stored answer(s) rejected on replay and retried with the reason, as online)",
+                rep.imported, rep.running, left.settled, running, left.requests, left.rejected
+            );
+            if running > 0 {
+                eprintln!("sage: next: poll again later");
+            } else if left.requests > 0 {
+                eprintln!(
+                    "sage: next: `--batch submit` again sends the {} call(s) still needed as a new round \
+                     (or a plain `sage localize` sends them online)",
+                    left.requests
+                );
+            } else {
+                eprintln!(
+                    "sage: every turn-run is settled: `sage localize {} --judge {who} --offline` replays them from the ledger",
+                    root.display()
+                );
+            }
+            Ok(Before::Exit(super::EXIT_OK))
+        }
+    }
 }
 
 pub fn after_run(session: &JudgeSession) {

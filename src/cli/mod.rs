@@ -16,6 +16,7 @@ pub mod screen;
 mod shards;
 mod study;
 pub mod szz;
+mod validate;
 mod view;
 
 use clap::{Parser, Subcommand};
@@ -105,7 +106,7 @@ pub enum Command {
     Agree(agree::AgreeArgs),
     /// Find the commit that introduced a bug or vulnerability from its fixing commit (SZZ).
     Szz(szz::SzzArgs),
-    /// Inspect or trim the judgment ledger (`stats`, `prune`).
+    /// Inspect, trim or merge judgment ledgers (`stats`, `prune`, `merge`).
     Cache(cache::CacheArgs),
     /// List the trace formats sage reads and the versions covered.
     Adapters(adapters::Args),
@@ -113,6 +114,9 @@ pub enum Command {
     Normalize(normalize::Args),
     /// Merge the result sets of `sage localize --shard i/n` runs.
     MergeShards(shards::Args),
+    /// Compare a judge's per-step output with human labels (Who&When: the decisive error
+    /// step and agent): step, agent and per-step label accuracy on a seeded dev/test split.
+    Validate(validate::Args),
     /// Reliability report (Tables 6-7, Figures 5-6) from localize result sets and annotations.
     Reliability(reliability::ReliabilityArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -144,6 +148,7 @@ pub fn run() -> ExitStatus {
         Command::Adapters(a) => Ok(adapters::run(a)),
         Command::Normalize(a) => Ok(normalize::run(a)),
         Command::MergeShards(a) => shards::run(a),
+        Command::Validate(a) => validate::run(a),
         Command::Reliability(a) => Ok(reliability::run(a)),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
@@ -271,6 +276,11 @@ pub struct JudgeFlags {
     /// Use a provider batch result file as answers (then the ledger keeps them).
     #[arg(long, value_name = "FILE")]
     pub batch_import: Option<std::path::PathBuf>,
+    /// Score through the provider's batch API (one LLM judge): `submit` sends every call
+    /// still needed as batches, recorded in the ledger folder; `poll` imports the answers
+    /// of the batches that ended into the ledger. Then a plain run replays them.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["offline", "batch_export", "batch_import", "no_ledger"])]
+    pub batch: Option<judges::BatchMode>,
     /// Process only shard i of n of the cases (merge with `sage merge-shards`).
     #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
     pub shard: Option<sage_judge::spec::Shard>,

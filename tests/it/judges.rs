@@ -1028,3 +1028,452 @@ fn a_provider_refusal_as_too_long_is_context_overflow() {
         assert!(ts.score(k).is_some(), "turn {k}");
     }
 }
+
+/// A sage command in `work` against the fake server at `base` (both providers' variables
+/// point at it), with the test key.
+fn sage_at(work: &Path, base: &str) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("sage").unwrap();
+    cmd.current_dir(work)
+        .env("OPENAI_BASE_URL", format!("{base}/v1"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("ANTHROPIC_API_KEY", KEY);
+    cmd
+}
+
+/// A copy of bundled corpus cases under `work/cases`, without their `expected` blocks (they
+/// are written for the lexicon judge), the anchor text replaced by a sentinel.
+fn copy_cases(work: &Path, names: &[&str]) {
+    for name in names {
+        let case = work.join("cases").join(name);
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("corpora")
+                .join(name),
+            &case,
+        );
+        let manifest = std::fs::read_to_string(case.join("case.json")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        v["anchor"]["description"] = serde_json::json!(format!("{ANCHOR_SENTINEL} anchor"));
+        v.as_object_mut().unwrap().remove("expected");
+        std::fs::write(case.join("case.json"), v.to_string()).unwrap();
+    }
+}
+
+fn run_ok(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    for s in [&out.stdout, &out.stderr] {
+        assert!(
+            !String::from_utf8_lossy(s).contains(KEY),
+            "the key was printed"
+        );
+    }
+    stderr
+}
+
+/// `--batch submit` → `--batch poll` (running, then ended and imported) → a second round
+/// for the one answer whose quote did not verify → `--offline` replays every turn from the
+/// ledger, for both providers' batch APIs, through the binary against the fake server.
+/// The fake server answers the first batch line with a fabricated quote: replay rejects it
+/// exactly as a live run would and the next round carries attempt 2 with the reason.
+#[test]
+fn batch_submit_poll_import_then_offline_replay_for_both_providers() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for (judge, backend, batch_prefix) in [
+        ("openai:gpt-4.1-mini", "openai", "batch_"),
+        ("anthropic:claude-fake", "anthropic", "msgbatch_"),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        copy_cases(
+            work.path(),
+            &["ag2-open-redirect-prefix", "aider-whole-cookie"],
+        );
+        let once = Arc::new(AtomicBool::new(false));
+        let o = once.clone();
+        let server = FakeServer::with_faults(
+            Duration::ZERO,
+            Arc::new(move |c: &Captured, _, _| {
+                let line = c.path == "/v1/chat/completions" || c.path == "/v1/messages";
+                if line && !o.swap(true, Ordering::SeqCst) {
+                    Fault::FabricatedQuote
+                } else {
+                    Fault::None
+                }
+            }),
+        );
+        let base = format!("http://{}", server.addr);
+        let sage = |args: &[&str]| {
+            let mut c = sage_at(work.path(), &base);
+            c.args(["localize", "cases", "--judge", judge, "--ledger", "ledger"])
+                .args(args);
+            c
+        };
+        let entries = || {
+            let out = sage_at(work.path(), &base)
+                .args(["cache", "stats", "--json", "--ledger", "ledger"])
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let g = &v["groups"][0];
+            (
+                g["entries"].as_u64().unwrap_or(0),
+                g["from_batch"].as_u64().unwrap_or(0),
+            )
+        };
+
+        let err = run_ok(&mut sage(&["--batch", "submit"]));
+        assert!(
+            err.contains(&format!("submitted batch {batch_prefix}")),
+            "{err}"
+        );
+        let first_round = server.batch_requests().len();
+        assert!(first_round > 2, "{err}");
+        let records: Vec<_> = std::fs::read_dir(work.path().join("ledger/batches").join(backend))
+            .unwrap()
+            .collect();
+        assert_eq!(records.len(), 1);
+        // submitting again while the batch runs sends nothing twice
+        let err = run_ok(&mut sage(&["--batch", "submit"]));
+        assert!(err.contains("0 call(s) submitted in 0 batch(es)"), "{err}");
+        assert!(
+            err.contains(&format!("{first_round} call(s) already in a running batch")),
+            "{err}"
+        );
+        assert_eq!(server.batch_requests().len(), first_round);
+
+        // the batch is still running: nothing imported
+        let err = run_ok(&mut sage(&["--batch", "poll"]));
+        assert!(err.contains("running: in_progress"), "{err}");
+        assert_eq!(entries().0, 0);
+        // ended: every answer imported; the fabricated quote is rejected on replay
+        let err = run_ok(&mut sage(&["--batch", "poll"]));
+        assert!(
+            err.contains(&format!("imported {first_round} answer(s)")),
+            "{err}"
+        );
+        assert!(
+            err.contains("1 call(s) still needed (1 stored answer(s) rejected"),
+            "{err}"
+        );
+        assert_eq!(entries(), (first_round as u64, first_round as u64));
+
+        // round two: exactly the retry, with the reason, as attempt 2
+        server.set_batch_polls(0);
+        let err = run_ok(&mut sage(&["--batch", "submit"]));
+        assert!(err.contains("1 call(s) submitted in 1 batch(es)"), "{err}");
+        let lines = server.batch_requests();
+        assert_eq!(lines.len(), first_round + 1);
+        assert!(lines[first_round]
+            .body
+            .contains("Your previous answer was rejected"));
+        let err = run_ok(&mut sage(&["--batch", "poll"]));
+        assert!(err.contains("imported 1 answer(s)"), "{err}");
+        assert!(err.contains("0 call(s) still needed"), "{err}");
+        assert!(err.contains("every turn-run is settled"), "{err}");
+
+        // prefix-only holds for batch requests too: no later turn, no anchor text
+        for r in &lines {
+            assert!(
+                !r.body.contains(ANCHOR_SENTINEL),
+                "anchor text reached a batch line"
+            );
+            let k = scored_turn(r);
+            assert!(r.body.contains(&format!("## Turn {k} (")));
+            assert!(
+                !r.body.contains(&format!("## Turn {} (", k + 1)),
+                "a later turn leaked"
+            );
+        }
+        drop(server);
+
+        // offline, the server gone: the ledger answers every turn
+        let err = run_ok(&mut sage(&["--offline", "--out-dir", "out"]));
+        assert!(err.contains("0 to the API"), "{err}");
+        let set: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(work.path().join("out/results.json")).unwrap())
+                .unwrap();
+        let results = set["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2);
+        let mut retried = 0;
+        for r in results {
+            assert!(r["origin"].get("scoring_failures").is_none(), "{r}");
+            let scores = r["scores"].as_array().unwrap();
+            assert!(!scores.is_empty());
+            for s in scores {
+                assert!(
+                    s["status"] == "scored" || s["status"] == "administrative",
+                    "{s}"
+                );
+                if s["attempts"] == 2 {
+                    retried += 1;
+                }
+            }
+        }
+        // the one rejected batch answer was replaced by attempt 2 of round two
+        assert_eq!(retried, 1);
+        assert!(grep_dir(work.path(), KEY).is_empty(), "the key is on disk");
+    }
+}
+
+/// Shards judged on two machines: their ledgers merge with `sage cache merge` into one that
+/// replays the whole corpus offline; two different answers to one call are refused with
+/// both files named, and nothing is written.
+#[test]
+fn cache_merge_joins_shard_ledgers_and_refuses_conflicts() {
+    let work = tempfile::tempdir().unwrap();
+    let names = [
+        "ag2-open-redirect-prefix",
+        "aider-whole-cookie",
+        "ag2-fig1b-origin-header",
+        "aider-architect-yaml",
+    ];
+    copy_cases(work.path(), &names);
+    let server = FakeServer::start(Duration::ZERO);
+    let base = format!("http://{}", server.addr);
+    for (shard, ledger) in [("1/2", "l1"), ("2/2", "l2")] {
+        run_ok(
+            sage_at(work.path(), &base)
+                .args([
+                    "localize",
+                    "cases",
+                    "--judge",
+                    "openai:gpt-4.1-mini",
+                    "--no-write",
+                ])
+                .args(["--shard", shard, "--ledger", ledger]),
+        );
+        assert!(
+            !grep_dir(&work.path().join(ledger), "sage.ledger/1").is_empty(),
+            "shard {shard} judged nothing: pick other cases"
+        );
+    }
+    drop(server);
+    let err =
+        run_ok(sage_at(work.path(), &base).args(["cache", "merge", "l1", "l2", "--out", "all"]));
+    assert!(err.contains("identical kept once"), "{err}");
+    let err = run_ok(
+        sage_at(work.path(), "http://127.0.0.1:9")
+            .args([
+                "localize",
+                "cases",
+                "--judge",
+                "openai:gpt-4.1-mini",
+                "--no-write",
+            ])
+            .args(["--offline", "--ledger", "all"]),
+    );
+    assert!(err.contains("0 to the API"), "{err}");
+    // merging again changes nothing
+    let err =
+        run_ok(sage_at(work.path(), &base).args(["cache", "merge", "l1", "l2", "--out", "all"]));
+    assert!(err.contains("0 entr(ies) copied"), "{err}");
+
+    // a conflicting answer: copy one entry of l1 into l2 with another response
+    let entry = walkdir::WalkDir::new(work.path().join("l1"))
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let rel = entry.path().strip_prefix(work.path().join("l1")).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+    v["response"] = serde_json::json!("{\"other\":true}");
+    let dest = work.path().join("l2").join(rel);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::write(&dest, v.to_string()).unwrap();
+    let out = sage_at(work.path(), &base)
+        .args(["cache", "merge", "l1", "l2", "--out", "fresh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answer the same call differently"), "{err}");
+    assert!(
+        err.contains(&dest.display().to_string()) || err.contains("l2/"),
+        "{err}"
+    );
+    assert!(
+        !work.path().join("fresh").exists(),
+        "a refused merge wrote something"
+    );
+}
+
+/// The floor on the real Who&When logs: "always the first agent step". By hand, from the
+/// four files' labels and the adapter's turns (the human message of a hand-crafted log is
+/// not an agent step): algorithm_generated_1 gold 0, first agent step 0 (hit);
+/// algorithm_generated_47 gold 1, first 0 (miss, within ±1); hand_crafted_24 gold 1, first 1
+/// (hit); hand_crafted_6 gold 5, first 1 (miss by 4). Every first step is the labelled agent.
+/// So: step exact 2/4, within ±1 3/4, agent 4/4; per-step label TP 2, FP 2, FN 2.
+#[test]
+fn validate_baseline_on_the_real_who_and_when_logs() {
+    if super::need::missing_shared("traces/who-and-when") {
+        return;
+    }
+    let logs = super::need::shared_path("traces/who-and-when");
+    let out = assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .args([
+            "validate",
+            "--judge",
+            "baseline:first-agent-step",
+            "--format",
+            "json",
+        ])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = &v["rows"][0];
+    assert_eq!(
+        (all["split"].as_str(), all["subset"].as_str()),
+        (Some("all"), Some("all"))
+    );
+    let m = &all["metrics"];
+    assert_eq!(m["logs"], 4);
+    assert_eq!(m["step_exact"], 0.5);
+    assert_eq!(m["step_within"], 0.75);
+    assert_eq!(m["agent"], 1.0);
+    assert_eq!(
+        (m["tp"].as_u64(), m["fp"].as_u64(), m["fn_"].as_u64()),
+        (Some(2), Some(2), Some(2))
+    );
+    // the split is seeded: the same seed gives the same split, every log on one side
+    let splits: Vec<_> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["split"].clone())
+        .collect();
+    assert_eq!(splits.len(), 4);
+    let again = assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .args([
+            "validate",
+            "--judge",
+            "baseline:first-agent-step",
+            "--format",
+            "json",
+        ])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert_eq!(again.stdout, out.stdout);
+}
+
+/// The step-by-step method with an LLM judge, scripted by the fake server: it calls step 1
+/// (history index) decisive and every other step not, quoting the step's first words; its
+/// first "yes" for the Babylonian log quotes words that are not in the step (rejected, asked
+/// again with the reason). By hand: algorithm_generated_1 has no agent step 1 (its steps are
+/// 0, 2, 4, 5) → no prediction; algorithm_generated_47 → 1 (gold 1, hit); hand_crafted_24 →
+/// 1 (gold 1, hit); hand_crafted_6 → 1 (gold 5, miss, agent Orchestrator right). So: exact
+/// 2/4, within ±1 2/4, agent 3/4; TP 2, FP 1, FN 2: precision 2/3, recall 1/2, F1 4/7.
+/// Every request holds the task and steps 0..k only, and no label.
+#[test]
+fn validate_step_by_step_with_a_scripted_judge() {
+    if super::need::missing_shared("traces/who-and-when") {
+        return;
+    }
+    let plan = Arc::new(|c: &Captured, _: usize, _: usize| {
+        let v: serde_json::Value = serde_json::from_str(&c.body).unwrap_or_default();
+        let user = sage_llm::fake::user_text(&v, false);
+        let Some(at) = user.rfind("Does step ") else {
+            return Fault::None;
+        };
+        let k: usize = user[at + 10..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap();
+        // the last step's first line of data: after the last fence opening
+        let last = &user[user.rfind("<<<TRACE DATA ").unwrap()..];
+        let first_line = last
+            .lines()
+            .skip(1)
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        let mut quote: String = first_line
+            .split_whitespace()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if user.contains("Babylonian") && !user.contains("Your previous answer was rejected") {
+            quote = "words the step never said".into();
+        }
+        let yes = k == 1;
+        Fault::Answer(serde_json::json!({
+            "decisive_error": yes,
+            "quote": if yes { serde_json::json!(quote) } else { serde_json::Value::Null },
+            "reason": "scripted",
+        }))
+    });
+    let server = FakeServer::with_faults(Duration::ZERO, plan);
+    let logs = super::need::shared_path("traces/who-and-when");
+    let out = assert_cmd::Command::cargo_bin("sage")
+        .unwrap()
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .env("OPENAI_API_KEY", KEY)
+        .args([
+            "validate",
+            "--judge",
+            "openai:fake-model",
+            "--format",
+            "json",
+        ])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["rows"][0]["metrics"];
+    assert_eq!(m["logs"], 4);
+    assert_eq!(m["step_exact"], 0.5);
+    assert_eq!(m["step_within"], 0.5);
+    assert_eq!(m["agent"], 0.75);
+    assert_eq!(
+        (m["tp"].as_u64(), m["fp"].as_u64(), m["fn_"].as_u64()),
+        (Some(2), Some(1), Some(2))
+    );
+    assert!((m["f1"].as_f64().unwrap() - 4.0 / 7.0).abs() < 1e-9, "{m}");
+    assert_eq!(m["failures"], 0);
+    let reqs = server.requests();
+    assert!(reqs
+        .iter()
+        .any(|r| r.body.contains("Your previous answer was rejected")));
+    for r in &reqs {
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let user = sage_llm::fake::user_text(&v, false);
+        let at = user.rfind("Does step ").unwrap();
+        let k: usize = user[at + 10..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap();
+        for later in k + 1..12 {
+            assert!(
+                !user.contains(&format!("## Step {later} (")),
+                "step {later} leaked into step {k}"
+            );
+        }
+        for label in [
+            "mistake_agent",
+            "mistake_reason",
+            "mistake_step",
+            "does not verify the information",
+        ] {
+            assert!(!r.body.contains(label), "a label reached the judge");
+        }
+    }
+}

@@ -12,11 +12,13 @@
 
 pub mod concurrent;
 pub mod config;
+pub(crate) mod digest_lines;
 pub mod injection;
 pub mod lexicon;
 pub mod llm;
 pub mod prefix;
 pub mod spec;
+pub mod validate;
 
 use futures::future::BoxFuture;
 use prefix::PrefixChain;

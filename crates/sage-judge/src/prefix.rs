@@ -42,11 +42,13 @@ fn link(prev: &Digest32, turn: &Turn) -> Digest32 {
     h.finalize().into()
 }
 
-/// The chained hashes of every prefix of one trace, computed once.
+/// The chained hashes of every prefix of one trace, computed once; and the trace's context
+/// digest lines, computed once on first use (see [`crate::digest_lines::DigestCache`]).
 #[derive(Debug, Clone)]
 pub struct PrefixChain {
     /// `hashes[k-1]` is the hash of the prefix ending at turn k.
     hashes: Vec<Digest32>,
+    pub(crate) digest: std::sync::Arc<crate::digest_lines::DigestCache>,
 }
 
 impl PrefixChain {
@@ -58,7 +60,10 @@ impl PrefixChain {
             prev = link(&prev, t);
             hashes.push(prev);
         }
-        PrefixChain { hashes }
+        PrefixChain {
+            hashes,
+            digest: Default::default(),
+        }
     }
 
     /// The hash of the prefix ending at turn `k` (1-based).

@@ -70,6 +70,7 @@ pub type FaultPlan = Arc<dyn Fn(&Captured, usize, usize) -> Fault + Send + Sync>
 pub struct FakeServer {
     pub addr: std::net::SocketAddr,
     captured: Arc<Mutex<Vec<Captured>>>,
+    batch: Arc<BatchState>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -83,6 +84,29 @@ struct State {
     n: AtomicUsize,
     latency: Duration,
     plan: FaultPlan,
+    batch: Arc<BatchState>,
+}
+
+/// The batch side of the server (both providers' batch APIs).
+#[derive(Default)]
+struct BatchState {
+    /// Status requests answered "still running" before a batch ends (default 1).
+    polls: AtomicUsize,
+    files: Mutex<std::collections::HashMap<String, String>>,
+    batches: Mutex<std::collections::HashMap<String, FakeBatch>>,
+    /// Every request line a batch carried, as if it had been sent on its own.
+    lines: Mutex<Vec<Captured>>,
+    ids: AtomicUsize,
+}
+
+struct FakeBatch {
+    anthropic: bool,
+    polls_left: usize,
+    input_file_id: String,
+    output_file_id: Option<String>,
+    error_file_id: Option<String>,
+    total: usize,
+    succeeded: usize,
 }
 
 impl FakeServer {
@@ -94,7 +118,10 @@ impl FakeServer {
     /// Start a server with a fault plan.
     pub fn with_faults(latency: Duration, plan: FaultPlan) -> FakeServer {
         let captured = Arc::new(Mutex::new(Vec::new()));
+        let batch = Arc::new(BatchState::default());
+        batch.polls.store(1, Ordering::SeqCst);
         let state = Arc::new(State {
+            batch: batch.clone(),
             captured: captured.clone(),
             seen: Mutex::default(),
             n: AtomicUsize::new(0),
@@ -135,6 +162,7 @@ impl FakeServer {
         FakeServer {
             addr,
             captured,
+            batch,
             shutdown: Some(stop_tx),
             thread: Some(thread),
         }
@@ -153,6 +181,21 @@ impl FakeServer {
     /// Every request received so far (POSTs: model lookups are not kept).
     pub fn requests(&self) -> Vec<Captured> {
         self.captured.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Every request line of every batch submitted so far, with the path it stands for
+    /// (`/v1/chat/completions` or `/v1/messages`).
+    pub fn batch_requests(&self) -> Vec<Captured> {
+        self.batch
+            .lines
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many status requests a new batch answers "still running" before it ends.
+    pub fn set_batch_polls(&self, n: usize) {
+        self.batch.polls.store(n, Ordering::SeqCst);
     }
 }
 
@@ -223,7 +266,14 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
     }
     let fault = (st.plan)(&req, n, times);
     let get = head.starts_with("GET ");
-    let (status, extra, body) = if get {
+    let batch = match &fault {
+        // an injected status answers a batch request too (a refused key, an outage)
+        Fault::Status(..) => None,
+        _ => batch_route(&st, get, &req).await,
+    };
+    let (status, extra, body) = if let Some(r) = batch {
+        r
+    } else if get {
         // A model lookup before scoring: answered at once, faults by status only.
         match fault {
             Fault::Status(code, _) => (
@@ -521,6 +571,304 @@ fn envelope_text(anthropic: bool, text: &str, req_len: usize) -> String {
         })
         .to_string()
     }
+}
+
+/// Answer a request of either batch API, or `None` when it is not one.
+async fn batch_route(st: &State, get: bool, req: &Captured) -> Option<(u16, String, String)> {
+    let path = req.path.split('?').next().unwrap_or_default();
+    let seg: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let bad = |msg: String| {
+        Some((
+            400,
+            String::new(),
+            json!({"error": {"type": "invalid_request_error", "message": msg}}).to_string(),
+        ))
+    };
+    let ok = |v: Value| Some((200, String::new(), v.to_string()));
+    let b = &st.batch;
+    match (get, seg.as_slice()) {
+        // OpenAI: upload the input file
+        (false, [.., "v1", "files"]) => {
+            let (purpose, file) = match multipart_fields(req) {
+                Ok(f) => f,
+                Err(m) => return bad(m),
+            };
+            if purpose.as_deref() != Some("batch") {
+                return bad(format!("purpose must be \"batch\", got {purpose:?}"));
+            }
+            let Some(file) = file else {
+                return bad("no file part".into());
+            };
+            let id = format!("file-{}", b.ids.fetch_add(1, Ordering::SeqCst));
+            let bytes = file.len();
+            lock(&b.files).insert(id.clone(), file);
+            ok(
+                json!({"id": id, "object": "file", "bytes": bytes, "created_at": 0,
+                      "filename": "sage-batch.jsonl", "purpose": "batch"}),
+            )
+        }
+        // OpenAI: create a batch from an uploaded file
+        (false, [.., "v1", "batches"]) => {
+            let v: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+            if v["endpoint"] != "/v1/chat/completions" || v["completion_window"] != "24h" {
+                return bad(format!(
+                    "endpoint must be /v1/chat/completions and completion_window 24h, got {} and {}",
+                    v["endpoint"], v["completion_window"]
+                ));
+            }
+            let fid = v["input_file_id"].as_str().unwrap_or_default().to_string();
+            let Some(input) = lock(&b.files).get(&fid).cloned() else {
+                return Some((
+                    404,
+                    String::new(),
+                    json!({"error": {"message": format!("no file {fid}")}}).to_string(),
+                ));
+            };
+            let mut out = String::new();
+            let mut err = String::new();
+            let (mut total, mut succeeded) = (0, 0);
+            for (i, line) in input.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+                let l: Value = match serde_json::from_str(line) {
+                    Ok(l) => l,
+                    Err(e) => return bad(format!("line {}: not JSON ({e})", i + 1)),
+                };
+                if l["method"] != "POST" || l["url"] != "/v1/chat/completions" {
+                    return bad(format!(
+                        "line {}: method/url must be POST /v1/chat/completions",
+                        i + 1
+                    ));
+                }
+                let Some(id) = l["custom_id"].as_str() else {
+                    return bad(format!("line {}: no custom_id", i + 1));
+                };
+                let (status, body) = answer_line(st, req, "/v1/chat/completions", &l["body"]).await;
+                total += 1;
+                let body_v = serde_json::from_str::<Value>(&body).unwrap_or(Value::String(body));
+                let rec = json!({"id": format!("batch_req_{i}"), "custom_id": id,
+                    "response": {"status_code": status, "request_id": format!("req_{i}"), "body": body_v},
+                    "error": null});
+                if status == 200 {
+                    succeeded += 1;
+                    out.push_str(&rec.to_string());
+                    out.push('\n');
+                } else {
+                    err.push_str(&rec.to_string());
+                    err.push('\n');
+                }
+            }
+            let n = b.ids.fetch_add(1, Ordering::SeqCst);
+            let store = |text: String, tag: &str| {
+                (!text.is_empty()).then(|| {
+                    let id = format!("file-{tag}-{n}");
+                    lock(&b.files).insert(id.clone(), text);
+                    id
+                })
+            };
+            let batch = FakeBatch {
+                anthropic: false,
+                polls_left: b.polls.load(Ordering::SeqCst),
+                input_file_id: fid,
+                output_file_id: store(out, "out"),
+                error_file_id: store(err, "err"),
+                total,
+                succeeded,
+            };
+            let id = format!("batch_{n}");
+            let v = openai_batch(&id, &batch);
+            lock(&b.batches).insert(id, batch);
+            ok(v)
+        }
+        (true, [.., "v1", "batches", id]) => {
+            let mut all = lock(&b.batches);
+            let Some(batch) = all.get_mut(*id).filter(|x| !x.anthropic) else {
+                return Some((
+                    404,
+                    String::new(),
+                    json!({"error": {"message": "no such batch"}}).to_string(),
+                ));
+            };
+            let v = openai_batch(id, batch);
+            batch.polls_left = batch.polls_left.saturating_sub(1);
+            ok(v)
+        }
+        (true, [.., "v1", "files", id, "content"]) => match lock(&b.files).get(*id) {
+            Some(t) => Some((200, String::new(), t.clone())),
+            None => Some((
+                404,
+                String::new(),
+                json!({"error": {"message": "no such file"}}).to_string(),
+            )),
+        },
+        // Anthropic: create a message batch
+        (false, [.., "v1", "messages", "batches"]) => {
+            let v: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+            let Some(reqs) = v["requests"].as_array() else {
+                return bad("requests: expected an array".into());
+            };
+            let mut seen = std::collections::HashSet::new();
+            let mut out = String::new();
+            let mut succeeded = 0;
+            for (i, r) in reqs.iter().enumerate() {
+                let id = r["custom_id"].as_str().unwrap_or_default();
+                let valid = (1..=64).contains(&id.len())
+                    && id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if !valid {
+                    return bad(format!(
+                        "requests.{i}.custom_id: must match ^[a-zA-Z0-9_-]{{1,64}}$"
+                    ));
+                }
+                if !seen.insert(id.to_string()) {
+                    return bad(format!("requests.{i}.custom_id: {id} is not unique"));
+                }
+                let (status, body) = answer_line(st, req, "/v1/messages", &r["params"]).await;
+                let result = if status == 200 {
+                    succeeded += 1;
+                    match serde_json::from_str::<Value>(&body) {
+                        Ok(m) => json!({"type": "succeeded", "message": m}),
+                        // a provider's batch never holds a broken envelope; count it errored
+                        Err(_) => {
+                            json!({"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": body}}})
+                        }
+                    }
+                } else {
+                    json!({"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": format!("HTTP {status}")}}})
+                };
+                out.push_str(&json!({"custom_id": id, "result": result}).to_string());
+                out.push('\n');
+            }
+            let n = b.ids.fetch_add(1, Ordering::SeqCst);
+            let fid = format!("results-{n}");
+            lock(&b.files).insert(fid.clone(), out);
+            let batch = FakeBatch {
+                anthropic: true,
+                polls_left: b.polls.load(Ordering::SeqCst),
+                input_file_id: String::new(),
+                output_file_id: Some(fid),
+                error_file_id: None,
+                total: reqs.len(),
+                succeeded,
+            };
+            let id = format!("msgbatch_{n}");
+            let v = anthropic_batch(&id, &batch, req);
+            lock(&b.batches).insert(id, batch);
+            ok(v)
+        }
+        (true, [.., "v1", "messages", "batches", id]) => {
+            let mut all = lock(&b.batches);
+            let Some(batch) = all.get_mut(*id).filter(|x| x.anthropic) else {
+                return Some((
+                    404,
+                    String::new(),
+                    json!({"error": {"type": "not_found_error", "message": "no such batch"}})
+                        .to_string(),
+                ));
+            };
+            let v = anthropic_batch(id, batch, req);
+            batch.polls_left = batch.polls_left.saturating_sub(1);
+            ok(v)
+        }
+        (true, [.., "v1", "messages", "batches", id, "results"]) => {
+            let all = lock(&b.batches);
+            let file = all
+                .get(*id)
+                .filter(|x| x.anthropic && x.polls_left == 0)
+                .and_then(|x| x.output_file_id.clone());
+            match file.and_then(|f| lock(&b.files).get(&f).cloned()) {
+                Some(t) => Some((200, String::new(), t)),
+                None => Some((
+                    404,
+                    String::new(),
+                    json!({"error": {"message": "results not available"}}).to_string(),
+                )),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Answer one batch request line as if it had been sent alone (the fault plan sees it with
+/// the path it stands for).
+async fn answer_line(st: &State, outer: &Captured, path: &str, body: &Value) -> (u16, String) {
+    let line = Captured {
+        path: path.to_string(),
+        headers: outer.headers.clone(),
+        body: body.to_string(),
+    };
+    let n = st.n.fetch_add(1, Ordering::SeqCst);
+    let times = {
+        let mut seen = lock(&st.seen);
+        let c = seen.entry(line.body.clone()).or_insert(0);
+        *c += 1;
+        *c - 1
+    };
+    lock(&st.batch.lines).push(line.clone());
+    let fault = (st.plan)(&line, n, times);
+    let (status, _, text) = respond(&line, &fault).await;
+    (status, text)
+}
+
+fn openai_batch(id: &str, b: &FakeBatch) -> Value {
+    let done = b.polls_left == 0;
+    json!({
+        "id": id, "object": "batch", "endpoint": "/v1/chat/completions",
+        "input_file_id": b.input_file_id, "completion_window": "24h",
+        "status": if done { "completed" } else { "in_progress" },
+        "output_file_id": if done { json!(b.output_file_id) } else { Value::Null },
+        "error_file_id": if done { json!(b.error_file_id) } else { Value::Null },
+        "created_at": 0,
+        "request_counts": {"total": b.total,
+                           "completed": if done { b.succeeded } else { 0 },
+                           "failed": if done { b.total - b.succeeded } else { 0 }},
+    })
+}
+
+fn anthropic_batch(id: &str, b: &FakeBatch, req: &Captured) -> Value {
+    let done = b.polls_left == 0;
+    let host = req.header("host").unwrap_or("127.0.0.1");
+    json!({
+        "id": id, "type": "message_batch",
+        "processing_status": if done { "ended" } else { "in_progress" },
+        "request_counts": {"processing": if done { 0 } else { b.total },
+                           "succeeded": if done { b.succeeded } else { 0 },
+                           "errored": if done { b.total - b.succeeded } else { 0 },
+                           "canceled": 0, "expired": 0},
+        "ended_at": null, "created_at": "2026-12-01T00:00:00Z",
+        "expires_at": "2026-12-02T00:00:00Z", "cancel_initiated_at": null,
+        "results_url": if done { json!(format!("http://{host}/v1/messages/batches/{id}/results")) } else { Value::Null },
+    })
+}
+
+/// The `purpose` field and the `file` part of a `multipart/form-data` body.
+fn multipart_fields(req: &Captured) -> Result<(Option<String>, Option<String>), String> {
+    let ctype = req.header("content-type").unwrap_or_default();
+    let boundary = ctype
+        .split(';')
+        .find_map(|p| p.trim().strip_prefix("boundary="))
+        .ok_or("not multipart/form-data with a boundary")?;
+    let delim = format!("--{boundary}");
+    let (mut purpose, mut file) = (None, None);
+    for part in req.body.split(&delim).skip(1) {
+        if part.starts_with("--") {
+            break;
+        }
+        let part = part.strip_prefix("\r\n").unwrap_or(part);
+        let (head, content) = part
+            .split_once("\r\n\r\n")
+            .ok_or("a part without headers")?;
+        let content = content.strip_suffix("\r\n").unwrap_or(content).to_string();
+        if head.contains("name=\"purpose\"") {
+            purpose = Some(content);
+        } else if head.contains("name=\"file\"") {
+            file = Some(content);
+        }
+    }
+    Ok((purpose, file))
 }
 
 #[cfg(test)]

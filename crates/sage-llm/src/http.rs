@@ -167,7 +167,23 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        self.send(url, headers, Some(body), who, key_var).await
+        self.send(url, headers, Some((body, "application/json")), who, key_var)
+            .await
+    }
+
+    /// POST `body` with its own content type (a batch file upload is `multipart/form-data`),
+    /// retried like [`Transport::post`].
+    pub async fn post_as(
+        &self,
+        url: &url::Url,
+        headers: &[(&str, String)],
+        body: &[u8],
+        content_type: &str,
+        who: &str,
+        key_var: &str,
+    ) -> Result<HttpOk, LlmError> {
+        self.send(url, headers, Some((body, content_type)), who, key_var)
+            .await
     }
 
     /// GET `url` (a model lookup before any scoring), retrying transient failures like
@@ -186,7 +202,7 @@ impl Transport {
         &self,
         url: &url::Url,
         headers: &[(&str, String)],
-        body: Option<&[u8]>,
+        body: Option<(&[u8], &str)>,
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
@@ -240,16 +256,16 @@ impl Transport {
         &self,
         url: &url::Url,
         headers: &[(&str, String)],
-        body: Option<&[u8]>,
+        body: Option<(&[u8], &str)>,
         who: &str,
         key_var: &str,
     ) -> Result<(u16, Vec<u8>), TryError> {
         let shown = crate::secrets::display_url(url);
         let mut rb = match body {
-            Some(body) => self
+            Some((body, content_type)) => self
                 .client
                 .post(url.clone())
-                .header("content-type", "application/json")
+                .header("content-type", content_type)
                 .body(body.to_vec()),
             None => self.client.get(url.clone()),
         };

@@ -8,6 +8,7 @@
 //! same with its own prompts ([`client::complete_json`]).
 
 pub mod anthropic;
+pub mod batch;
 pub mod client;
 pub mod cost;
 #[cfg(any(test, feature = "fake-server"))]

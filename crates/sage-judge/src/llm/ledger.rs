@@ -129,40 +129,82 @@ impl Ledger {
     /// Store an entry atomically (temporary file in the same folder, then rename).
     pub fn put(&self, entry: &LedgerEntry) -> Result<PathBuf, LedgerError> {
         let path = self.path_of(&entry.key, &entry.id);
-        let dir = path.parent().expect("entry path has a parent");
-        let err = |msg: String| LedgerError {
+        let bytes = serde_json::to_vec_pretty(entry).map_err(|e| LedgerError {
             path: path.display().to_string(),
-            msg,
-        };
-        std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
-        let tmp = dir.join(format!(
-            ".{}.tmp.{}.{}",
-            entry.id,
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        let bytes = serde_json::to_vec_pretty(entry).map_err(|e| err(e.to_string()))?;
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err(e.to_string())
+            msg: e.to_string(),
         })?;
+        write_atomic(&path, &bytes)?;
         Ok(path)
     }
 
-    /// Every entry file (and leftover temporary file) under the ledger.
+    /// Every entry file (and leftover temporary file) under the ledger; the records of
+    /// submitted batches (`batches/`) are not entries.
     fn files(&self) -> impl Iterator<Item = walkdir::DirEntry> {
+        let batches = self.batch_dir();
         walkdir::WalkDir::new(&self.dir)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(move |e| e.path() != batches)
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_file())
+    }
+
+    /// Where the records of submitted provider batches are kept (`DIR/batches/<backend>/`).
+    pub fn batch_dir(&self) -> PathBuf {
+        self.dir.join(BATCH_DIR)
+    }
+
+    fn batch_path(&self, r: &BatchRecord) -> PathBuf {
+        self.batch_dir()
+            .join(component(&r.backend))
+            .join(format!("{}.json", component(&r.batch_id)))
+    }
+
+    /// Store a batch record atomically (it is rewritten when its results are imported).
+    pub fn put_batch(&self, r: &BatchRecord) -> Result<PathBuf, LedgerError> {
+        let path = self.batch_path(r);
+        let bytes = serde_json::to_vec_pretty(r).map_err(|e| LedgerError {
+            path: path.display().to_string(),
+            msg: e.to_string(),
+        })?;
+        write_atomic(&path, &bytes)?;
+        Ok(path)
+    }
+
+    /// Every batch record, in file-name order. A record that cannot be read is an error
+    /// naming its file: it may hold the only link to answers already paid for.
+    pub fn batches(&self) -> Result<Vec<(PathBuf, BatchRecord)>, LedgerError> {
+        let mut out = Vec::new();
+        let dir = self.batch_dir();
+        if !dir.exists() {
+            return Ok(out);
+        }
+        for e in walkdir::WalkDir::new(&dir)
             .sort_by_file_name()
             .into_iter()
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_file())
+        {
+            let name = e.file_name().to_string_lossy();
+            if name.contains(".tmp.") || !name.ends_with(".json") {
+                continue;
+            }
+            let err = |msg: String| LedgerError {
+                path: e.path().display().to_string(),
+                msg,
+            };
+            let bytes = std::fs::read(e.path()).map_err(|x| err(x.to_string()))?;
+            let r: BatchRecord = serde_json::from_slice(&bytes)
+                .map_err(|x| err(format!("not a batch record ({x})")))?;
+            if r.schema != BATCH_SCHEMA {
+                return Err(err(format!(
+                    "schema {:?}, expected {BATCH_SCHEMA}",
+                    r.schema
+                )));
+            }
+            out.push((e.path().to_path_buf(), r));
+        }
+        Ok(out)
     }
 
     /// Counts per backend / model / rubric version.
@@ -250,6 +292,216 @@ impl Ledger {
         }
         Ok(rep)
     }
+}
+
+/// Write `bytes` and a newline to `path` through a temporary file in the same folder and a
+/// rename: a killed run leaves the whole file or none.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
+    let dir = path.parent().expect("ledger paths have a parent");
+    let err = |msg: String| LedgerError {
+        path: path.display().to_string(),
+        msg,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e.to_string())
+    })
+}
+
+/// The folder of batch records inside a ledger.
+pub const BATCH_DIR: &str = "batches";
+/// Schema tag of a batch record.
+pub const BATCH_SCHEMA: &str = "sage.batch/1";
+
+/// One batch submitted to a provider (`sage localize --batch submit`): which calls it
+/// carries, so that `--batch poll` (in any later process) can import its results into the
+/// ledger under exactly the keys they answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchRecord {
+    pub schema: String,
+    pub backend: String,
+    pub model: String,
+    /// The judge's name (`openai:gpt-4o` or the `sage.toml` name).
+    pub judge: String,
+    /// The provider's batch id.
+    pub batch_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file_id: Option<String>,
+    pub submitted_at: u64,
+    /// `submitted` (outstanding), `imported` (results are in the ledger) or `failed` (the
+    /// provider refused the batch; its calls are submitted again).
+    pub state: String,
+    /// The provider's last status line.
+    #[serde(default)]
+    pub detail: String,
+    /// custom_id (the ledger id) → the call it stands for.
+    pub requests: BTreeMap<String, LedgerKey>,
+    /// Answers imported into the ledger.
+    #[serde(default)]
+    pub imported: u64,
+    /// Requests the batch did not answer usably (errored, expired, cancelled, a broken
+    /// envelope): submitted again in the next round.
+    #[serde(default)]
+    pub unanswered: u64,
+}
+
+impl BatchRecord {
+    pub fn outstanding(&self) -> bool {
+        self.state == "submitted"
+    }
+}
+
+/// Two ledgers hold different answers for one call.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeReport {
+    /// Entries written into the output ledger.
+    pub copied: u64,
+    /// Entries present with the same answer in more than one ledger (kept once).
+    pub identical: u64,
+    /// Batch records copied.
+    pub batches: u64,
+}
+
+/// The entries of a ledger by id; an unreadable entry is an error naming its file (a merge
+/// must not drop an answer silently).
+fn entries_of(l: &Ledger) -> Result<Vec<(PathBuf, LedgerEntry)>, LedgerError> {
+    let mut out = Vec::new();
+    if !l.dir.exists() {
+        return Ok(out);
+    }
+    for f in l.files() {
+        let name = f.file_name().to_string_lossy();
+        if name.contains(".tmp.") || !name.ends_with(".json") {
+            continue;
+        }
+        let err = |msg: String| LedgerError {
+            path: f.path().display().to_string(),
+            msg,
+        };
+        let bytes = std::fs::read(f.path()).map_err(|e| err(e.to_string()))?;
+        let e: LedgerEntry = serde_json::from_slice(&bytes).map_err(|e| {
+            err(format!(
+                "not a ledger entry ({e}); `sage cache prune --unreadable` removes it"
+            ))
+        })?;
+        if e.id != e.key.id() {
+            return Err(err("its id does not match its key".into()));
+        }
+        out.push((f.path().to_path_buf(), e));
+    }
+    Ok(out)
+}
+
+/// Merge the ledgers of shards into `out` (which may already hold entries). Two entries
+/// for the same call (same backend, model, rubric version, prompt hash, run and attempt)
+/// must carry the same answer; if any pair differs nothing is written and every conflict is
+/// named. Batch records are copied alike.
+pub fn merge(inputs: &[Ledger], out: &Ledger) -> Result<MergeReport, MergeError> {
+    let mut rep = MergeReport::default();
+    // id → (where it came from, entry); the output's own entries first
+    let mut seen: BTreeMap<String, (String, LedgerEntry)> = BTreeMap::new();
+    for (_, e) in entries_of(out)? {
+        seen.insert(e.id.clone(), (out.dir.display().to_string(), e));
+    }
+    let mut conflicts = Vec::new();
+    let mut to_copy: Vec<LedgerEntry> = Vec::new();
+    for l in inputs {
+        for (path, e) in entries_of(l)? {
+            match seen.get(&e.id) {
+                Some((from, prev)) => {
+                    if prev.response == e.response && prev.key == e.key {
+                        rep.identical += 1;
+                    } else {
+                        conflicts.push(format!(
+                            "{} and {} answer the same call differently ({}/{}/{}, prompt {}, run {}, attempt {}; entry {})",
+                            from,
+                            path.display(),
+                            e.key.backend,
+                            e.key.model,
+                            e.key.rubric_version,
+                            &e.key.prompt_hash[..e.key.prompt_hash.len().min(12)],
+                            e.key.run,
+                            e.key.attempt,
+                            e.id
+                        ));
+                    }
+                }
+                None => {
+                    seen.insert(e.id.clone(), (path.display().to_string(), e.clone()));
+                    to_copy.push(e);
+                }
+            }
+        }
+    }
+    let mut records: BTreeMap<PathBuf, BatchRecord> = BTreeMap::new();
+    for (_, r) in out.batches()? {
+        records.insert(out.batch_path(&r), r);
+    }
+    let mut new_records = Vec::new();
+    for l in inputs {
+        for (path, r) in l.batches()? {
+            let dest = out.batch_path(&r);
+            match records.get(&dest) {
+                Some(prev) if *prev == r => {}
+                Some(_) => conflicts.push(format!(
+                    "batch {} has different records in two ledgers (one is {})",
+                    r.batch_id,
+                    path.display()
+                )),
+                None => {
+                    records.insert(dest, r.clone());
+                    new_records.push(r);
+                }
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        let n = conflicts.len();
+        conflicts.truncate(5);
+        return Err(MergeError::Conflict(format!(
+            "{n} conflicting entr{} (nothing written): {}{}; the shards judged the same call \
+             twice with different answers: keep one ledger's answer by pruning the other (`sage cache prune`) \
+             or merge without it",
+            if n == 1 { "y" } else { "ies" },
+            conflicts.join("; "),
+            if n > 5 { "; ..." } else { "" }
+        )));
+    }
+    for e in to_copy {
+        out.put(&e)?;
+        rep.copied += 1;
+    }
+    for r in new_records {
+        out.put_batch(&r)?;
+        rep.batches += 1;
+    }
+    Ok(rep)
 }
 
 fn remove_empty_dirs(dir: &Path) {

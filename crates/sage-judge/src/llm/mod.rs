@@ -138,6 +138,7 @@ pub enum Lookup {
     /// Not found: this body would have to be sent; `id` is its ledger id / batch custom_id.
     Miss {
         id: String,
+        key: LedgerKey,
         body: Vec<u8>,
         context: Option<crate::ContextUse>,
     },
@@ -450,21 +451,9 @@ impl LlmJudge {
         }
         let id = key.id();
         if let Some(bytes) = self.parts.imports.as_ref().and_then(|m| m.get(&id)) {
-            if let Ok(p) = self.parse(bytes) {
+            if let Ok((p, entry)) = self.batch_entry(key.clone(), bytes) {
                 self.parts.stats.batch_hits.fetch_add(1, Ordering::Relaxed);
                 if let Some(l) = &self.parts.ledger {
-                    let entry = LedgerEntry {
-                        schema: LEDGER_SCHEMA.into(),
-                        id: id.clone(),
-                        key,
-                        source: "batch".into(),
-                        response: scrubbed(String::from_utf8_lossy(bytes)),
-                        usage: p.usage,
-                        cost_usd: self.s.price.map(|pr| pr.cost(&p.usage)),
-                        latency_ms: 0,
-                        http_retries: 0,
-                        recorded_at: ledger::now_secs(),
-                    };
                     if let Err(e) = l.put(&entry) {
                         return Lookup::Stored(Err(JudgeError::Fatal(e.to_string())));
                     }
@@ -472,7 +461,44 @@ impl LlmJudge {
                 return Lookup::Stored(self.answer(p, hash, context));
             }
         }
-        Lookup::Miss { id, body, context }
+        Lookup::Miss {
+            id,
+            key,
+            body,
+            context,
+        }
+    }
+
+    /// The ledger entry of a batch answer to the call `key`: the body is scrubbed and parsed
+    /// exactly as a live answer is (`Err` for an envelope that holds no answer at all, which
+    /// is never stored, as online). The cost is the batch price, half the live one.
+    pub fn batch_entry(
+        &self,
+        key: LedgerKey,
+        bytes: &[u8],
+    ) -> Result<(ParsedResponse, LedgerEntry), String> {
+        let p = self.parse(bytes)?;
+        let entry = LedgerEntry {
+            schema: LEDGER_SCHEMA.into(),
+            id: key.id(),
+            key,
+            source: "batch".into(),
+            response: scrubbed(String::from_utf8_lossy(bytes)),
+            usage: p.usage,
+            cost_usd: self
+                .s
+                .price
+                .map(|pr| pr.cost(&p.usage) * sage_llm::batch::BATCH_PRICE_FACTOR),
+            latency_ms: 0,
+            http_retries: 0,
+            recorded_at: ledger::now_secs(),
+        };
+        Ok((p, entry))
+    }
+
+    /// The session's ledger (batch records live in it).
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.parts.ledger.as_ref()
     }
 
     async fn call(&self, req: &TurnRequest<'_>, call: CallInfo) -> Result<JudgeAnswer, JudgeError> {
@@ -480,7 +506,9 @@ impl LlmJudge {
         for _ in 0..2 {
             let (id, body, context) = match self.lookup(req, call) {
                 Lookup::Stored(a) => return a,
-                Lookup::Miss { id, body, context } => (id, body, context),
+                Lookup::Miss {
+                    id, body, context, ..
+                } => (id, body, context),
             };
             match self.send(req, call, id, body, context).await {
                 Err(JudgeError::Invalid(m))

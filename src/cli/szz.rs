@@ -285,6 +285,14 @@ fn print_table(fix: &str, results: &[SzzResult]) {
     }
     println!("{t}");
     for r in results {
+        // the agent's answer rests on its root cause: show the one it used
+        if let Some(rc) = r.agent.as_ref().and_then(|a| a.root_cause.as_ref()) {
+            println!("root cause [{}]: {}", r.variant.label(), rc.summary);
+            println!("  keywords: {}", rc.keywords.join(", "));
+            if !rc.guards.is_empty() {
+                println!("  guards: {}", rc.guards.join(", "));
+            }
+        }
         for n in &r.notes {
             println!("note [{}]: {n}", r.variant.label());
         }

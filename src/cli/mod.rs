@@ -76,8 +76,38 @@ const VERSION: &str = concat!(
                   processed and written); 2 usage or fatal error."
 )]
 pub struct Cli {
+    /// Only results and errors: no progress bars, notes or summaries on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Per-case detail and warnings on stderr (e.g. one line per case and variant of
+    /// `sage szz eval`).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How much a run says on stderr besides results and errors: -1 quiet, 0 default, 1 verbose.
+static VERBOSITY: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);
+
+/// `-q`: only results and errors.
+pub fn quiet() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) < 0
+}
+
+/// `-v`: per-case detail and warnings too.
+pub fn verbose() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// A note on stderr (not a result, not an error): silent under `-q`.
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::cli::quiet() {
+            eprintln!($($t)*);
+        }
+    };
 }
 
 #[derive(Subcommand, Debug)]
@@ -128,6 +158,10 @@ pub fn run() -> ExitStatus {
     sage_llm::secrets::register_env_secrets(std::env::vars_os());
     input_limits();
     let cli = Cli::parse();
+    VERBOSITY.store(
+        if cli.quiet { -1 } else { i8::from(cli.verbose) },
+        std::sync::atomic::Ordering::Relaxed,
+    );
     data_overrides();
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),

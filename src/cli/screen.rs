@@ -168,7 +168,20 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             }
         }
     }
-    let mut report = sage_screen::screen(&units, &opts);
+    let bar = super::judges::Bar::labelled("cases", false, None);
+    let mut report = sage_screen::screen_with(
+        &units,
+        &opts,
+        bar.as_ref().map(|b| b as &dyn sage_screen::Progress),
+    );
+    if let Some(b) = &bar {
+        sage_judge::concurrent::Progress::finish(b);
+    }
+    if super::verbose() {
+        for c in &report.cases {
+            eprintln!("sage screen: {}: {:?}", c.id, c.status);
+        }
+    }
     sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);
     report.errors = errors;
     let text = match a.format {

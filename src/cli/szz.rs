@@ -348,20 +348,37 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         None => HashMap::new(),
     };
     let oracle = a.opts.oracle()?;
+    // a bar with the total (fixes present × variants) and ETA on a terminal; the per-case
+    // line with --progress or -v (above the bar when there is one)
+    let bar = super::judges::Bar::labelled("cases × variants", false, None);
+    if let Some(b) = &bar {
+        let total = sage_szz::eval::planned(&ds, &a.repos, a.limit) * variants.len();
+        sage_judge::concurrent::Progress::start(b, total as u64);
+    }
+    let lines = a.progress || super::verbose();
     let progress = |r: &CaseResult| {
-        eprintln!(
-            "{} {} {} {}: {} predicted, {} hit(s){}",
-            r.id,
-            r.repo,
-            short(&r.fix),
-            r.variant.label(),
-            r.predicted.len(),
-            r.hits,
-            match &r.status {
-                CaseStatus::Failed { error } => format!(" FAILED: {error}"),
-                _ => String::new(),
+        if lines {
+            let line = format!(
+                "{} {} {} {}: {} predicted, {} hit(s){}",
+                r.id,
+                r.repo,
+                short(&r.fix),
+                r.variant.label(),
+                r.predicted.len(),
+                r.hits,
+                match &r.status {
+                    CaseStatus::Failed { error } => format!(" FAILED: {error}"),
+                    _ => String::new(),
+                }
+            );
+            match &bar {
+                Some(b) => b.println(&line),
+                None => eprintln!("{line}"),
             }
-        )
+        }
+        if let Some(b) = &bar {
+            sage_judge::concurrent::Progress::advance(b, 1);
+        }
     };
     let cfg = EvalConfig {
         variants,
@@ -370,9 +387,16 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         descriptions,
         oracle: Some(oracle.as_ref()),
         limit: a.limit,
-        progress: if a.progress { Some(&progress) } else { None },
+        progress: if lines || bar.is_some() {
+            Some(&progress)
+        } else {
+            None
+        },
     };
     let report = sage_szz::eval::evaluate(&ds, &a.repos, &cfg);
+    if let Some(b) = &bar {
+        sage_judge::concurrent::Progress::finish(b);
+    }
     for p in &report.problems {
         eprintln!("problem: {p}");
     }

@@ -79,6 +79,9 @@ pub struct AgreeArgs {
     pub confidence: f64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -461,14 +464,15 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
             },
         );
     }
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&Value::Object(out))?),
-        Format::Table => print_table(&out),
-    }
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&Value::Object(out))? + "\n",
+        Format::Table => table(&out),
+    };
+    super::print_or_write(args.output.as_deref(), &text)?;
     Ok(())
 }
 
-fn print_table(out: &serde_json::Map<String, Value>) {
+fn table(out: &serde_json::Map<String, Value>) -> String {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     let show = |v: &Value| match v {
@@ -507,5 +511,5 @@ fn print_table(out: &serde_json::Map<String, Value>) {
         }
         t.add_row(vec![k.clone(), show(v)]);
     }
-    println!("{t}");
+    format!("{t}\n")
 }

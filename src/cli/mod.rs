@@ -426,6 +426,17 @@ pub fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
     })
 }
 
+/// A command's result: printed, or with `-o FILE` written whole to FILE (never half-written).
+pub fn print_or_write(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::io::Write as _;
+    match output {
+        Some(p) => sage_pipeline::report::write_atomic(p, text.as_bytes())
+            .with_context(|| format!("writing {}", p.display())),
+        None => Ok(std::io::stdout().write_all(text.as_bytes())?),
+    }
+}
+
 /// `--format table|json` of a command whose table is for people.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TableOrJson {

@@ -6,6 +6,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use sage_szz::eval::{CaseResult, CaseStatus, EvalConfig};
 use sage_szz::{self, git::short, Options, SzzResult, Variant};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,6 +51,9 @@ pub struct EvalArgs {
     pub progress: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub opts: VariantOpts,
 }
@@ -73,6 +77,9 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -175,6 +182,9 @@ pub struct RunArgs {
     pub cve: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub opts: VariantOpts,
 }
@@ -217,6 +227,7 @@ pub fn parse_variants(list: &[String]) -> Result<Vec<Variant>> {
 }
 
 fn run_one(a: RunArgs) -> Result<i32> {
+    let mut o = String::new();
     let (Some(repo), Some(fix)) = (a.repo.as_ref(), a.fix.as_ref()) else {
         anyhow::bail!("--repo and --fix are required (or use `sage szz eval`)");
     };
@@ -244,15 +255,16 @@ fn run_one(a: RunArgs) -> Result<i32> {
                 "fix": fix,
                 "results": results,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            _ = writeln!(o, "{}", serde_json::to_string_pretty(&out)?);
         }
-        Format::Table => print_table(&fix, &results),
+        Format::Table => print_table(&mut o, &fix, &results),
     }
+    super::print_or_write(a.output.as_deref(), &o)?;
     Ok(if failed { 1 } else { 0 })
 }
 
-fn print_table(fix: &str, results: &[SzzResult]) {
-    println!("fix {fix}");
+fn print_table(o: &mut String, fix: &str, results: &[SzzResult]) {
+    _ = writeln!(o, "fix {fix}");
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
@@ -283,20 +295,21 @@ fn print_table(fix: &str, results: &[SzzResult]) {
             ]);
         }
     }
-    println!("{t}");
+    _ = writeln!(o, "{t}");
     for r in results {
         // the agent's answer rests on its root cause: show the one it used
         if let Some(rc) = r.agent.as_ref().and_then(|a| a.root_cause.as_ref()) {
-            println!("root cause [{}]: {}", r.variant.label(), rc.summary);
-            println!("  keywords: {}", rc.keywords.join(", "));
+            _ = writeln!(o, "root cause [{}]: {}", r.variant.label(), rc.summary);
+            _ = writeln!(o, "  keywords: {}", rc.keywords.join(", "));
             if !rc.guards.is_empty() {
-                println!("  guards: {}", rc.guards.join(", "));
+                _ = writeln!(o, "  guards: {}", rc.guards.join(", "));
             }
         }
         for n in &r.notes {
-            println!("note [{}]: {n}", r.variant.label());
+            _ = writeln!(o, "note [{}]: {n}", r.variant.label());
         }
-        println!(
+        _ = writeln!(
+            o,
             "{}: {} candidate(s), {} git calls, {} ms",
             r.variant.label(),
             r.candidates.len(),
@@ -337,6 +350,7 @@ fn load_dataset(
 }
 
 fn run_eval(a: EvalArgs) -> Result<i32> {
+    let mut o = String::new();
     let variants = parse_variants(&a.variant)?;
     if !a.repos.is_dir() {
         anyhow::bail!("--repos {}: not a directory", a.repos.display());
@@ -405,7 +419,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         .iter()
         .any(|c| matches!(c.status, CaseStatus::Failed { .. }));
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => _ = writeln!(o, "{}", serde_json::to_string_pretty(&report)?),
         Format::Table => {
             let mut cases = Table::new();
             cases.load_preset(UTF8_FULL_CONDENSED);
@@ -443,7 +457,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
                     },
                 ]);
             }
-            println!("{cases}");
+            _ = writeln!(o, "{cases}");
             let mut t = Table::new();
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
@@ -480,13 +494,14 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
                     s.median_ms.to_string(),
                 ]);
             }
-            println!("{t}");
-            println!(
+            _ = writeln!(o, "{t}");
+            _ = writeln!(o,
                 "dataset {} ({}): {} fixes, {} run, {} skipped; precision = TP/|predicted|, recall = TP/|oracle| over (repo, fix, inducing) pairs (Rosa et al.)",
                 report.dataset, report.format, report.fixes_in_dataset, report.fixes_run, report.fixes_skipped
             );
             if !report.missing_repos.is_empty() {
-                println!(
+                _ = writeln!(
+                    o,
                     "skipped (repository not under {}): {}",
                     a.repos.display(),
                     report.missing_repos.join(", ")
@@ -494,10 +509,12 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
             }
         }
     }
+    super::print_or_write(a.output.as_deref(), &o)?;
     Ok(if failed { 1 } else { 0 })
 }
 
 fn run_bench(a: BenchArgs) -> Result<i32> {
+    let mut o = String::new();
     let mut jobs: Vec<(PathBuf, String)> = Vec::new();
     if let Some(repo) = &a.repo {
         for f in &a.fix {
@@ -540,7 +557,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
                 .iter()
                 .map(|(r, row)| serde_json::json!({"repo": r, "row": row}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            _ = writeln!(o, "{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Table => {
             let mut t = Table::new();
@@ -573,8 +590,9 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
                     r.git_calls.to_string(),
                 ]);
             }
-            println!("{t}");
+            _ = writeln!(o, "{t}");
             if rows.is_empty() {
+                super::print_or_write(a.output.as_deref(), &o)?;
                 return Ok(1);
             }
             let mut b: Vec<f64> = rows.iter().map(|(_, r)| r.bszz_ms).collect();
@@ -583,7 +601,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
             p.sort_by(f64::total_cmp);
             let sb: f64 = b.iter().sum();
             let sp: f64 = p.iter().sum();
-            println!(
+            _ = writeln!(o,
                 "{} case(s): B-SZZ median {:.1} ms (total {:.0} ms); plain git blame median {:.1} ms (total {:.0} ms); total ratio {:.2}",
                 rows.len(),
                 b[b.len() / 2],
@@ -594,5 +612,6 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
             );
         }
     }
+    super::print_or_write(a.output.as_deref(), &o)?;
     Ok(if failed { 1 } else { 0 })
 }

@@ -234,3 +234,59 @@ fn screen_draws_a_progress_bar_with_totals_only_on_a_terminal() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("ETA"));
 }
+
+/// `-o FILE` on the commands that print a result and lacked it: agree, szz, explain (which
+/// also takes `--format json`).
+#[test]
+fn agree_szz_and_explain_write_their_result_with_o() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("agree.json");
+    sage()
+        .args([
+            "agree",
+            "tests/data/agree/krippendorff2011.csv",
+            "--metric",
+            "alpha",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert!(v.is_object() && !v.as_object().unwrap().is_empty(), "{v}");
+
+    let f = d.path().join("explain.json");
+    sage()
+        .args([
+            "explain",
+            "corpora/ag2-fig1a-aes-ecb",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(v[0]["case_id"], "ag2-fig1a-aes-ecb", "{v}");
+
+    // szz on a one-commit-fix repository
+    let mut r = super::szz::Repo::new();
+    let a = r.commit_file("m.c", "int a;\nint b;\n", "add");
+    let fix = r.commit_file("m.c", "int a;\nint c;\n", "fix");
+    let f = d.path().join("szz.txt");
+    sage()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix, "-o"])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let t = std::fs::read_to_string(&f).unwrap();
+    assert!(t.contains(&a[..12]) && t.contains("B-SZZ"), "{t}");
+}

@@ -216,7 +216,7 @@ impl RatingsCsv {
     }
 }
 
-pub fn run(args: AgreeArgs) -> i32 {
+pub fn run(args: AgreeArgs) -> Result<super::ExitStatus> {
     // Usage errors (exit 2) before touching the file.
     let weights = args.weights.unwrap_or(WeightsArg::Unweighted);
     let usage = if args.weights.is_some() && matches!(args.metric, Metric::Alpha | Metric::Fleiss) {
@@ -245,13 +245,13 @@ pub fn run(args: AgreeArgs) -> i32 {
     };
     if let Some(msg) = usage {
         eprintln!("error: {msg}");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
     match run_inner(&args) {
-        Ok(()) => 0,
+        Ok(()) => Ok(super::ExitStatus::Ok),
         Err(e) => {
             eprintln!("error: {e:#}");
-            1
+            Ok(super::ExitStatus::InputFailed)
         }
     }
 }

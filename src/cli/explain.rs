@@ -34,7 +34,7 @@ pub struct Args {
     pub judge_flags: JudgeFlags,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {

@@ -12,7 +12,7 @@ use std::path::Path;
 /// What to do after [`before_run`].
 pub enum Before {
     /// Stop with this exit code (a batch export was written).
-    Exit(i32),
+    Exit(super::ExitStatus),
     /// Run.
     Go,
 }

@@ -57,7 +57,7 @@ pub enum Format {
     Json,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     // Nothing to localize is a usage error, found before any judge is built or any result
     // file touched: an empty run must not replace the results of a real one.
     match sage_trace::case::discover_with(&a.dir, a.follow_links) {

@@ -23,8 +23,9 @@ use clap::{Parser, Subcommand};
 mod adapters;
 mod normalize;
 
-/// How a subcommand ended; the process exit status is its code. Every subcommand's result
-/// goes through it (`run`), so the three meanings are the same everywhere.
+/// How a subcommand ended; the process exit status is its code. Every subcommand returns
+/// `anyhow::Result<ExitStatus>` (an error is `Fatal`), so the three meanings are typed from
+/// the subcommand to the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatus {
     /// Every input processed.
@@ -41,23 +42,21 @@ impl ExitStatus {
     }
 }
 
-impl From<i32> for ExitStatus {
-    /// A subcommand's code; anything unknown is fatal, never success.
-    fn from(code: i32) -> Self {
-        match code {
-            0 => ExitStatus::Ok,
-            1 => ExitStatus::InputFailed,
-            _ => ExitStatus::Fatal,
-        }
+/// Every input processed.
+pub const EXIT_OK: ExitStatus = ExitStatus::Ok;
+/// Some inputs failed; results for the rest were still produced.
+pub const EXIT_INPUT_FAILED: ExitStatus = ExitStatus::InputFailed;
+/// Usage error or nothing could be done.
+pub const EXIT_FATAL: ExitStatus = ExitStatus::Fatal;
+
+/// `ExitStatus::InputFailed` when `failed`, else `ExitStatus::Ok`.
+pub fn failed_if(failed: bool) -> ExitStatus {
+    if failed {
+        ExitStatus::InputFailed
+    } else {
+        ExitStatus::Ok
     }
 }
-
-/// Every input processed.
-pub const EXIT_OK: i32 = ExitStatus::Ok as i32;
-/// Some inputs failed; results for the rest were still produced.
-pub const EXIT_INPUT_FAILED: i32 = ExitStatus::InputFailed as i32;
-/// Usage error or nothing could be done.
-pub const EXIT_FATAL: i32 = ExitStatus::Fatal as i32;
 
 /// `sage --version`: the package version and the commit it was built from.
 const VERSION: &str = concat!(
@@ -172,18 +171,18 @@ pub fn run() -> ExitStatus {
         Command::View(a) => view::run(a),
         Command::Confirm(a) => confirm::run(a),
         Command::Study(a) => study::run(a),
-        Command::Agree(a) => Ok(agree::run(a)),
-        Command::Szz(a) => Ok(szz::run(a)),
+        Command::Agree(a) => agree::run(a),
+        Command::Szz(a) => szz::run(a),
         Command::Cache(a) => cache::run(a),
-        Command::Adapters(a) => Ok(adapters::run(a)),
-        Command::Normalize(a) => Ok(normalize::run(a)),
+        Command::Adapters(a) => adapters::run(a),
+        Command::Normalize(a) => normalize::run(a),
         Command::MergeShards(a) => shards::run(a),
-        Command::Reliability(a) => Ok(reliability::run(a)),
+        Command::Reliability(a) => reliability::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
     };
     match result {
-        Ok(code) => ExitStatus::from(code),
+        Ok(status) => status,
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitStatus::Ok;

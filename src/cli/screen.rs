@@ -92,7 +92,7 @@ fn default_bandit() -> BanditMode {
         .map_or(BanditMode::Auto, BanditMode::Path)
 }
 
-pub fn run(a: ScreenArgs) -> Result<i32> {
+pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
     let rules = match &a.rules {
         None => sage_screen::l3::Rules::builtin(),
         Some(p) => {
@@ -196,7 +196,11 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             .with_context(|| format!("cannot write {}", p.display()))?,
         None => print!("{}", sage_llm::secrets::scrub(&text)),
     }
-    Ok(if report.errors.is_empty() { 0 } else { 1 })
+    Ok(if report.errors.is_empty() {
+        super::ExitStatus::Ok
+    } else {
+        super::ExitStatus::InputFailed
+    })
 }
 
 fn render_table(r: &Report) -> String {

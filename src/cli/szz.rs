@@ -189,27 +189,27 @@ pub struct RunArgs {
     pub opts: VariantOpts,
 }
 
-pub fn run(args: SzzArgs) -> i32 {
+pub fn run(args: SzzArgs) -> Result<super::ExitStatus> {
     match args.sub {
         None => match run_one(args.run) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Eval(a)) => match run_eval(a) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz eval: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Bench(a)) => match run_bench(a) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz bench: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
     }
@@ -226,7 +226,7 @@ pub fn parse_variants(list: &[String]) -> Result<Vec<Variant>> {
     Ok(out)
 }
 
-fn run_one(a: RunArgs) -> Result<i32> {
+fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
     let mut o = String::new();
     let (Some(repo), Some(fix)) = (a.repo.as_ref(), a.fix.as_ref()) else {
         anyhow::bail!("--repo and --fix are required (or use `sage szz eval`)");
@@ -260,7 +260,11 @@ fn run_one(a: RunArgs) -> Result<i32> {
         Format::Table => print_table(&mut o, &fix, &results),
     }
     super::print_or_write(a.output.as_deref(), &o)?;
-    Ok(if failed { 1 } else { 0 })
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }
 
 fn print_table(o: &mut String, fix: &str, results: &[SzzResult]) {
@@ -349,7 +353,7 @@ fn load_dataset(
     Ok(sage_szz::dataset::load(path, map.as_ref())?)
 }
 
-fn run_eval(a: EvalArgs) -> Result<i32> {
+fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
     let mut o = String::new();
     let variants = parse_variants(&a.variant)?;
     if !a.repos.is_dir() {
@@ -510,10 +514,14 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         }
     }
     super::print_or_write(a.output.as_deref(), &o)?;
-    Ok(if failed { 1 } else { 0 })
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }
 
-fn run_bench(a: BenchArgs) -> Result<i32> {
+fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
     let mut o = String::new();
     let mut jobs: Vec<(PathBuf, String)> = Vec::new();
     if let Some(repo) = &a.repo {
@@ -593,7 +601,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
             _ = writeln!(o, "{t}");
             if rows.is_empty() {
                 super::print_or_write(a.output.as_deref(), &o)?;
-                return Ok(1);
+                return Ok(super::ExitStatus::InputFailed);
             }
             let mut b: Vec<f64> = rows.iter().map(|(_, r)| r.bszz_ms).collect();
             let mut p: Vec<f64> = rows.iter().map(|(_, r)| r.blame_ms).collect();
@@ -613,5 +621,9 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
         }
     }
     super::print_or_write(a.output.as_deref(), &o)?;
-    Ok(if failed { 1 } else { 0 })
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }

@@ -35,21 +35,21 @@ pub enum Format {
     Json,
 }
 
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     if let Some(Action::Detect { files }) = &args.action {
-        return detect(files, args.format);
+        return Ok(detect(files, args.format));
     }
     if let Some(name) = &args.show {
         return match EMBEDDED_MAPPINGS.iter().find(|(n, _)| n == name) {
             Some((_, text)) => {
                 print!("{text}");
-                0
+                Ok(super::ExitStatus::Ok)
             }
             None => {
                 eprintln!(
                     "error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
                 );
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         };
     }
@@ -80,19 +80,19 @@ pub fn run(args: Args) -> i32 {
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
     }
-    0
+    Ok(super::ExitStatus::Ok)
 }
 
-fn detect(files: &[std::path::PathBuf], format: Format) -> i32 {
+fn detect(files: &[std::path::PathBuf], format: Format) -> super::ExitStatus {
     let reg = sage_adapters::registry();
-    let mut rc = 0;
+    let mut rc = super::ExitStatus::Ok;
     let mut all = Vec::new();
     for f in files {
         let name = f.display().to_string();
         match sage_adapters::detect::detect_file(&reg, f, &name) {
             Ok(d) => {
                 if d.verdict().is_err() {
-                    rc = 1;
+                    rc = super::ExitStatus::InputFailed;
                 }
                 match format {
                     Format::Table => print!("{}", d.report()),
@@ -101,7 +101,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> i32 {
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                rc = 1;
+                rc = super::ExitStatus::InputFailed;
             }
         }
     }

@@ -79,6 +79,9 @@ pub struct AgreeArgs {
     pub confidence: f64,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,7 +216,7 @@ impl RatingsCsv {
     }
 }
 
-pub fn run(args: AgreeArgs) -> i32 {
+pub fn run(args: AgreeArgs) -> Result<super::ExitStatus> {
     // Usage errors (exit 2) before touching the file.
     let weights = args.weights.unwrap_or(WeightsArg::Unweighted);
     let usage = if args.weights.is_some() && matches!(args.metric, Metric::Alpha | Metric::Fleiss) {
@@ -242,13 +245,13 @@ pub fn run(args: AgreeArgs) -> i32 {
     };
     if let Some(msg) = usage {
         eprintln!("error: {msg}");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
     match run_inner(&args) {
-        Ok(()) => 0,
+        Ok(()) => Ok(super::ExitStatus::Ok),
         Err(e) => {
             eprintln!("error: {e:#}");
-            1
+            Ok(super::ExitStatus::InputFailed)
         }
     }
 }
@@ -461,14 +464,15 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
             },
         );
     }
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&Value::Object(out))?),
-        Format::Table => print_table(&out),
-    }
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&Value::Object(out))? + "\n",
+        Format::Table => table(&out),
+    };
+    super::print_or_write(args.output.as_deref(), &text)?;
     Ok(())
 }
 
-fn print_table(out: &serde_json::Map<String, Value>) {
+fn table(out: &serde_json::Map<String, Value>) -> String {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     let show = |v: &Value| match v {
@@ -507,5 +511,5 @@ fn print_table(out: &serde_json::Map<String, Value>) {
         }
         t.add_row(vec![k.clone(), show(v)]);
     }
-    println!("{t}");
+    format!("{t}\n")
 }

@@ -74,7 +74,7 @@ pub fn read_results(path: &Path) -> anyhow::Result<sage_pipeline::results::Resul
     sage_pipeline::results::ResultSet::read(path).map_err(anyhow::Error::msg)
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     match a.action {
         Action::Export {
             results,

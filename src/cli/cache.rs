@@ -64,7 +64,7 @@ pub enum CacheAction {
     },
 }
 
-pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
+pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
     let ledger = Ledger::new(&args.ledger);
     match args.action {
         CacheAction::Merge { ledgers, out } => {
@@ -115,7 +115,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
                         "unreadable": st.unreadable,
                     }))?
                 );
-                return Ok(0);
+                return Ok(super::ExitStatus::Ok);
             }
             let mut t = Table::new();
             t.set_header(vec![
@@ -158,7 +158,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
                     st.temp_files, st.unreadable
                 );
             }
-            Ok(0)
+            Ok(super::ExitStatus::Ok)
         }
         CacheAction::Prune {
             all,
@@ -186,7 +186,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
                     "sage cache prune: say what to remove (--all, --backend, --model, --rubric-version, \
                      --keep-rubric-version, --older-than-days, --unreadable)"
                 );
-                return Ok(2);
+                return Ok(super::ExitStatus::Fatal);
             }
             let r = ledger.prune(&f)?;
             out.emit(
@@ -206,7 +206,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<i32> {
                     })
                 },
             )?;
-            Ok(0)
+            Ok(super::ExitStatus::Ok)
         }
     }
 }

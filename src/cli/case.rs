@@ -128,7 +128,7 @@ pub struct ShowArgs {
     pub diff: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     Ok(match a.command {
         Sub::Init(i) => run_init(i),
         Sub::Check(c) => run_check(c),
@@ -136,7 +136,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     })
 }
 
-fn run_init(a: InitArgs) -> i32 {
+fn run_init(a: InitArgs) -> super::ExitStatus {
     let baseline = match (&a.baseline_from, &a.baseline_dir) {
         (Some(g), _) => match init::BaselineSource::parse_git(g) {
             Ok(b) => Some(b),
@@ -230,7 +230,7 @@ fn run_init(a: InitArgs) -> i32 {
     }
 }
 
-fn run_check(a: CheckArgs) -> i32 {
+fn run_check(a: CheckArgs) -> super::ExitStatus {
     let mut dirs = Vec::new();
     let mut failed = false;
     for p in &a.cases {
@@ -286,7 +286,7 @@ fn run_check(a: CheckArgs) -> i32 {
     }
 }
 
-fn run_show(a: ShowArgs) -> i32 {
+fn run_show(a: ShowArgs) -> super::ExitStatus {
     let at = match (a.write, a.at) {
         (Some(n), _) => show::At::Write(n),
         (None, Some(t)) => show::At::Turn(t),

@@ -19,7 +19,7 @@ pub struct ManArgs {
     pub output: Option<PathBuf>,
 }
 
-pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
+pub fn completions(a: CompletionsArgs) -> anyhow::Result<super::ExitStatus> {
     let mut cmd = super::Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "sage", &mut out);
@@ -27,7 +27,7 @@ pub fn completions(a: CompletionsArgs) -> anyhow::Result<i32> {
     Ok(super::EXIT_OK)
 }
 
-pub fn man(a: ManArgs) -> anyhow::Result<i32> {
+pub fn man(a: ManArgs) -> anyhow::Result<super::ExitStatus> {
     let mut out = Vec::new();
     clap_mangen::Man::new(super::Cli::command()).render(&mut out)?;
     match &a.output {

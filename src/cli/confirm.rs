@@ -69,12 +69,12 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
-fn input(e: ConfirmError) -> Result<i32> {
+fn input(e: ConfirmError) -> Result<super::ExitStatus> {
     eprintln!("sage: error: {e}");
     Ok(super::EXIT_INPUT_FAILED)
 }
 
-pub fn run(a: Args) -> Result<i32> {
+pub fn run(a: Args) -> Result<super::ExitStatus> {
     match a.command {
         Cmd::Export(x) => {
             let text = std::fs::read_to_string(&x.screen)

@@ -19,9 +19,11 @@ pub struct Args {
     /// Use this lexicon file instead of the embedded one.
     #[arg(long, value_name = "FILE")]
     pub lexicon: Option<PathBuf>,
-    /// Print the case's results as JSON instead.
-    #[arg(long)]
+    /// The same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub out: super::OutputArgs,
     /// Show the task, each turn's text and each diff whole (default: a few lines each).
     #[arg(long)]
     pub full: bool,
@@ -32,7 +34,7 @@ pub struct Args {
     pub judge_flags: JudgeFlags,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {
@@ -59,8 +61,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     for p in &out.problems {
         eprintln!("sage: problem: {}", scrub(&p.message));
     }
-    if a.json {
-        print!("{}", sage_pipeline::report::pretty(&out.results));
+    let mut text = String::new();
+    if a.json || a.out.format == super::TableOrJson::Json {
+        text = sage_pipeline::report::pretty(&out.results);
     } else {
         let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };
@@ -72,12 +75,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     task: &p.case.task().description,
                     history: &p.history,
                 });
-            print!(
-                "{}",
-                scrub(&sage_pipeline::report::explain(r, context, fold))
-            );
+            text.push_str(&scrub(&sage_pipeline::report::explain(r, context, fold)));
         }
     }
+    super::print_or_write(a.out.output.as_deref(), &text)?;
     Ok(if out.skipped.is_none() && out.problems.is_empty() {
         EXIT_OK
     } else {

@@ -21,7 +21,7 @@ pub enum BatchMode {
 /// What to do after [`before_run`].
 pub enum Before {
     /// Stop with this exit code (a batch export was written).
-    Exit(i32),
+    Exit(super::ExitStatus),
     /// Run.
     Go,
 }
@@ -117,7 +117,7 @@ pub fn before_run(
         return Ok(Before::Exit(super::EXIT_OK));
     }
     for line in session.forecast(llm, &items).to_string().lines() {
-        eprintln!("sage: {}", sage_llm::secrets::scrub(line));
+        crate::note!("sage: {}", sage_llm::secrets::scrub(line));
     }
     Ok(Before::Go)
 }
@@ -219,10 +219,10 @@ fn batch(
 
 pub fn after_run(session: &JudgeSession) {
     for line in session.stats().to_string().lines() {
-        eprintln!("sage: {}", sage_llm::secrets::scrub(line));
+        crate::note!("sage: {}", sage_llm::secrets::scrub(line));
     }
     if let Some(l) = &session.parts.ledger {
-        eprintln!(
+        crate::note!(
             "sage: judgments are kept in {}; re-running the same command reuses them",
             l.dir().display()
         );
@@ -238,23 +238,51 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// A bar, or `None` when progress is off or stderr is not a terminal.
+    /// A bar, or `None` when progress is off (`--no-progress`, `-q`) or stderr is not a
+    /// terminal.
     pub fn new(
         no_progress: bool,
         stats: Option<std::sync::Arc<sage_llm::cost::RunStats>>,
     ) -> Option<Bar> {
+        Bar::labelled("scoring turns", no_progress, stats)
+    }
+
+    /// A bar that counts `what` (`scoring turns`, `cases`, ...): the same display for every
+    /// long run (localize, screen, szz eval).
+    pub fn labelled(
+        what: &str,
+        no_progress: bool,
+        stats: Option<std::sync::Arc<sage_llm::cost::RunStats>>,
+    ) -> Option<Bar> {
         use std::io::IsTerminal;
-        if no_progress || !std::io::stderr().is_terminal() {
+        if no_progress || super::quiet() || !std::io::stderr().is_terminal() {
             return None;
         }
         let bar = indicatif::ProgressBar::hidden();
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} scoring turns {pos}/{len} [{elapsed_precise}, ETA {eta}] {msg}",
+                "{spinner} {prefix} {pos}/{len} [{elapsed_precise}, ETA {eta}] {msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
+        bar.set_prefix(what.to_string());
         Some(Bar { bar, stats })
+    }
+
+    /// Print a line above the bar (per-case detail under `-v`) without tearing it.
+    pub fn println(&self, line: &str) {
+        self.bar.println(line);
+    }
+}
+
+/// `sage screen` reports its stages; each is drawn as the bar's count of that stage.
+impl sage_screen::Progress for Bar {
+    fn stage(&self, name: &str, total: u64) {
+        sage_judge::concurrent::Progress::start(self, total);
+        self.bar.set_prefix(name.to_string());
+    }
+    fn step(&self) {
+        self.bar.inc(1);
     }
 }
 

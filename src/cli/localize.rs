@@ -57,7 +57,7 @@ pub enum Format {
     Json,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     // Nothing to localize is a usage error, found before any judge is built or any result
     // file touched: an empty run must not replace the results of a real one.
     match sage_trace::case::discover_with(&a.dir, a.follow_links) {
@@ -154,7 +154,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     );
                 }
             }
-            if !a.no_write {
+            if !a.no_write && !super::quiet() {
                 println!("per-case results written to {}", a.out_dir.display());
             }
         }
@@ -186,7 +186,31 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         .map(|r| &r.case_id)
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    eprintln!(
+    if super::verbose() {
+        for r in &set.results {
+            eprintln!(
+                "sage: {} ({} run {}): {}, introducing write {}, origin {}",
+                r.case_id,
+                r.judge.name,
+                r.run,
+                r.provenance.provenance.as_str(),
+                r.provenance
+                    .introducing_write
+                    .map(|w| format!("turn {}", w.turn))
+                    .unwrap_or_else(|| "none".into()),
+                match &r.origin.outcome {
+                    sage_history::origin::Outcome::Localized {
+                        origin_turn,
+                        origin_type,
+                    } => format!("turn {origin_turn} ({})", origin_type.as_str()),
+                    sage_history::origin::Outcome::Undetermined { reason } => {
+                        format!("undetermined ({})", reason.as_str())
+                    }
+                }
+            );
+        }
+    }
+    crate::note!(
         "sage: {} case(s) processed, {} skipped, {} problem(s)",
         cases,
         set.skipped.len(),

@@ -24,8 +24,9 @@ use clap::{Parser, Subcommand};
 mod adapters;
 mod normalize;
 
-/// How a subcommand ended; the process exit status is its code. Every subcommand's result
-/// goes through it (`run`), so the three meanings are the same everywhere.
+/// How a subcommand ended; the process exit status is its code. Every subcommand returns
+/// `anyhow::Result<ExitStatus>` (an error is `Fatal`), so the three meanings are typed from
+/// the subcommand to the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatus {
     /// Every input processed.
@@ -42,23 +43,21 @@ impl ExitStatus {
     }
 }
 
-impl From<i32> for ExitStatus {
-    /// A subcommand's code; anything unknown is fatal, never success.
-    fn from(code: i32) -> Self {
-        match code {
-            0 => ExitStatus::Ok,
-            1 => ExitStatus::InputFailed,
-            _ => ExitStatus::Fatal,
-        }
+/// Every input processed.
+pub const EXIT_OK: ExitStatus = ExitStatus::Ok;
+/// Some inputs failed; results for the rest were still produced.
+pub const EXIT_INPUT_FAILED: ExitStatus = ExitStatus::InputFailed;
+/// Usage error or nothing could be done.
+pub const EXIT_FATAL: ExitStatus = ExitStatus::Fatal;
+
+/// `ExitStatus::InputFailed` when `failed`, else `ExitStatus::Ok`.
+pub fn failed_if(failed: bool) -> ExitStatus {
+    if failed {
+        ExitStatus::InputFailed
+    } else {
+        ExitStatus::Ok
     }
 }
-
-/// Every input processed.
-pub const EXIT_OK: i32 = ExitStatus::Ok as i32;
-/// Some inputs failed; results for the rest were still produced.
-pub const EXIT_INPUT_FAILED: i32 = ExitStatus::InputFailed as i32;
-/// Usage error or nothing could be done.
-pub const EXIT_FATAL: i32 = ExitStatus::Fatal as i32;
 
 /// `sage --version`: the package version and the commit it was built from.
 const VERSION: &str = concat!(
@@ -77,8 +76,38 @@ const VERSION: &str = concat!(
                   processed and written); 2 usage or fatal error."
 )]
 pub struct Cli {
+    /// Only results and errors: no progress bars, notes or summaries on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Per-case detail and warnings on stderr (e.g. one line per case and variant of
+    /// `sage szz eval`).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How much a run says on stderr besides results and errors: -1 quiet, 0 default, 1 verbose.
+static VERBOSITY: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);
+
+/// `-q`: only results and errors.
+pub fn quiet() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) < 0
+}
+
+/// `-v`: per-case detail and warnings too.
+pub fn verbose() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// A note on stderr (not a result, not an error): silent under `-q`.
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::cli::quiet() {
+            eprintln!($($t)*);
+        }
+    };
 }
 
 #[derive(Subcommand, Debug)]
@@ -132,6 +161,10 @@ pub fn run() -> ExitStatus {
     sage_llm::secrets::register_env_secrets(std::env::vars_os());
     input_limits();
     let cli = Cli::parse();
+    VERBOSITY.store(
+        if cli.quiet { -1 } else { i8::from(cli.verbose) },
+        std::sync::atomic::Ordering::Relaxed,
+    );
     data_overrides();
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
@@ -142,19 +175,19 @@ pub fn run() -> ExitStatus {
         Command::View(a) => view::run(a),
         Command::Confirm(a) => confirm::run(a),
         Command::Study(a) => study::run(a),
-        Command::Agree(a) => Ok(agree::run(a)),
-        Command::Szz(a) => Ok(szz::run(a)),
+        Command::Agree(a) => agree::run(a),
+        Command::Szz(a) => szz::run(a),
         Command::Cache(a) => cache::run(a),
-        Command::Adapters(a) => Ok(adapters::run(a)),
-        Command::Normalize(a) => Ok(normalize::run(a)),
+        Command::Adapters(a) => adapters::run(a),
+        Command::Normalize(a) => normalize::run(a),
         Command::MergeShards(a) => shards::run(a),
         Command::Validate(a) => validate::run(a),
-        Command::Reliability(a) => Ok(reliability::run(a)),
+        Command::Reliability(a) => reliability::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
     };
     match result {
-        Ok(code) => ExitStatus::from(code),
+        Ok(status) => status,
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitStatus::Ok;
@@ -400,6 +433,17 @@ pub fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
         Some(rest) => rest.to_string(),
         None => text,
     })
+}
+
+/// A command's result: printed, or with `-o FILE` written whole to FILE (never half-written).
+pub fn print_or_write(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::io::Write as _;
+    match output {
+        Some(p) => sage_pipeline::report::write_atomic(p, text.as_bytes())
+            .with_context(|| format!("writing {}", p.display())),
+        None => Ok(std::io::stdout().write_all(text.as_bytes())?),
+    }
 }
 
 /// `--format table|json` of a command whose table is for people.

@@ -36,14 +36,14 @@ pub enum Format {
     Summary,
 }
 
-pub fn run(args: Args) -> i32 {
+pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let mapping = match &args.adapter {
         None => None,
         Some(p) => match load_mapping(p) {
             Ok(m) => Some(m),
             Err(e) => {
                 eprintln!("error: {e:#}");
-                return 2;
+                return Ok(super::ExitStatus::Fatal);
             }
         },
     };
@@ -61,7 +61,7 @@ pub fn run(args: Args) -> i32 {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
-            return 1;
+            return Ok(super::ExitStatus::InputFailed);
         }
     };
     match args.format {
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> i32 {
             Ok(s) => println!("{}", sage_llm::secrets::scrub(&s)),
             Err(e) => {
                 eprintln!("error: {e}");
-                return 2;
+                return Ok(super::ExitStatus::Fatal);
             }
         },
         Format::Summary => print!("{}", sage_llm::secrets::scrub(&turn_lines(&trace))),
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> i32 {
         }
         Err(e) => eprintln!("  raw pointers not checked: {e}"),
     }
-    0
+    Ok(super::ExitStatus::Ok)
 }
 
 fn load_mapping(p: &PathBuf) -> anyhow::Result<Mapping> {

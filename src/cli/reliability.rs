@@ -62,7 +62,7 @@ fn read_set(path: &Path) -> Result<ResultSet> {
     Ok(set)
 }
 
-pub fn run(args: ReliabilityArgs) -> i32 {
+pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
     let mut failed = false;
     let mut sets = Vec::new();
     for p in &args.results {
@@ -76,11 +76,11 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     }
     if sets.is_empty() {
         eprintln!("error: no result set could be read");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
     if let Some(msg) = identical_sets(&sets) {
         eprintln!("error: {msg}");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
     for w in deterministic_repeats(&sets) {
         eprintln!("warning: {w}");
@@ -119,7 +119,7 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     report.notes.extend(notes);
     if let Err(e) = write_outputs(&args.out, &report) {
         eprintln!("error: {e:#}");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
     let printed = args.print.emit(
         || {
@@ -139,9 +139,9 @@ pub fn run(args: ReliabilityArgs) -> i32 {
     );
     if let Err(e) = printed {
         eprintln!("error: {e:#}");
-        return 2;
+        return Ok(super::ExitStatus::Fatal);
     }
-    i32::from(failed)
+    Ok(super::failed_if(failed))
 }
 
 /// Human annotation files (docs/annotations.md), merged per annotator. Every bad row or file

@@ -92,7 +92,7 @@ fn default_bandit() -> BanditMode {
         .map_or(BanditMode::Auto, BanditMode::Path)
 }
 
-pub fn run(a: ScreenArgs) -> Result<i32> {
+pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
     let rules = match &a.rules {
         None => sage_screen::l3::Rules::builtin(),
         Some(p) => {
@@ -168,7 +168,20 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             }
         }
     }
-    let mut report = sage_screen::screen(&units, &opts);
+    let bar = super::judges::Bar::labelled("cases", false, None);
+    let mut report = sage_screen::screen_with(
+        &units,
+        &opts,
+        bar.as_ref().map(|b| b as &dyn sage_screen::Progress),
+    );
+    if let Some(b) = &bar {
+        sage_judge::concurrent::Progress::finish(b);
+    }
+    if super::verbose() {
+        for c in &report.cases {
+            eprintln!("sage screen: {}: {:?}", c.id, c.status);
+        }
+    }
     sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);
     report.errors = errors;
     let text = match a.format {
@@ -183,7 +196,11 @@ pub fn run(a: ScreenArgs) -> Result<i32> {
             .with_context(|| format!("cannot write {}", p.display()))?,
         None => print!("{}", sage_llm::secrets::scrub(&text)),
     }
-    Ok(if report.errors.is_empty() { 0 } else { 1 })
+    Ok(if report.errors.is_empty() {
+        super::ExitStatus::Ok
+    } else {
+        super::ExitStatus::InputFailed
+    })
 }
 
 fn render_table(r: &Report) -> String {

@@ -15,7 +15,7 @@ pub struct Args {
     pub shards: Vec<PathBuf>,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let mut sets = Vec::new();
     for p in &a.shards {
         let text =

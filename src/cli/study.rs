@@ -93,7 +93,7 @@ fn table2(r: &sage_screen::Report) -> String {
     s
 }
 
-pub fn run(a: Args) -> Result<i32> {
+pub fn run(a: Args) -> Result<super::ExitStatus> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let packets = a.out.join("packets");

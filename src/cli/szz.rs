@@ -6,6 +6,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use sage_szz::eval::{CaseResult, CaseStatus, EvalConfig};
 use sage_szz::{self, git::short, Options, SzzResult, Variant};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,6 +51,9 @@ pub struct EvalArgs {
     pub progress: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub opts: VariantOpts,
 }
@@ -73,6 +77,9 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -175,31 +182,34 @@ pub struct RunArgs {
     pub cve: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the result to FILE instead of printing it (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub opts: VariantOpts,
 }
 
-pub fn run(args: SzzArgs) -> i32 {
+pub fn run(args: SzzArgs) -> Result<super::ExitStatus> {
     match args.sub {
         None => match run_one(args.run) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Eval(a)) => match run_eval(a) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz eval: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Bench(a)) => match run_bench(a) {
-            Ok(code) => code,
+            Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("sage szz bench: {e:#}");
-                2
+                Ok(super::ExitStatus::Fatal)
             }
         },
     }
@@ -216,7 +226,8 @@ pub fn parse_variants(list: &[String]) -> Result<Vec<Variant>> {
     Ok(out)
 }
 
-fn run_one(a: RunArgs) -> Result<i32> {
+fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
+    let mut o = String::new();
     let (Some(repo), Some(fix)) = (a.repo.as_ref(), a.fix.as_ref()) else {
         anyhow::bail!("--repo and --fix are required (or use `sage szz eval`)");
     };
@@ -244,15 +255,20 @@ fn run_one(a: RunArgs) -> Result<i32> {
                 "fix": fix,
                 "results": results,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            _ = writeln!(o, "{}", serde_json::to_string_pretty(&out)?);
         }
-        Format::Table => print_table(&fix, &results),
+        Format::Table => print_table(&mut o, &fix, &results),
     }
-    Ok(if failed { 1 } else { 0 })
+    super::print_or_write(a.output.as_deref(), &o)?;
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }
 
-fn print_table(fix: &str, results: &[SzzResult]) {
-    println!("fix {fix}");
+fn print_table(o: &mut String, fix: &str, results: &[SzzResult]) {
+    _ = writeln!(o, "fix {fix}");
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
@@ -283,12 +299,21 @@ fn print_table(fix: &str, results: &[SzzResult]) {
             ]);
         }
     }
-    println!("{t}");
+    _ = writeln!(o, "{t}");
     for r in results {
-        for n in &r.notes {
-            println!("note [{}]: {n}", r.variant.label());
+        // the agent's answer rests on its root cause: show the one it used
+        if let Some(rc) = r.agent.as_ref().and_then(|a| a.root_cause.as_ref()) {
+            _ = writeln!(o, "root cause [{}]: {}", r.variant.label(), rc.summary);
+            _ = writeln!(o, "  keywords: {}", rc.keywords.join(", "));
+            if !rc.guards.is_empty() {
+                _ = writeln!(o, "  guards: {}", rc.guards.join(", "));
+            }
         }
-        println!(
+        for n in &r.notes {
+            _ = writeln!(o, "note [{}]: {n}", r.variant.label());
+        }
+        _ = writeln!(
+            o,
             "{}: {} candidate(s), {} git calls, {} ms",
             r.variant.label(),
             r.candidates.len(),
@@ -328,7 +353,8 @@ fn load_dataset(
     Ok(sage_szz::dataset::load(path, map.as_ref())?)
 }
 
-fn run_eval(a: EvalArgs) -> Result<i32> {
+fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
+    let mut o = String::new();
     let variants = parse_variants(&a.variant)?;
     if !a.repos.is_dir() {
         anyhow::bail!("--repos {}: not a directory", a.repos.display());
@@ -340,20 +366,37 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         None => HashMap::new(),
     };
     let oracle = a.opts.oracle()?;
+    // a bar with the total (fixes present × variants) and ETA on a terminal; the per-case
+    // line with --progress or -v (above the bar when there is one)
+    let bar = super::judges::Bar::labelled("cases × variants", false, None);
+    if let Some(b) = &bar {
+        let total = sage_szz::eval::planned(&ds, &a.repos, a.limit) * variants.len();
+        sage_judge::concurrent::Progress::start(b, total as u64);
+    }
+    let lines = a.progress || super::verbose();
     let progress = |r: &CaseResult| {
-        eprintln!(
-            "{} {} {} {}: {} predicted, {} hit(s){}",
-            r.id,
-            r.repo,
-            short(&r.fix),
-            r.variant.label(),
-            r.predicted.len(),
-            r.hits,
-            match &r.status {
-                CaseStatus::Failed { error } => format!(" FAILED: {error}"),
-                _ => String::new(),
+        if lines {
+            let line = format!(
+                "{} {} {} {}: {} predicted, {} hit(s){}",
+                r.id,
+                r.repo,
+                short(&r.fix),
+                r.variant.label(),
+                r.predicted.len(),
+                r.hits,
+                match &r.status {
+                    CaseStatus::Failed { error } => format!(" FAILED: {error}"),
+                    _ => String::new(),
+                }
+            );
+            match &bar {
+                Some(b) => b.println(&line),
+                None => eprintln!("{line}"),
             }
-        )
+        }
+        if let Some(b) = &bar {
+            sage_judge::concurrent::Progress::advance(b, 1);
+        }
     };
     let cfg = EvalConfig {
         variants,
@@ -362,9 +405,16 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         descriptions,
         oracle: Some(oracle.as_ref()),
         limit: a.limit,
-        progress: if a.progress { Some(&progress) } else { None },
+        progress: if lines || bar.is_some() {
+            Some(&progress)
+        } else {
+            None
+        },
     };
     let report = sage_szz::eval::evaluate(&ds, &a.repos, &cfg);
+    if let Some(b) = &bar {
+        sage_judge::concurrent::Progress::finish(b);
+    }
     for p in &report.problems {
         eprintln!("problem: {p}");
     }
@@ -373,7 +423,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
         .iter()
         .any(|c| matches!(c.status, CaseStatus::Failed { .. }));
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => _ = writeln!(o, "{}", serde_json::to_string_pretty(&report)?),
         Format::Table => {
             let mut cases = Table::new();
             cases.load_preset(UTF8_FULL_CONDENSED);
@@ -411,7 +461,7 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
                     },
                 ]);
             }
-            println!("{cases}");
+            _ = writeln!(o, "{cases}");
             let mut t = Table::new();
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
@@ -448,13 +498,14 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
                     s.median_ms.to_string(),
                 ]);
             }
-            println!("{t}");
-            println!(
+            _ = writeln!(o, "{t}");
+            _ = writeln!(o,
                 "dataset {} ({}): {} fixes, {} run, {} skipped; precision = TP/|predicted|, recall = TP/|oracle| over (repo, fix, inducing) pairs (Rosa et al.)",
                 report.dataset, report.format, report.fixes_in_dataset, report.fixes_run, report.fixes_skipped
             );
             if !report.missing_repos.is_empty() {
-                println!(
+                _ = writeln!(
+                    o,
                     "skipped (repository not under {}): {}",
                     a.repos.display(),
                     report.missing_repos.join(", ")
@@ -462,10 +513,16 @@ fn run_eval(a: EvalArgs) -> Result<i32> {
             }
         }
     }
-    Ok(if failed { 1 } else { 0 })
+    super::print_or_write(a.output.as_deref(), &o)?;
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }
 
-fn run_bench(a: BenchArgs) -> Result<i32> {
+fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
+    let mut o = String::new();
     let mut jobs: Vec<(PathBuf, String)> = Vec::new();
     if let Some(repo) = &a.repo {
         for f in &a.fix {
@@ -508,7 +565,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
                 .iter()
                 .map(|(r, row)| serde_json::json!({"repo": r, "row": row}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            _ = writeln!(o, "{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Table => {
             let mut t = Table::new();
@@ -541,9 +598,10 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
                     r.git_calls.to_string(),
                 ]);
             }
-            println!("{t}");
+            _ = writeln!(o, "{t}");
             if rows.is_empty() {
-                return Ok(1);
+                super::print_or_write(a.output.as_deref(), &o)?;
+                return Ok(super::ExitStatus::InputFailed);
             }
             let mut b: Vec<f64> = rows.iter().map(|(_, r)| r.bszz_ms).collect();
             let mut p: Vec<f64> = rows.iter().map(|(_, r)| r.blame_ms).collect();
@@ -551,7 +609,7 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
             p.sort_by(f64::total_cmp);
             let sb: f64 = b.iter().sum();
             let sp: f64 = p.iter().sum();
-            println!(
+            _ = writeln!(o,
                 "{} case(s): B-SZZ median {:.1} ms (total {:.0} ms); plain git blame median {:.1} ms (total {:.0} ms); total ratio {:.2}",
                 rows.len(),
                 b[b.len() / 2],
@@ -562,5 +620,10 @@ fn run_bench(a: BenchArgs) -> Result<i32> {
             );
         }
     }
-    Ok(if failed { 1 } else { 0 })
+    super::print_or_write(a.output.as_deref(), &o)?;
+    Ok(if failed {
+        super::ExitStatus::InputFailed
+    } else {
+        super::ExitStatus::Ok
+    })
 }

@@ -109,7 +109,7 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     use sage_llm::secrets::scrub;
     anyhow::ensure!(
         (0.0..=1.0).contains(&a.dev_fraction),

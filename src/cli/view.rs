@@ -12,7 +12,7 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-pub fn run(a: Args) -> anyhow::Result<i32> {
+pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let set = super::annotate::read_results(&a.results)?;
     let report = sage_pipeline::view::write_site(&set, &a.out)?;
     for w in &report.warnings {

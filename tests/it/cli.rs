@@ -141,3 +141,152 @@ fn result_printing_commands_take_format_json_and_output() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["version"], "sage.reliability/1");
 }
+
+/// `-q` leaves only results and errors; `-v` adds a line per case; both at once is a usage
+/// error.
+#[test]
+fn quiet_and_verbose_are_global_and_mean_the_same_everywhere() {
+    let out = sage()
+        .args(["localize", "corpora", "--no-write"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let normal = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(normal.contains("case(s) processed"), "{normal}");
+    let out = sage()
+        .args(["-q", "localize", "corpora", "--no-write"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(a) Code provenance"));
+    // the flag is global: after the subcommand too
+    let out = sage()
+        .args(["localize", "corpora", "--no-write", "--verbose"])
+        .output()
+        .unwrap();
+    let verbose = String::from_utf8_lossy(&out.stderr).into_owned();
+    // corpora/ag2-fig1a-aes-ecb: the lexicon origin is turn 1, the introducing write turn 3
+    assert!(
+        verbose.contains(
+            "sage: ag2-fig1a-aes-ecb (lexicon run 0): agent-introduced, introducing write turn 3, origin turn 1 (inadequate-defence-selected)"
+        ),
+        "{verbose}"
+    );
+    assert!(verbose.lines().count() > normal.lines().count());
+    let out = sage()
+        .args(["-q", "-v", "localize", "corpora", "--no-write"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The progress bar of `sage screen`, in a real pseudo-terminal (util-linux `script`): the
+/// stage, done/total and ETA are drawn; with `-q`, or when stderr is not a terminal, nothing.
+#[test]
+fn screen_draws_a_progress_bar_with_totals_only_on_a_terminal() {
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        super::need::skip("needs util-linux `script` for a pseudo-terminal");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let py = d.path().join("py");
+    std::fs::create_dir_all(&py).unwrap();
+    std::fs::write(py.join("a.py"), "import os\nos.system(input())\n").unwrap();
+    std::fs::write(py.join("b.py"), "x = 1\n").unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("sage");
+    let on_tty = |extra: &str| -> String {
+        let cmd = format!(
+            "{} {extra} screen {} --no-bandit --format json -o {}",
+            bin.display(),
+            py.display(),
+            d.path().join("out.json").display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tty = on_tty("");
+    assert!(
+        tty.contains("static checks (L0, L1, L3), cases 2/2") && tty.contains("ETA"),
+        "{tty}"
+    );
+    assert!(tty.contains("verdicts, cases 2/2"), "{tty}");
+    assert!(!on_tty("-q").contains("ETA"));
+    // not a terminal: no bar
+    let out = sage()
+        .arg("screen")
+        .arg(&py)
+        .args(["--no-bandit", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("ETA"));
+}
+
+/// `-o FILE` on the commands that print a result and lacked it: agree, szz, explain (which
+/// also takes `--format json`).
+#[test]
+fn agree_szz_and_explain_write_their_result_with_o() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("agree.json");
+    sage()
+        .args([
+            "agree",
+            "tests/data/agree/krippendorff2011.csv",
+            "--metric",
+            "alpha",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert!(v.is_object() && !v.as_object().unwrap().is_empty(), "{v}");
+
+    let f = d.path().join("explain.json");
+    sage()
+        .args([
+            "explain",
+            "corpora/ag2-fig1a-aes-ecb",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(v[0]["case_id"], "ag2-fig1a-aes-ecb", "{v}");
+
+    // szz on a one-commit-fix repository
+    let mut r = super::szz::Repo::new();
+    let a = r.commit_file("m.c", "int a;\nint b;\n", "add");
+    let fix = r.commit_file("m.c", "int a;\nint c;\n", "fix");
+    let f = d.path().join("szz.txt");
+    sage()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix, "-o"])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout("");
+    let t = std::fs::read_to_string(&f).unwrap();
+    assert!(t.contains(&a[..12]) && t.contains("B-SZZ"), "{t}");
+}

@@ -778,3 +778,119 @@ fn oracle_data_replaces_the_embedded_words_and_a_bad_file_is_named() {
         serde_json::json!([])
     );
 }
+
+/// The toy history of issue 17 item 6. Five commits of `s.c`:
+///
+/// 1. `skeleton`: `main` only.
+/// 2. `store`: adds `store`, whose copy is bounded: `memcpy(buf, src, min_size(len, sizeof(buf)));`
+/// 3. `usage`: an unrelated edit of `main`.
+/// 4. `simplify`: rewrites that line to `memcpy(buf, src, len);` — this commit introduced the
+///    overflow.
+/// 5. the fix: `memcpy(buf, src, checked_len(len, BUF_LEN));`
+///
+/// Derivation of the expected answer, per variant: the fix deletes one line, `memcpy(buf, src,
+/// len);`, which blame at the fix's parent attributes to commit 4, so B, AG (not cosmetic), MA
+/// (commit 4 is no merge, rename or large commit), R and L (one candidate) give commit 4. V-SZZ
+/// compares the line with what commit 4 deleted: whitespace-stripped, `memcpy(buf,src,len);` (20
+/// characters) is a subsequence of `memcpy(buf,src,min_size(len,sizeof(buf)));` (42), ratio
+/// 2·20/62 = 0.645 ≤ 0.75, so it stops at commit 4 too. The agent maps by content at 0.6, so
+/// it reaches commit 2's safe line, which shares every keyword of the anchor (memcpy, buf, src,
+/// len): a keyword share alone calls it "present" and the walk ends at commit 2. That line
+/// carries a bound (`min_size`, `sizeof`) the vulnerable statement lacks, so the vulnerability
+/// is absent there and the answer is commit 4. The unchanged lines around the fix (`char
+/// buf[BUF_LEN];`, `return keep(buf);`, all from commit 2) share keywords as well; they are no
+/// anchors because the hunk deletes a statement.
+#[test]
+fn agent_does_not_walk_past_the_commit_that_introduced_the_vulnerable_line() {
+    let head = "#include <string.h>\n#include \"keep.h\"\n\n#define BUF_LEN 16\n\n";
+    let main0 = "int main(void) {\n    return 0;\n}\n";
+    let main1 = "int main(void) {\n    puts(\"usage: store NAME\");\n    return 0;\n}\n";
+    let store = |copy: &str| {
+        format!(
+            "/* Keep a copy of the caller's name. */\nint store(const char *src, size_t len) {{\n    char buf[BUF_LEN];\n\n    {copy}\n    return keep(buf);\n}}\n\n"
+        )
+    };
+    let safe = "memcpy(buf, src, min_size(len, sizeof(buf)));";
+    let vuln = "memcpy(buf, src, len);";
+    let fixed = "memcpy(buf, src, checked_len(len, BUF_LEN));";
+    let mut r = Repo::new();
+    r.commit_file("s.c", &format!("{head}{main0}"), "skeleton");
+    let c2 = r.commit_file("s.c", &format!("{head}{}{main0}", store(safe)), "store");
+    r.commit_file("s.c", &format!("{head}{}{main1}", store(safe)), "usage");
+    let c4 = r.commit_file("s.c", &format!("{head}{}{main1}", store(vuln)), "simplify");
+    let fix = r.commit_file(
+        "s.c",
+        &format!("{head}{}{main1}", store(fixed)),
+        "reject names longer than the buffer",
+    );
+    for v in [
+        Variant::B,
+        Variant::Ag,
+        Variant::Ma,
+        Variant::R,
+        Variant::L,
+        Variant::V,
+    ] {
+        assert_eq!(run(r.path(), &fix, v), vec![c4.clone()], "{}", v.label());
+    }
+    let git = sage_szz::open(r.path(), None).unwrap();
+    let opts = Options {
+        cve: Some("Buffer overflow in store: memcpy copies len bytes of src into buf".into()),
+        ..Options::default()
+    };
+    let res = sage_szz::find_inducing(
+        &git,
+        &fix,
+        Variant::Agent,
+        &opts,
+        Some(&LexiconOracle::default()),
+    )
+    .unwrap();
+    let rep = res.agent.as_ref().unwrap();
+    assert_eq!(
+        res.selected.as_deref(),
+        Some(c4.as_str()),
+        "commit 2 is {c2}; {:#?}",
+        rep.traces
+    );
+    // one anchor, the deleted statement, and its walk stops at commit 2's bounded copy
+    assert_eq!(rep.anchors.len(), 1, "{:#?}", rep.anchors);
+    assert_eq!(rep.anchors[0].text.trim(), vuln);
+    let steps = &rep.traces[0].steps;
+    assert_eq!(steps.len(), 2, "{steps:#?}");
+    assert!(steps[0].present && steps[0].commit == c4);
+    assert!(!steps[1].present && steps[1].commit == c2, "{steps:#?}");
+    assert!(steps[1].reason.contains("min_size"), "{}", steps[1].reason);
+
+    // the CLI shows the root cause it used, in the table and in JSON
+    let cli = |format: &str| {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .args(["szz", "--repo"])
+            .arg(r.path())
+            .args(["--fix", &fix, "--variant", "agent", "--format", format])
+            .args(["--cve", opts.cve.as_deref().unwrap()])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let table = cli("table");
+    let summary = &rep.root_cause.as_ref().unwrap().summary;
+    assert!(
+        table.contains(&format!("root cause [agent]: {summary}")),
+        "{table}"
+    );
+    assert!(table.contains("keywords:"), "{table}");
+    assert!(table.contains(&c4[..12]), "{table}");
+    let v: serde_json::Value = serde_json::from_str(&cli("json")).unwrap();
+    let agent = &v["results"][0]["agent"];
+    assert_eq!(agent["root_cause"]["summary"], summary.as_str());
+    assert!(agent["root_cause"]["keywords"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("memcpy")));
+    assert_eq!(v["results"][0]["selected"], c4.as_str());
+}

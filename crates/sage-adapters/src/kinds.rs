@@ -29,6 +29,12 @@ struct KindsFile {
     edit_failed: Vec<String>,
     edit_tools: Vec<String>,
     change_comments: Vec<String>,
+    /// Shell tools and the argument holding their command (for showing a call as the
+    /// command it ran); optional so older override files still load.
+    #[serde(default)]
+    shell_tools: Vec<String>,
+    #[serde(default)]
+    shell_command_keys: Vec<String>,
 }
 
 static CURRENT: OnceLock<Classifier> = OnceLock::new();
@@ -46,6 +52,8 @@ pub struct Classifier {
     edit_failed: Vec<Regex>,
     edit_tools: Vec<String>,
     change_comments: Vec<String>,
+    shell_tools: Vec<String>,
+    shell_command_keys: Vec<String>,
 }
 
 impl Classifier {
@@ -75,6 +83,8 @@ impl Classifier {
             edit_failed: compile(&f.edit_failed, "edit_failed")?,
             edit_tools: lower(&f.edit_tools),
             change_comments: lower(&f.change_comments),
+            shell_tools: lower(&f.shell_tools),
+            shell_command_keys: f.shell_command_keys.clone(),
         })
     }
 
@@ -103,6 +113,16 @@ impl Classifier {
     fn tool_is(list: &[String], c: &ToolCall) -> bool {
         let n = c.name.to_lowercase();
         list.contains(&n)
+    }
+
+    /// True when `name` is a shell tool (`shell_tools`, compared case-insensitively).
+    pub fn is_shell_tool(&self, name: &str) -> bool {
+        self.shell_tools.contains(&name.to_lowercase())
+    }
+
+    /// The argument names that hold a shell tool's command, in order of preference.
+    pub fn shell_command_keys(&self) -> &[String] {
+        &self.shell_command_keys
     }
 
     /// True when the call changes a file by a command or an edit tool.

@@ -1,6 +1,6 @@
 //! Escaping for what sage writes into documents others open: the HTML view, the SVG figures
 //! of the reliability report, the JSON a page embeds, and annotation sheets opened in a
-//! spreadsheet. Trace text is hostile (`docs/security.md`): one helper per kind of document,
+//! spreadsheet, and trace text shown as a terminal would show it. Trace text is hostile (`docs/security.md`): one helper per kind of document,
 //! so a fix lands in every writer at once. This crate knows nothing else of sage and depends
 //! on no other sage crate, so every stage that writes markup can use it.
 
@@ -66,9 +66,128 @@ pub fn csv_uncell(s: &str) -> &str {
     }
 }
 
+// ------------------------------------------------------------------ terminal text
+
+/// Terminal output (a tool result, a shell transcript) as the text a terminal would show,
+/// with nothing left that can act on a terminal or a page: ANSI escape sequences (CSI such
+/// as colours and `ESC[?2004l`, OSC such as window titles, DCS/PM/APC strings and
+/// two-character escapes) are removed; a carriage return not followed by a newline returns
+/// to the start of the line and later text overwrites it (progress bars); a backspace steps
+/// back one character; every other control character except newline and tab, and the
+/// bidirectional overrides that reorder displayed text, is shown as a visible escape
+/// (`\u{7}`), so it is still there to read but inert.
+pub fn terminal_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    // the current line and the cursor's column in it
+    let mut line: Vec<char> = Vec::new();
+    let mut col = 0usize;
+    let put = |line: &mut Vec<char>, col: &mut usize, c: char| {
+        if *col < line.len() {
+            line[*col] = c;
+        } else {
+            line.push(c);
+        }
+        *col += 1;
+    };
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\n' => {
+                out.extend(line.drain(..));
+                out.push('\n');
+                col = 0;
+            }
+            '\r' => {
+                if it.peek() != Some(&'\n') {
+                    col = 0;
+                }
+            }
+            '\u{8}' => col = col.saturating_sub(1),
+            '\t' => put(&mut line, &mut col, '\t'),
+            '\u{1b}' | '\u{9b}' => {
+                let kind = if c == '\u{9b}' { Some('[') } else { it.next() };
+                match kind {
+                    // CSI: parameters and intermediates, then one final byte
+                    Some('[') => {
+                        for n in it.by_ref() {
+                            if ('\u{40}'..='\u{7e}').contains(&n) {
+                                break;
+                            }
+                        }
+                    }
+                    // strings ended by BEL or ST (ESC \\)
+                    Some(']' | 'P' | 'X' | '^' | '_') => {
+                        while let Some(n) = it.next() {
+                            if n == '\u{7}' || n == '\u{9c}' {
+                                break;
+                            }
+                            if n == '\u{1b}' && it.peek() == Some(&'\\') {
+                                it.next();
+                                break;
+                            }
+                        }
+                    }
+                    // ESC, intermediates (` ` to `/`), one final character
+                    Some(n) if ('\u{20}'..='\u{2f}').contains(&n) => {
+                        while it.peek().is_some_and(|x| ('\u{20}'..='\u{2f}').contains(x)) {
+                            it.next();
+                        }
+                        it.next();
+                    }
+                    _ => {}
+                }
+            }
+            c if c.is_control() || is_bidi_control(c) => {
+                for v in format!("\\u{{{:x}}}", c as u32).chars() {
+                    put(&mut line, &mut col, v);
+                }
+            }
+            c => put(&mut line, &mut col, c),
+        }
+    }
+    out.extend(line);
+    out
+}
+
+/// Unicode's explicit bidirectional formatting characters (embeddings, overrides,
+/// isolates): they reorder how text around them is displayed.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_text_is_what_a_terminal_shows_and_nothing_acts() {
+        // OpenHands' bash observations open with bracketed-paste mode off and end with it on
+        assert_eq!(
+            terminal_text("\u{1b}[?2004lOld token: t1\n\u{1b}[?2004h"),
+            "Old token: t1\n"
+        );
+        // colours (vitest's banner), CRLF
+        assert_eq!(
+            terminal_text("\u{1b}[1m\u{1b}[46m RUN \u{1b}[49m\u{1b}[22m ok\r\n"),
+            " RUN  ok\n"
+        );
+        // a progress bar redrawn with carriage returns; a backspace
+        assert_eq!(terminal_text("10%\r55%\r100%\ndone"), "100%\ndone");
+        assert_eq!(terminal_text("ab\u{8}c"), "ac");
+        // OSC window title (BEL or ST), charset selection, reset, C1 CSI
+        assert_eq!(
+            terminal_text("\u{1b}]0;owned\u{7}a\u{1b}]2;x\u{1b}\\b\u{1b}(Bc\u{1b}cd\u{9b}31me"),
+            "abcde"
+        );
+        // other controls and bidi overrides stay visible as text, inert
+        assert_eq!(terminal_text("a\u{7}b\u{0}"), "a\\u{7}b\\u{0}");
+        assert_eq!(terminal_text("x\u{202e}y"), "x\\u{202e}y");
+        // an unterminated sequence swallows only itself
+        assert_eq!(terminal_text("ok\u{1b}["), "ok");
+        for s in ["\u{1b}", "\u{1b}]", "\r", "\u{8}\u{8}x"] {
+            assert!(!terminal_text(s).chars().any(|c| c.is_control()), "{s:?}");
+        }
+    }
 
     #[test]
     fn html_escapes_every_character_that_can_end_content_or_an_attribute() {

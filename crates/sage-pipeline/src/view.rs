@@ -28,7 +28,7 @@ th{font-weight:600;background:#f3f3f1}.num{text-align:right;font-variant-numeric
 .turn.origin{border:2px solid var(--accent)}.turn.iw{box-shadow:inset 4px 0 0 var(--iw)}.turn.admin{opacity:.65}
 .th{display:flex;gap:12px;align-items:baseline;flex-wrap:wrap}.badge{font-size:12px;padding:1px 6px;border-radius:10px;border:1px solid currentColor}
 .b-origin{color:var(--accent)}.b-iw{color:var(--iw)}.b-miss{color:var(--miss)}.b-fail{color:var(--accent)}
-.bars{display:grid;grid-template-columns:28px 120px 16px;gap:2px 6px;font-size:12px;margin:6px 0}.bar{height:10px;background:#eee;border-radius:2px;margin-top:3px}.bar>i{display:block;height:100%;background:#555;border-radius:2px}.bar>i.s0{width:0}.bar>i.s1{width:33%}.bar>i.s2{width:66%}.bar>i.s3{width:100%}
+.bars{display:grid;grid-template-columns:190px 120px 16px;gap:2px 6px;font-size:12px;margin:6px 0}.bar{height:10px;background:#eee;border-radius:2px;margin-top:3px}.bar>i{display:block;height:100%;background:#555;border-radius:2px}.bar>i.s0{width:0}.bar>i.s1{width:33%}.bar>i.s2{width:66%}.bar>i.s3{width:100%}
 .b-inject{color:#7a1fa2}.inject{color:#7a1fa2}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f4;padding:8px;border-radius:4px;margin:4px 0;font:12px/1.4 ui-monospace,Menlo,monospace}
 mark{background:#ffe58a}.add{color:#1b6b2a}.del{color:#a4161a}.hunk{color:var(--mut)}
@@ -68,16 +68,7 @@ pub fn esc(s: &str) -> String {
 /// Escape `text` and wrap every occurrence of each quote (matched with any whitespace
 /// between its words, as quotes are verified) in `<mark>`.
 pub fn highlight(text: &str, quotes: &[&str]) -> String {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for q in quotes {
-        let words: Vec<String> = q.split_whitespace().map(regex::escape).collect();
-        if words.is_empty() {
-            continue;
-        }
-        if let Ok(re) = regex::Regex::new(&words.join(r"\s+")) {
-            spans.extend(re.find_iter(text).map(|m| (m.start(), m.end())));
-        }
-    }
+    let mut spans: Vec<(usize, usize)> = quotes.iter().flat_map(|q| quote_spans(text, q)).collect();
     spans.sort();
     let mut o = String::new();
     let mut at = 0;
@@ -92,6 +83,100 @@ pub fn highlight(text: &str, quotes: &[&str]) -> String {
         at = e;
     }
     o.push_str(&esc(&text[at..]));
+    o
+}
+
+/// Where `quote` occurs in `text`, any whitespace between its words.
+fn quote_spans(text: &str, quote: &str) -> Vec<(usize, usize)> {
+    let words: Vec<String> = quote.split_whitespace().map(regex::escape).collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    match regex::Regex::new(&words.join(r"\s+")) {
+        Ok(re) => re.find_iter(text).map(|m| (m.start(), m.end())).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A tool call's arguments as a reader wants them: a shell call (a tool the turn-kinds
+/// data names in `shell_tools`) as its command line after `$ `; a JSON object as one
+/// `key: value` line per argument, a multi-line string as a `key: |` block of its lines
+/// (code and file contents read as written, not as one escaped string); other JSON
+/// pretty-printed; text that is not JSON as recorded.
+pub fn readable_arguments(call: &sage_trace::ToolCall) -> String {
+    use serde_json::Value;
+    let Ok(v) = serde_json::from_str::<Value>(&call.arguments) else {
+        return call.arguments.clone();
+    };
+    let map = match v {
+        Value::Object(m) => m,
+        Value::String(s) => return s,
+        other => return serde_json::to_string_pretty(&other).unwrap_or_default(),
+    };
+    let kinds = sage_adapters::kinds::Classifier::current();
+    let mut o = String::new();
+    let mut shown_key = None;
+    if kinds.is_shell_tool(&call.name) {
+        for key in kinds.shell_command_keys() {
+            let cmd = match map.get(key.as_str()) {
+                Some(Value::String(c)) => Some(c.clone()),
+                // Codex: ["bash", "-lc", "cmd"]; any other argv joined, quoted where needed
+                Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
+                    let argv: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+                    match argv.as_slice() {
+                        [sh, flag, cmd] if ["-c", "-lc"].contains(flag) && !sh.is_empty() => {
+                            Some((*cmd).to_string())
+                        }
+                        _ => Some(
+                            argv.iter()
+                                .map(|w| {
+                                    if w.is_empty()
+                                        || w.contains(|c: char| {
+                                            c.is_whitespace() || "'\"$`\\".contains(c)
+                                        })
+                                    {
+                                        format!("'{}'", w.replace('\'', "'\\''"))
+                                    } else {
+                                        (*w).to_string()
+                                    }
+                                })
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                        ),
+                    }
+                }
+                _ => None,
+            };
+            if let Some(cmd) = cmd {
+                let _ = writeln!(o, "$ {}", cmd.trim_end_matches('\n'));
+                shown_key = Some(key.clone());
+                break;
+            }
+        }
+    }
+    for (k, v) in &map {
+        if shown_key.as_deref() == Some(k.as_str()) {
+            continue;
+        }
+        match v {
+            Value::String(t) if t.contains('\n') => {
+                let _ = writeln!(o, "{k}: |");
+                for line in t.trim_end_matches('\n').split('\n') {
+                    let _ = writeln!(o, "  {line}");
+                }
+            }
+            Value::String(t) => {
+                let _ = writeln!(o, "{k}: {t}");
+            }
+            other => {
+                let _ = writeln!(
+                    o,
+                    "{k}: {}",
+                    serde_json::to_string_pretty(other).unwrap_or_default()
+                );
+            }
+        }
+    }
     o
 }
 
@@ -232,7 +317,7 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         ("framework", "framework", distinct(&|r| r.framework.clone())),
         (
             "provenance",
-            "provenance",
+            "code provenance",
             distinct(&|r| r.provenance.provenance.as_str().to_string()),
         ),
         ("origin", "origin type", distinct(&|r| origin_label(r).1)),
@@ -251,7 +336,7 @@ pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
         b.push_str("</select>");
     }
     b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
-    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>provenance</th><th>introducing write</th><th>origin</th><th>type / reason</th><th>missed</th><th>checks</th><th>addresses judge</th><th>judge</th></tr>");
+    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>code provenance</th><th>introducing write</th><th>origin turn</th><th>origin type / reason</th><th>missed detection opportunities</th><th>automatic checks</th><th>addresses judge</th><th>judge</th></tr>");
     for r in &set.results {
         let (origin, ty) = origin_label(r);
         let failed = r.failed_checks().len();
@@ -323,10 +408,12 @@ pub fn case_html(
     if !r.task_description.is_empty() {
         let _ = write!(
             b,
-            "<h2>Task</h2><table id=task><tr><th>task</th><td>{}</td></tr><tr><th>CWE</th><td>{}</td></tr><tr><th>CVE</th><td>{}</td></tr></table><details id=task-statement><summary>Task statement as given to the agent ({} characters)</summary><pre>{}</pre></details>",
+            "<h2>Task</h2><table id=task><tr><th>task</th><td>{}</td></tr><tr><th>CWE</th><td>{}</td></tr><tr><th>CVE</th><td>{}</td></tr></table><details id=task-statement{}><summary>Task statement as given to the agent ({} characters)</summary><pre>{}</pre></details>",
             esc(&r.task_id),
             esc(r.task_cwe.as_deref().unwrap_or("none")),
             esc(r.task_cve.as_deref().unwrap_or("none")),
+            // a short statement is open; a long one folded, its length shown
+            if r.task_description.chars().count() <= 1500 { " open" } else { "" },
             r.task_description.chars().count(),
             esc(&r.task_description)
         );
@@ -342,12 +429,13 @@ pub fn case_html(
     );
     let _ = write!(
         b,
-        "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction</th><td>{}</td></tr><tr><th>origin</th><td id=origin-summary>{} · {}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr><tr><th>turns addressing the judge</th><td id=injection-summary>{}</td></tr></table>",
+        "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction condition</th><td>{}</td></tr><tr><th>origin turn</th><td id=origin-summary>{}</td></tr><tr><th>{}</th><td id=origin-type>{}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr><tr><th>turns addressing the judge</th><td id=injection-summary>{}</td></tr></table>",
         r.provenance.provenance.as_str(),
         esc(&r.provenance.reason),
         r.provenance.introducing_write.map(|w| if w.deduced { format!("<a href=\"#turn-{t}\">turn {t}</a> (deduced: only the final state shows the change)", t = w.turn) } else { format!("write {} at <a href=\"#turn-{t}\">turn {t}</a>{}", w.write, if w.reinstated { " (reinstated)" } else { "" }, t = w.turn) }).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine (only the final state shows the change)".into() } else { "none".into() }),
         r.reconstruction_condition.as_str(),
         esc(&origin),
+        if r.origin.outcome.origin().is_some() { "origin type" } else { "undetermined: reason" },
         esc(&ty),
         if r.origin.missed_opportunities.is_empty() { "none".to_string() } else { r.origin.missed_opportunities.iter().map(|m| format!("<a href=\"#turn-{0}\">turn {0}</a>", m.turn)).collect::<Vec<_>>().join(", ") },
         if r.injection.is_empty() { "none".to_string() } else { r.injection.iter().map(|f| format!("<a href=\"#turn-{0}\">turn {0}</a> ({1})", f.turn, esc(&f.rule))).collect::<Vec<_>>().join(", ") }
@@ -409,7 +497,7 @@ pub fn case_html(
         if origin_turn == Some(t.turn) {
             let _ = write!(
                 b,
-                "<span class=\"badge b-origin\" data-marker=origin>origin · {}</span>",
+                "<span class=\"badge b-origin\" data-marker=origin>origin turn · {}</span>",
                 esc(&ty)
             );
         }
@@ -442,8 +530,9 @@ pub fn case_html(
                     let v = s.score(d);
                     let _ = write!(
                         b,
-                        "<span title=\"{}\">{}</span><div class=bar><i class=s{}></i></div><span>{}</span>",
+                        "<span title=\"{}\">{} ({})</span><div class=bar><i class=s{}></i></div><span>{}</span>",
                         esc(s.judgment.dim(d).quote.as_deref().unwrap_or("")),
+                        d.name(),
                         d,
                         v.min(3),
                         v
@@ -454,7 +543,8 @@ pub fn case_html(
                 for q in &s.quotes {
                     let _ = write!(
                         b,
-                        "<div class=mut>{} {}: “{}”</div>",
+                        "<div class=mut>{} ({}) {}: “{}”</div>",
+                        q.dimension.name(),
                         q.dimension,
                         s.score(q.dimension),
                         esc(&sage_trace::normalize_ws(&q.quote))
@@ -470,6 +560,9 @@ pub fn case_html(
                 ..
             }) => {
                 let _ = write!(b, "<span class=\"badge b-fail\">context overflow</span></div><div class=check-fail>needs ~{needed_tokens} tokens, the judge's context budget is {budget_tokens}</div>");
+            }
+            Some(TurnOutcome::Administrative { .. }) => {
+                b.push_str("<span class=badge>administrative (not applicable)</span></div>")
             }
             _ => b.push_str("</div>"),
         }
@@ -495,19 +588,41 @@ pub fn case_html(
                     let _ = write!(b, "<pre class=\"{}\">{body}</pre>", esc(label));
                 }
             };
+            // Trace text is shown as a terminal would show it: no escape sequence or other
+            // control character reaches the page (`terminal_text`).
+            use sage_markup::terminal_text;
             if let Some(m) = &turn.message {
-                fold(&mut b, "message", highlight(&m.text, &quotes), m.text.len());
+                let text = terminal_text(&m.text);
+                fold(&mut b, "message", highlight(&text, &quotes), text.len());
             }
             for c in &turn.tool_calls {
+                let shown = terminal_text(&readable_arguments(c));
                 fold(
                     &mut b,
                     &format!("tool call {}", c.name),
-                    highlight(&c.arguments, &quotes),
-                    c.arguments.len(),
+                    highlight(&shown, &quotes),
+                    shown.len(),
                 );
+                // A quote is verified against the record, so one taken from the arguments as
+                // recorded (JSON escapes and all) may not occur in the readable form: then
+                // the recorded form is shown too, with the quote marked there.
+                let recorded = terminal_text(&c.arguments);
+                if recorded != shown
+                    && quotes.iter().any(|q| {
+                        quote_spans(&shown, q).is_empty() && !quote_spans(&recorded, q).is_empty()
+                    })
+                {
+                    let _ = write!(
+                        b,
+                        "<details class=recorded><summary>arguments as recorded ({} characters)</summary><pre>{}</pre></details>",
+                        recorded.len(),
+                        highlight(&recorded, &quotes)
+                    );
+                }
             }
             for res in &turn.tool_results {
-                fold(&mut b, "tool result", esc(&res.output), res.output.len());
+                let out = terminal_text(&res.output);
+                fold(&mut b, "tool result", esc(&out), out.len());
             }
             for (w, no) in turn.writes.iter().zip(&t.writes) {
                 let _ = write!(

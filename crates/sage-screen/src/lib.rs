@@ -502,16 +502,39 @@ fn screened(unit: &Unit) -> Vec<&Artefact> {
 /// Screen a batch of units: L0, L1 and L3 in-process, Bandit once for the whole batch, the
 /// interpreter once for every import that needs it, tests per case.
 pub fn screen(units: &[Unit], opts: &Options) -> Report {
+    screen_with(units, opts, None)
+}
+
+/// What a screening run reports while it runs, stage by stage (the CLI draws a progress
+/// bar from it; the library prints nothing).
+pub trait Progress: Sync {
+    /// A stage of `total` steps starts.
+    fn stage(&self, name: &str, total: u64);
+    /// One more step of the current stage is done.
+    fn step(&self);
+}
+
+/// [`screen`], reporting progress: the static checks per case, the one Bandit batch, then
+/// the verdict per case.
+pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progress>) -> Report {
+    if let Some(p) = progress {
+        p.stage("static checks (L0, L1, L3), cases", units.len() as u64);
+    }
     let mut statics: Vec<Vec<Static>> = units
         .par_iter()
         .map(|u| {
-            if u.excluded.is_some() {
-                return Vec::new();
+            let out = if u.excluded.is_some() {
+                Vec::new()
+            } else {
+                screened(u)
+                    .into_iter()
+                    .map(|a| screen_static(u, a, &opts.rules))
+                    .collect()
+            };
+            if let Some(p) = progress {
+                p.step();
             }
-            screened(u)
-                .into_iter()
-                .map(|a| screen_static(u, a, &opts.rules))
-                .collect()
+            out
         })
         .collect();
 
@@ -605,6 +628,9 @@ pub fn screen(units: &[Unit], opts: &Options) -> Report {
         files: None,
     };
     let mut bandit_out: Option<BTreeMap<String, l2::FileFindings>> = None;
+    if let Some(p) = progress {
+        p.stage("Bandit (L2), one batch", 1);
+    }
     let cmd = match &opts.bandit {
         BanditMode::Off => Err("disabled with --no-bandit".to_string()),
         BanditMode::Auto => l2::locate(None, opts.python.as_deref()).map_err(|e| e.to_string()),
@@ -648,8 +674,15 @@ pub fn screen(units: &[Unit], opts: &Options) -> Report {
         }
     }
 
+    if let Some(p) = progress {
+        p.step();
+        p.stage("verdicts, cases", units.len() as u64);
+    }
     let mut cases = Vec::new();
     for (i, (u, ss)) in units.iter().zip(statics).enumerate() {
+        if let Some(p) = progress {
+            p.step();
+        }
         let mut case = finish_case(u, ss, &locals[i], &env, bandit_out.as_ref(), i, opts);
         if !bandit.ran && case.status != Status::Excluded {
             case.notes.push(format!(

@@ -5,7 +5,8 @@
 //!    against the source it names; up to three rounds, the feedback sent back each time.
 //! 2. **Hunks**: per-hunk intent (Conventional Commits category) and relevance to the root
 //!    cause; when no hunk is relevant, all `fix` hunks are kept (all hunks when none is).
-//! 3. **Anchors**: up to five pre-fix statements (deleted or context lines, never added).
+//! 3. **Anchors**: up to five pre-fix statements (deleted lines; context lines only in a hunk
+//!    that deletes no statement, i.e. a fix that only adds a guard; never added lines).
 //! 4. **Walk back**: blame the anchor at `fix^` → commit C; the oracle decides whether the
 //!    vulnerability is present in C's version of the statement. If present, the statement is
 //!    mapped into `C^` **by content** (the most similar line C deleted, not the same line

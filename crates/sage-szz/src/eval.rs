@@ -113,6 +113,22 @@ fn resolve(git: &Git, h: &str) -> Option<String> {
     git.resolve_commit(h).ok()
 }
 
+/// How many fixes [`evaluate`] will run: those whose repository is under `repos`, at most
+/// `limit` (times the variants, the number of progress calls).
+pub fn planned(ds: &Dataset, repos: &Path, limit: Option<usize>) -> usize {
+    let mut found: HashMap<&str, bool> = HashMap::new();
+    let n = ds
+        .fixes
+        .iter()
+        .filter(|f| {
+            *found
+                .entry(f.repo.as_str())
+                .or_insert_with(|| find_repo(repos, &f.repo).is_some())
+        })
+        .count();
+    n.min(limit.unwrap_or(usize::MAX))
+}
+
 /// Run every variant over every fix whose repository is under `repos`.
 pub fn evaluate(ds: &Dataset, repos: &Path, cfg: &EvalConfig) -> EvalReport {
     let mut report = EvalReport {

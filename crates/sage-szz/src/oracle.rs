@@ -559,7 +559,12 @@ impl SzzOracle for LexiconOracle {
                     score: Self::score_text(rc, l) + 0.5,
                 });
             }
-            // context lines carry the vulnerable statement when the fix only adds a guard
+            // context lines carry the vulnerable statement when the fix only adds a guard;
+            // when the hunk rewrites a statement, that statement is the anchor, and the lines
+            // around it (which share its variables) would only outvote it
+            if h.deleted.iter().any(|(_, l)| !trivial_line(l)) {
+                continue;
+            }
             for (n, l) in &h.context {
                 if trivial_line(l) {
                     continue;
@@ -622,6 +627,28 @@ impl SzzOracle for LexiconOracle {
             return Ok(Presence {
                 present: false,
                 reason: format!("the statement already carries the guard {}", guard_here[0]),
+            });
+        }
+        // A version with a check the vulnerable statement lacks is the safe line a later
+        // commit rewrote: it shares the statement's keywords but not its weakness, so the
+        // walk must stop at the commit that rewrote it (the one that introduced the flaw).
+        // The check need not be the fix's own guard.
+        let anchor_all = token_set(&q.anchor.text);
+        let bound: Vec<&String> = line
+            .iter()
+            .filter(|t| !anchor_all.contains(*t) && self.data.is_guard(t))
+            .collect();
+        if !bound.is_empty() {
+            return Ok(Presence {
+                present: false,
+                reason: format!(
+                    "this version carries a check the vulnerable statement lacks ({})",
+                    bound
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             });
         }
         Ok(Presence {

@@ -33,6 +33,16 @@ impl Dimension {
             Dimension::SA => "SA",
         }
     }
+
+    /// The dimension's name as the method spells it (`Threat Recognition`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::TR => "Threat Recognition",
+            Dimension::DI => "Defensive Intent",
+            Dimension::VR => "Verification Rigour",
+            Dimension::SA => "Scope Awareness",
+        }
+    }
 }
 
 impl fmt::Display for Dimension {

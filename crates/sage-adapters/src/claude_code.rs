@@ -85,6 +85,7 @@ pub fn normalize_with_baselines(
         baselines: BTreeMap::new(),
         written: Default::default(),
         lines: 0,
+        cwds: Vec::new(),
     };
     for_each_json_line(main, |n, v| {
         cx.lines += 1;
@@ -110,6 +111,8 @@ struct Ctx {
     baselines: BTreeMap<String, String>,
     written: std::collections::BTreeSet<String>,
     lines: usize,
+    /// The working directories that are roots, in the order seen.
+    cwds: Vec<String>,
 }
 
 impl Ctx {
@@ -119,7 +122,16 @@ impl Ctx {
 
     fn line(&mut self, n: usize, v: &Value) {
         if let Some(cwd) = s(v, "cwd") {
-            self.roots.add(cwd);
+            // A working directory inside one already seen (`cd assets`) is not a new root:
+            // names stay relative to the project (`assets/js/app.js`, not `js/app.js`).
+            let nested = self.cwds.iter().any(|c| {
+                cwd.strip_prefix(c.trim_end_matches('/'))
+                    .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
+            });
+            if !nested && !self.cwds.iter().any(|c| c == cwd) {
+                self.roots.add(cwd);
+                self.cwds.push(cwd.to_string());
+            }
         }
         let ty = s(v, "type").unwrap_or("");
         match ty {

@@ -12,6 +12,7 @@ mod explain;
 mod judges;
 mod localize;
 pub mod reliability;
+mod replay;
 pub mod screen;
 mod shards;
 mod study;
@@ -111,6 +112,9 @@ pub enum Command {
     Adapters(adapters::Args),
     /// Convert a native trace to the canonical trace (JSON on stdout, counts on stderr).
     Normalize(normalize::Args),
+    /// Replay one trace: each file's reconstructed final state, checked against the result
+    /// the trace carries (matches / differs / unverifiable).
+    Replay(replay::Args),
     /// Merge the result sets of `sage localize --shard i/n` runs.
     MergeShards(shards::Args),
     /// Reliability report (Tables 6-7, Figures 5-6) from localize result sets and annotations.
@@ -143,6 +147,7 @@ pub fn run() -> ExitStatus {
         Command::Cache(a) => cache::run(a),
         Command::Adapters(a) => Ok(adapters::run(a)),
         Command::Normalize(a) => Ok(normalize::run(a)),
+        Command::Replay(a) => replay::run(a),
         Command::MergeShards(a) => shards::run(a),
         Command::Reliability(a) => Ok(reliability::run(a)),
         Command::Completions(a) => completions::completions(a),

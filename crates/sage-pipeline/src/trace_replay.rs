@@ -394,9 +394,10 @@ fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
 /// Whether some line the two states do not share is a placeholder of a partial baseline.
 fn differs_on_unknown(a: &str, b: &str) -> bool {
     (a.contains(UNKNOWN) || b.contains(UNKNOWN))
-        && similar::TextDiff::from_lines(a, b)
-            .iter_all_changes()
-            .any(|c| c.tag() != similar::ChangeTag::Equal && c.value().contains(UNKNOWN))
+        && sage_history::unified_diff(a, b, "a", "b")
+            .lines()
+            .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
+            .any(|l| (l.starts_with('-') || l.starts_with('+')) && l.contains(UNKNOWN))
 }
 
 /// Compare the replay's end state with a recorded one.

@@ -12,6 +12,7 @@ mod explain;
 mod judges;
 mod localize;
 pub mod reliability;
+mod replay;
 pub mod screen;
 mod shards;
 mod study;
@@ -141,6 +142,9 @@ pub enum Command {
     Adapters(adapters::Args),
     /// Convert a native trace to the canonical trace (JSON on stdout, counts on stderr).
     Normalize(normalize::Args),
+    /// Replay one trace: each file's reconstructed final state, checked against the result
+    /// the trace carries (matches / differs / unverifiable).
+    Replay(replay::Args),
     /// Merge the result sets of `sage localize --shard i/n` runs.
     MergeShards(shards::Args),
     /// Compare a judge's per-step output with human labels (Who&When: the decisive error
@@ -180,6 +184,7 @@ pub fn run() -> ExitStatus {
         Command::Cache(a) => cache::run(a),
         Command::Adapters(a) => adapters::run(a),
         Command::Normalize(a) => normalize::run(a),
+        Command::Replay(a) => replay::run(a),
         Command::MergeShards(a) => shards::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Reliability(a) => reliability::run(a),

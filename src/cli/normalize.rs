@@ -22,6 +22,11 @@ pub struct Args {
     pub adapter: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    /// Read run N (from 1) of a file that holds several: the Nth record of an OpenHands
+    /// `output.jsonl`, the Nth sample of an Inspect log (default: the first, the others
+    /// reported as dropped records).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: Option<u64>,
     /// Accept a trace that yields no agent-authored turn (by default an error naming what
     /// was found instead).
     #[arg(long)]
@@ -56,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         framework: args.framework.clone(),
         mapping,
         allow_empty: args.allow_empty,
+        run: args.run.map(|n| n as usize),
     };
     let trace = match sage_adapters::normalize_opts(&files, opts) {
         Ok(t) => t,

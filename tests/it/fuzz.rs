@@ -1,7 +1,8 @@
-//! Bounded fuzzing (issue 18): every adapter on mutated real samples, and the case loader on
-//! mutated manifests and files, through the whole pipeline. Nothing may panic; bad input is
-//! an error naming its file. Runs under `cargo test` (CI) with a fixed number of cases;
-//! `SAGE_FUZZ_CASES=N` runs more.
+//! Bounded fuzzing (issues 15 and 18): every adapter on mutated real samples, and the case
+//! loader on mutated manifests and files, through the whole pipeline (`sage replay`'s
+//! reconstruction included). Nothing may panic; bad input is an error naming its file. Runs
+//! under `cargo test` (CI) with a fixed number of cases; `SAGE_FUZZ_CASES=N` runs more.
+//! Why proptest and not `cargo fuzz`: docs/security.md, "Fuzzing".
 
 use proptest::prelude::*;
 use sage_adapters::{self as adapters, SourceFile};
@@ -109,8 +110,9 @@ fn mutate(bytes: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
 }
 
 /// The whole per-trace pipeline on one file: normalize (forced and detected), the raw
-/// pointer check, history replay on an empty baseline, the injection scan. Panics are the
-/// failure; errors are fine.
+/// pointer check, history replay on an empty baseline, the injection scan, and `sage
+/// replay`'s reconstruction and verdicts. Panics are the failure; errors are fine, but each
+/// must name the file it is about (the name the file was given, `trace`, or a member of it).
 fn pipeline(adapter: &str, path: &Path) {
     let f = SourceFile::new("trace", path);
     let _ = adapters::detect(path);
@@ -123,7 +125,20 @@ fn pipeline(adapter: &str, path: &Path) {
                 let _ = sage_history::reconstruct(&Default::default(), &t);
                 let _ = sage_judge::injection::Rules::embedded().scan(&t);
             }
-            Err(e) => assert!(!e.message.is_empty()),
+            Err(e) => {
+                assert!(!e.message.is_empty());
+                assert!(e.file.starts_with("trace"), "error without its file: {e}");
+            }
+        }
+        let opts = sage_pipeline::trace_replay::ReplayOptions {
+            framework: framework.map(String::from),
+            ..Default::default()
+        };
+        if let Err(e) = sage_pipeline::trace_replay::replay(std::slice::from_ref(&f), &opts) {
+            assert!(
+                e.to_string().starts_with("trace"),
+                "error without its file: {e}"
+            );
         }
     }
 }

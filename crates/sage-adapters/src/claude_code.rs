@@ -85,6 +85,7 @@ pub fn normalize_with_baselines(
         baselines: BTreeMap::new(),
         written: Default::default(),
         lines: 0,
+        cwds: Vec::new(),
     };
     for_each_json_line(main, |n, v| {
         cx.lines += 1;
@@ -110,6 +111,8 @@ struct Ctx {
     baselines: BTreeMap<String, String>,
     written: std::collections::BTreeSet<String>,
     lines: usize,
+    /// The working directories that are roots, in the order seen.
+    cwds: Vec<String>,
 }
 
 impl Ctx {
@@ -119,7 +122,16 @@ impl Ctx {
 
     fn line(&mut self, n: usize, v: &Value) {
         if let Some(cwd) = s(v, "cwd") {
-            self.roots.add(cwd);
+            // A working directory inside one already seen (`cd assets`) is not a new root:
+            // names stay relative to the project (`assets/js/app.js`, not `js/app.js`).
+            let nested = self.cwds.iter().any(|c| {
+                cwd.strip_prefix(c.trim_end_matches('/'))
+                    .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
+            });
+            if !nested && !self.cwds.iter().any(|c| c == cwd) {
+                self.roots.add(cwd);
+                self.cwds.push(cwd.to_string());
+            }
         }
         let ty = s(v, "type").unwrap_or("");
         match ty {
@@ -293,12 +305,20 @@ impl Ctx {
             .get("is_error")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        // A result split over several text blocks keeps every block: one tool result per
+        // block, each with its own pointer (one joined text would have no raw text to
+        // point at).
+        let mut more: Vec<(String, String)> = Vec::new();
         let (out, op) = match block.get("content") {
             Some(Value::String(t)) => (t.clone(), ptr(bp, "content")),
-            Some(c @ Value::Array(_)) => content_texts(c, &ptr(bp, "content"))
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| (value_text(c), ptr(bp, "content"))),
+            Some(c @ Value::Array(_)) => {
+                let mut texts = content_texts(c, &ptr(bp, "content")).into_iter();
+                let first = texts
+                    .next()
+                    .unwrap_or_else(|| (value_text(c), ptr(bp, "content")));
+                more.extend(texts);
+                first
+            }
             _ => (String::new(), ptr(bp, "content")),
         };
         let r = tool_result(call_id, &out, is_error, self.raw(n, &op));
@@ -307,6 +327,10 @@ impl Ctx {
                 .drop_record(self.raw(n, bp), "tool result before any agent turn");
             return;
         };
+        for (t, p) in more {
+            let r = tool_result(call_id, &t, is_error, self.raw(n, &p));
+            self.b.result(r);
+        }
         if is_error {
             return;
         }
@@ -469,5 +493,48 @@ impl Ctx {
         self.written.insert(a.clone());
         let raw = self.raw(n, p);
         self.b.write(at, write(a, op, via, false, raw));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_result_split_over_text_blocks_keeps_every_block() {
+        // As line 988 of the real spotter-fum session: one tool_result, two text blocks.
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":"go"},"cwd":"/p"}"#,
+            r#"{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Grep","input":{"pattern":"x"}}]},"cwd":"/p"}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"first block"},{"type":"text","text":"second block"}]}]},"cwd":"/p"}"#,
+        ];
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        std::fs::write(&p, lines.join("\n")).unwrap();
+        let (t, _) = normalize_with_baselines(&[SourceFile::new("s.jsonl", &p)]).unwrap();
+        let results: Vec<(&str, String)> = t
+            .turns
+            .iter()
+            .flat_map(|t| t.tool_results.iter())
+            .map(|r| (r.output.as_str(), r.raw.display()))
+            .collect();
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert_eq!(results[0].0, "first block");
+        assert_eq!(results[1].0, "second block");
+        assert!(
+            results[1].1.contains("/message/content/0/content/1/text"),
+            "{results:?}"
+        );
+        // Every pointer resolves to the block's own text.
+        let mut t = t;
+        t.sources = vec![p.display().to_string()];
+        for turn in &mut t.turns {
+            for r in &mut turn.tool_results {
+                r.raw.file = p.display().to_string();
+            }
+        }
+        let mut store = sage_trace::RawStore::load(&t, std::path::Path::new("")).unwrap();
+        let r = &t.turns.iter().flat_map(|t| &t.tool_results).nth(1).unwrap();
+        assert_eq!(store.resolve(&r.raw).unwrap(), "second block");
     }
 }

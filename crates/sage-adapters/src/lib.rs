@@ -26,6 +26,7 @@ pub mod openhands;
 pub mod openhands_sdk;
 pub mod openinference;
 pub mod otel;
+pub mod recorded;
 pub mod seen;
 pub mod support;
 pub mod swe_agent;
@@ -344,6 +345,10 @@ pub struct NormalizeOptions {
     pub mapping: Option<Mapping>,
     /// Accept a trace with no agent-authored turn (else it is an error naming what was found).
     pub allow_empty: bool,
+    /// The run to read from a file that holds several (1-based): the Nth record of an
+    /// OpenHands `output.jsonl`, the Nth sample of an Inspect log. `None` reads the first and
+    /// reports every other run as a dropped record.
+    pub run: Option<usize>,
 }
 
 /// Normalize a trace, with the named adapter or the detected one, its field paths taken from
@@ -361,6 +366,7 @@ pub fn normalize_with(
             framework: framework.map(String::from),
             mapping,
             allow_empty: false,
+            run: None,
         },
     )
 }
@@ -409,6 +415,13 @@ pub fn normalize_opts(
             },
             None => Box::new(MappingAdapter::new(m)),
         };
+        if opts.run.is_some_and(|n| n != 1) {
+            return Err(AdapterError::new(
+                &main.name,
+                None,
+                "--run takes no mapping file (runs are told apart by the OpenHands and Inspect readers)",
+            ));
+        }
         adapter.normalize(files)?
     } else {
         let adapter = match framework {
@@ -428,7 +441,10 @@ pub fn normalize_opts(
                 e
             })?,
         };
-        adapter.normalize(files)?
+        match opts.run {
+            Some(n) => normalize_run(adapter.as_ref(), files, n)?,
+            None => adapter.normalize(files)?,
+        }
     };
     let trace = finish(trace);
     if !opts.allow_empty {
@@ -441,6 +457,71 @@ pub fn normalize_opts(
         }
     }
     Ok(trace)
+}
+
+/// Run `n` (1-based) of a file that may hold several runs: the Nth record of an OpenHands
+/// `output.jsonl`, the Nth sample of an Inspect log. Every other format holds one run per
+/// file, so only `n = 1` is accepted there.
+pub fn normalize_run(
+    adapter: &dyn Adapter,
+    files: &[SourceFile],
+    n: usize,
+) -> Result<CanonicalTrace, AdapterError> {
+    let main = files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    check_run(adapter.name(), main, n)?;
+    match adapter.name() {
+        _ if n == 1 => adapter.normalize(files),
+        "openhands" => openhands::normalize_record(files, record_line(main, n)?).map(|(t, _)| t),
+        _ => inspect::normalize_sample(files, n - 1),
+    }
+}
+
+/// Whether `--run n` makes sense for the format.
+fn check_run(framework: &str, main: &SourceFile, n: usize) -> Result<(), AdapterError> {
+    if n == 0 {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            "--run counts runs from 1",
+        ));
+    }
+    if n > 1 && !matches!(framework, "openhands" | "inspect-ai") {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!(
+                "a {framework} file holds one run; --run N reads the Nth record of an OpenHands \
+                 output.jsonl or the Nth sample of an Inspect log"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The line (1-based) of the `n`th record of a JSON Lines file.
+fn record_line(main: &SourceFile, n: usize) -> Result<usize, AdapterError> {
+    let text = main.read_text()?;
+    let mut records = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if count < 2 {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds one run (not an output.jsonl of several records), no run {n}"),
+        ));
+    }
+    records.nth(n - 1).map(|(i, _)| i + 1).ok_or_else(|| {
+        AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds {count} runs (one per line), no run {n}"),
+        )
+    })
 }
 
 /// What every adapter's output goes through, whatever the format: submitted final states
@@ -532,6 +613,15 @@ pub fn normalize_seen(
     files: &[SourceFile],
     framework: Option<&str>,
 ) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    normalize_seen_run(files, framework, None)
+}
+
+/// [`normalize_seen`] of run `run` (see [`NormalizeOptions::run`]).
+pub fn normalize_seen_run(
+    files: &[SourceFile],
+    framework: Option<&str>,
+    run: Option<usize>,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
     let main = files
         .first()
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
@@ -548,6 +638,10 @@ pub fn normalize_seen(
             e
         })?,
     };
+    if let Some(n) = run {
+        check_run(adapter.name(), main, n)?;
+    }
+    let run = run.filter(|n| *n > 1);
     let head = crate::read_head(&main.path, &main.name)?;
     // Adapters forced onto the stream shape hand it over, so ask the stream adapter directly.
     if crate::claude_stream::is_stream(&head)
@@ -593,7 +687,10 @@ pub fn normalize_seen(
     };
     let (trace, seen) = match adapter.name() {
         "openhands" => {
-            let (t, (full, part)) = crate::openhands::normalize_with_baselines(files)?;
+            let (t, (full, part)) = match run {
+                Some(n) => crate::openhands::normalize_record(files, record_line(main, n)?)?,
+                None => crate::openhands::normalize_with_baselines(files)?,
+            };
             (
                 t,
                 seen::Seen {
@@ -653,7 +750,13 @@ pub fn normalize_seen(
                 },
             )
         }
-        _ => (adapter.normalize(files)?, seen::Seen::default()),
+        _ => match run {
+            Some(n) => (
+                normalize_run(adapter.as_ref(), files, n)?,
+                seen::Seen::default(),
+            ),
+            None => (adapter.normalize(files)?, seen::Seen::default()),
+        },
     };
     Ok((finish(trace), seen))
 }

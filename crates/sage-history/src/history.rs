@@ -264,7 +264,7 @@ pub(crate) fn workspace_roots() -> &'static [String] {
 /// The relative forms an absolute path may stand for under the workspace-roots rule: the
 /// path after a root, and after a root plus one folder (the checkout). A relative path stands
 /// for itself.
-pub(crate) fn relative_forms(path: &str) -> Vec<String> {
+pub fn relative_forms(path: &str) -> Vec<String> {
     let p = normalize_path(path);
     if !p.starts_with('/') {
         return vec![p];
@@ -288,10 +288,7 @@ pub(crate) fn relative_forms(path: &str) -> Vec<String> {
 /// (`docs/design-history.md`, "Artefact paths"): equal after normalization; else, when one
 /// side is absolute, one of its [`relative_forms`] equals the other side (or a relative form
 /// of it); the longest matching key wins.
-pub(crate) fn match_key<'k>(
-    path: &str,
-    keys: impl IntoIterator<Item = &'k String>,
-) -> Option<String> {
+pub fn match_key<'k>(path: &str, keys: impl IntoIterator<Item = &'k String>) -> Option<String> {
     let p = normalize_path(path);
     let forms = relative_forms(&p);
     let mut best: Option<(&String, usize)> = None;
@@ -847,7 +844,7 @@ impl ArtefactHistory {
     /// The artefact's content after the last replayed write (else its baseline); `None`:
     /// deleted or never existed. Unlike [`ArtefactHistory::final_content`], recorded final
     /// states play no part.
-    pub(crate) fn replayed_final(&self, artefact: &str) -> Option<&str> {
+    pub fn replayed_final(&self, artefact: &str) -> Option<&str> {
         match self.snapshots_of(artefact).last() {
             Some(s) => s.content.as_deref(),
             None => self.baseline(artefact),
@@ -894,7 +891,7 @@ impl ArtefactHistory {
     }
 
     /// The content of write `write`'s artefact just before it.
-    pub(crate) fn state_before(&self, write: usize) -> Option<&str> {
+    pub fn state_before(&self, write: usize) -> Option<&str> {
         let snap = self.snapshot(write)?;
         match self
             .snapshots

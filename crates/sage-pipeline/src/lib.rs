@@ -15,4 +15,5 @@ pub mod replay;
 pub mod report;
 pub mod results;
 pub mod sarif_view;
+pub mod trace_replay;
 pub mod view;

@@ -1,0 +1,92 @@
+//! `sage replay TRACE... [--baseline-dir DIR] [--result FILE]... [--format json|table]
+//! [-o FILE]`: the reconstructed final state of every artefact of one trace and, where the
+//! trace carries its own result (or `--result` gives one), a verdict per file. The work is
+//! `sage_pipeline::trace_replay`; this file parses flags, prints and sets the exit status.
+
+use anyhow::Context;
+use clap::{Args as ClapArgs, ValueEnum};
+use sage_adapters::SourceFile;
+use sage_pipeline::trace_replay::{self, ReplayOptions};
+use std::path::PathBuf;
+
+#[derive(ClapArgs, Debug)]
+#[command(
+    after_help = "Exit status: 0 every file matches or is unverifiable (with the reason); 1 some \
+                  file differs, or the trace or a result cannot be read; 2 usage error."
+)]
+pub struct Args {
+    /// The trace file, then any extra files of the same run (e.g. aider's input history).
+    #[arg(required = true)]
+    pub trace: Vec<PathBuf>,
+    /// A folder holding the files as they were before the run (paths relative to it); else
+    /// the baselines are what the trace itself shows.
+    #[arg(long)]
+    pub baseline_dir: Option<PathBuf>,
+    /// A result kept beside the trace: a final diff (`git diff`, a SWE-bench `.pred` with
+    /// `model_patch`), a series of commits (`git show --patch` / `git log -p` output) or a
+    /// directory snapshot (JSON: path → sha256). Repeatable.
+    #[arg(long = "result", value_name = "FILE")]
+    pub results: Vec<PathBuf>,
+    /// Force the format instead of detecting it from content (see `sage adapters`).
+    #[arg(long)]
+    pub framework: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the report here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Read run N (from 1) of a file that holds several: the Nth record of an OpenHands
+    /// `output.jsonl`, the Nth sample of an Inspect log (default: the first, the others
+    /// reported as dropped records).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: Option<u64>,
+    /// Accept a trace that yields no agent-authored turn.
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// One line per file, then the first differing hunks.
+    Table,
+    /// `sage.replay/1` JSON (docs/replay.md).
+    Json,
+}
+
+pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
+    let files: Vec<SourceFile> = args
+        .trace
+        .iter()
+        .map(|p| SourceFile::new(p.display().to_string(), p))
+        .collect();
+    let opts = ReplayOptions {
+        framework: args.framework.clone(),
+        baseline_dir: args.baseline_dir.clone(),
+        results: args.results.clone(),
+        allow_empty: args.allow_empty,
+        run: args.run.map(|n| n as usize),
+    };
+    let r = match trace_replay::replay(&files, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
+            return Ok(super::EXIT_INPUT_FAILED);
+        }
+    };
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&r)? + "\n",
+        Format::Table => trace_replay::render_table(&r),
+    };
+    let text = sage_llm::secrets::scrub(&text).into_owned();
+    match &args.output {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(if r.counts.differs > 0 {
+        super::EXIT_INPUT_FAILED
+    } else {
+        super::EXIT_OK
+    })
+}

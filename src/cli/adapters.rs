@@ -112,7 +112,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> super::ExitStatus {
                 let mut j = serde_json::to_value(d).unwrap_or_default();
                 j["verdict"] = match d.verdict() {
                     Ok(c) => serde_json::json!({"framework": c.framework}),
-                    Err(e) => serde_json::json!({"error": e}),
+                    Err(e) => serde_json::json!({"error": e.to_string()}),
                 };
                 j
             })

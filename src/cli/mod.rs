@@ -261,8 +261,10 @@ fn data_overrides() {
         let path = std::path::PathBuf::from(p);
         match std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|t| sage_adapters::kinds::Classifier::parse(&t, &path.display().to_string()))
-        {
+            .and_then(|t| {
+                sage_adapters::kinds::Classifier::parse(&t, &path.display().to_string())
+                    .map_err(|e| e.to_string())
+            }) {
             Ok(c) => {
                 sage_adapters::kinds::Classifier::set_current(c);
             }

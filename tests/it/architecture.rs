@@ -217,17 +217,19 @@ fn no_module_import_cycle_inside_a_crate() {
     }
 }
 
-/// Crates whose public functions return typed errors only (docs/architecture.md). The
-/// others still have `Result<_, String>` signatures to convert; a crate joins this list when
-/// it has none, and then cannot regress.
+/// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",
     "sage-markup",
     "sage-trace",
+    "sage-llm",
+    "sage-adapters",
+    "sage-judge",
     "sage-history",
     "sage-reliability",
     "sage-screen",
     "sage-szz",
+    "sage-pipeline",
 ];
 
 #[test]
@@ -236,6 +238,12 @@ fn typed_crates_return_no_string_errors_from_public_functions() {
     for name in TYPED_ERRORS {
         let src = Path::new(ROOT).join("crates").join(name).join("src");
         assert!(src.is_dir(), "{name}: no such crate");
+        assert!(
+            crates().iter().all(|c| TYPED_ERRORS
+                .iter()
+                .any(|t| c.file_name().is_some_and(|f| f == *t))),
+            "a new crate must be listed in TYPED_ERRORS"
+        );
         for f in rust_files(&src) {
             let text = std::fs::read_to_string(&f).unwrap();
             let text = library_part(&text);

@@ -37,7 +37,7 @@ impl Ag2 {
 const BANNER: &str = "Started new session with Session ID";
 
 /// Whether `head` is an AG2 FileLogger runtime log.
-pub fn is_runtime_log(head: &[u8]) -> bool {
+pub(crate) fn is_runtime_log(head: &[u8]) -> bool {
     let h = String::from_utf8_lossy(head);
     h.trim_start().starts_with(BANNER)
         || (h.contains("\"event_name\"")
@@ -88,7 +88,10 @@ impl Adapter for Ag2 {
 }
 
 /// Normalize a FileLogger runtime log, streaming it line by line.
-pub fn runtime_log(m: &Mapping, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+pub(crate) fn runtime_log(
+    m: &Mapping,
+    files: &[SourceFile],
+) -> Result<CanonicalTrace, AdapterError> {
     let main = &files[0];
     let f = std::fs::File::open(&main.path)
         .map_err(|e| AdapterError::new(&main.name, None, format!("cannot read: {e}")))?;

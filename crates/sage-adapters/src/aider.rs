@@ -141,7 +141,7 @@ struct Pending {
 }
 
 /// Parse a chat history into canonical turns. Never fails: anything unrecognized is text.
-pub fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
+pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
     let lines = edits::lines_with_offsets(text);
     let mut segs: Vec<Segment> = Vec::new();
     for (i, (_, l)) in lines.iter().enumerate() {

@@ -315,7 +315,7 @@ pub mod pyrepr {
     }
 
     /// The call dicts of a `[{...}, {...}]` repr, or `None` if it is not one.
-    pub fn call_dicts(s: &str) -> Option<Vec<CallDict>> {
+    pub(crate) fn call_dicts(s: &str) -> Option<Vec<CallDict>> {
         let b = s.as_bytes();
         let mut i = ws(b, 0);
         if b.get(i) != Some(&b'[') {

@@ -71,7 +71,7 @@ impl Adapter for ClaudeCode {
 
 /// The canonical trace and the pre-edit contents it records (`originalFile` of a file's first
 /// edit, whole-file `Read` results before any write).
-pub fn normalize_with_baselines(
+pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
     let main = files

@@ -48,7 +48,7 @@ impl ClaudeStream {
 
 /// Whether `head` is a Claude-stream-like record list with an agent's tools (for adapters
 /// that hand such a file over when they are forced onto it with `--framework`).
-pub fn is_stream(head: &[u8]) -> bool {
+pub(crate) fn is_stream(head: &[u8]) -> bool {
     embedded_mapping("claude-stream").is_ok_and(|m| m.detect(head) > 0)
 }
 
@@ -798,7 +798,7 @@ fn get(v: &Value, paths: &[String]) -> Option<(String, String)> {
 /// therefore whole (up to the rare range that ends on an empty line, which a longer view of
 /// the same file or a blob id exposes). `NOTE: ... only N lines` (a range past the end) makes
 /// a view from line 1 to N whole as well.
-pub fn whole_file(lines: &BTreeMap<usize, String>, out: &str) -> Option<String> {
+pub(crate) fn whole_file(lines: &BTreeMap<usize, String>, out: &str) -> Option<String> {
     let (&first, _) = lines.first_key_value()?;
     let (&last, last_text) = lines.last_key_value()?;
     if first != 1 || lines.len() != last {
@@ -822,7 +822,7 @@ pub fn whole_file(lines: &BTreeMap<usize, String>, out: &str) -> Option<String> 
 /// snippet gives the line number; when they occur at several positions, the editors' context
 /// of 4 lines decides (the snippet starts 4 lines before the insertion unless that is past
 /// the top of the file); otherwise the position is not determined.
-pub fn insert_line_from_snippet(out: &str, new: &str) -> Result<usize, String> {
+pub(crate) fn insert_line_from_snippet(out: &str, new: &str) -> Result<usize, String> {
     let body = out
         .find(VIEW_HEADER)
         .map(|i| &out[i..])

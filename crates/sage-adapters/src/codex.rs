@@ -443,7 +443,7 @@ impl Ctx {
 
 /// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`), read by
 /// [`crate::edits::parse_apply_patch`]; a move comes back as `Err`.
-pub fn apply_patch_writes(
+pub(crate) fn apply_patch_writes(
     patch: &str,
     roots: &PathRoots,
     raw: &RawRef,

@@ -116,24 +116,50 @@ pub struct Detection {
     pub not_a_trace: Option<String>,
 }
 
+/// Why detection names no adapter for a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoVerdict {
+    /// The file is something else (a JSON Schema, a patch, a report...).
+    #[error("not a trace: {0}")]
+    NotATrace(String),
+    /// No adapter scores it (what the file's structure is).
+    #[error(
+        "format not recognized (no adapter scores it; the file is {0}); pass --framework NAME (see `sage adapters`)"
+    )]
+    NotRecognized(String),
+    /// Two adapters score it within the margin.
+    #[error(
+        "format ambiguous: {best} scores {best_score} and {second} scores {second_score} (margin {MARGIN} needed); pass --framework NAME"
+    )]
+    Ambiguous {
+        /// The best adapter.
+        best: String,
+        /// Its score.
+        best_score: u8,
+        /// The runner-up.
+        second: String,
+        /// Its score.
+        second_score: u8,
+    },
+}
+
 impl Detection {
     /// The winner, or why there is none.
-    pub fn verdict(&self) -> Result<&Candidate, String> {
+    pub fn verdict(&self) -> Result<&Candidate, NoVerdict> {
         if let Some(what) = &self.not_a_trace {
-            return Err(format!("not a trace: {what}"));
+            return Err(NoVerdict::NotATrace(what.clone()));
         }
         let Some(best) = self.candidates.first() else {
-            return Err(format!(
-                "format not recognized (no adapter scores it; the file is {}); pass --framework NAME (see `sage adapters`)",
-                self.structure.join("; ")
-            ));
+            return Err(NoVerdict::NotRecognized(self.structure.join("; ")));
         };
         if let Some(second) = self.candidates.get(1) {
             if best.score < second.score.saturating_add(MARGIN) {
-                return Err(format!(
-                    "format ambiguous: {} scores {} and {} scores {} (margin {MARGIN} needed); pass --framework NAME",
-                    best.framework, best.score, second.framework, second.score
-                ));
+                return Err(NoVerdict::Ambiguous {
+                    best: best.framework.to_string(),
+                    best_score: best.score,
+                    second: second.framework.to_string(),
+                    second_score: second.score,
+                });
             }
         }
         Ok(best)
@@ -165,7 +191,7 @@ impl Detection {
     }
 
     /// The score and evidence of `framework` (0 when it does not score).
-    pub fn score_of(&self, framework: &str) -> u8 {
+    pub(crate) fn score_of(&self, framework: &str) -> u8 {
         self.candidates
             .iter()
             .find(|c| c.framework == framework)
@@ -185,7 +211,7 @@ pub fn detect_file(
 }
 
 /// Score every adapter on a sample already read.
-pub fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &str) -> Detection {
+pub(crate) fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &str) -> Detection {
     let structure = structure(s);
     let not_a_trace = not_a_trace(s);
     let mut scored: Vec<Candidate> = candidates
@@ -352,7 +378,7 @@ fn quoted_keys(t: &str) -> impl Iterator<Item = &str> {
 
 /// What a file is when it is plainly not a trace: a JSON Schema, a patch, a benchmark report or
 /// prediction, a directory snapshot, a specification document.
-pub fn not_a_trace(s: &Sample) -> Option<String> {
+pub(crate) fn not_a_trace(s: &Sample) -> Option<String> {
     let t = text(&s.bytes);
     let lead = t.trim_start();
     let first = lead.lines().next().unwrap_or("");
@@ -567,7 +593,7 @@ mod tests {
         for (k, (body, what)) in cases.iter().enumerate() {
             let p = temp(&format!("n{k}"), body);
             let d = detect_file(&crate::registry(), &p, "f").unwrap();
-            let e = d.verdict().unwrap_err();
+            let e = d.verdict().unwrap_err().to_string();
             assert!(e.contains(what), "{body}: {e}");
             std::fs::remove_file(p).ok();
         }
@@ -594,6 +620,9 @@ mod tests {
             ],
             not_a_trace: None,
         };
-        assert!(d.verdict().unwrap_err().contains("ambiguous"));
+        assert!(matches!(
+            d.verdict().unwrap_err(),
+            NoVerdict::Ambiguous { .. }
+        ));
     }
 }

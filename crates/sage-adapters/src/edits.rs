@@ -38,7 +38,7 @@ pub struct Edits {
 }
 
 /// Normalize a path as the trace names it: trim, drop a leading `./`.
-pub fn clean_path(p: &str) -> String {
+pub(crate) fn clean_path(p: &str) -> String {
     let p = p.trim();
     p.strip_prefix("./").unwrap_or(p).to_string()
 }
@@ -120,7 +120,7 @@ fn find_filename(lines: &[(usize, &str)], i: usize) -> Option<String> {
 }
 
 /// Every SEARCH/REPLACE block in `text` (`diff` and `diff-fenced` formats alike).
-pub fn search_replace_blocks(text: &str) -> Vec<SrBlock> {
+pub(crate) fn search_replace_blocks(text: &str) -> Vec<SrBlock> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     let mut current: Option<String> = None;
@@ -199,7 +199,7 @@ fn fence_of(line: &str) -> Option<(&str, &str)> {
 
 /// Fenced code blocks of a markdown text (a closing fence has at least the opening's
 /// backticks and no info string; an unclosed block runs to the end).
-pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+pub(crate) fn code_blocks(text: &str) -> Vec<CodeBlock> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     let mut i = 0;
@@ -234,7 +234,7 @@ pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
 
 /// AutoGen's code-executor convention: a first line `# filename: <path>` saves the block to
 /// that file.
-pub fn filename_comment(code: &str) -> Option<String> {
+pub(crate) fn filename_comment(code: &str) -> Option<String> {
     static RE: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^\s*(?:#|//|--)\s*filename:\s*(\S+)\s*$").unwrap());
     let first = code.lines().next()?;
@@ -254,7 +254,7 @@ pub struct Listing {
 /// Whole-file listings as aider's `WholeFileCoder` reads them: every fenced block is a
 /// listing of the file named on the line before its opening fence (`**`, `:`, `#` and
 /// backticks stripped).
-pub fn whole_listings(text: &str) -> Vec<Listing> {
+pub(crate) fn whole_listings(text: &str) -> Vec<Listing> {
     let lines = lines_with_offsets(text);
     let mut out = Vec::new();
     for b in code_blocks(text) {
@@ -510,7 +510,7 @@ fn plain_substitution(expr: &str) -> Result<(String, String, bool), String> {
 ///
 /// `sed` without `g` replaces the first match of each line; it is mapped like `g`
 /// (all occurrences) and the difference noted in `via` by the caller; see docs/adapters.md.
-pub fn shell_edits(cmd: &str) -> Edits {
+pub(crate) fn shell_edits(cmd: &str) -> Edits {
     let mut out = Edits::default();
     let mut covered: Vec<Range<usize>> = Vec::new();
     // Heredocs.

@@ -85,7 +85,7 @@ fn sample_order(n: &str) -> (u64, u64, String) {
 }
 
 /// Normalize sample `index` (0-based, in log order) of an Inspect log.
-pub fn normalize_sample(
+pub(crate) fn normalize_sample(
     files: &[SourceFile],
     index: usize,
 ) -> Result<CanonicalTrace, AdapterError> {

@@ -56,9 +56,18 @@ pub struct Classifier {
     shell_command_keys: Vec<String>,
 }
 
+/// A turn-classifier file that cannot be used (the message names the file and the entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KindsError(pub String);
+
 impl Classifier {
     /// Parse a classifier file; the error names the file and the bad entry.
-    pub fn parse(text: &str, source: &str) -> Result<Classifier, String> {
+    pub fn parse(text: &str, source: &str) -> Result<Classifier, KindsError> {
+        Self::parse_file(text, source).map_err(KindsError)
+    }
+
+    fn parse_file(text: &str, source: &str) -> Result<Classifier, String> {
         let f: KindsFile = toml::from_str(text).map_err(|e| format!("{source}: {e}"))?;
         let compile = |list: &[String], field: &str| -> Result<Vec<Regex>, String> {
             list.iter()
@@ -126,12 +135,12 @@ impl Classifier {
     }
 
     /// True when the call changes a file by a command or an edit tool.
-    pub fn is_edit_call(&self, c: &ToolCall) -> bool {
+    pub(crate) fn is_edit_call(&self, c: &ToolCall) -> bool {
         Self::tool_is(&self.edit_tools, c) || Self::any(&self.edits, &c.arguments)
     }
 
     /// True when the call runs the tests or the program.
-    pub fn is_check_call(&self, c: &ToolCall) -> bool {
+    pub(crate) fn is_check_call(&self, c: &ToolCall) -> bool {
         Self::any(&self.tests, &c.arguments) || Self::any(&self.runs, &c.arguments)
     }
 
@@ -146,7 +155,7 @@ impl Classifier {
     /// True when the call's tool result says the edit did not happen (an error result, or
     /// one of `edit_failed`). The result is the one with the call's id, else the turn's only
     /// result when the turn makes only this call.
-    pub fn edit_failed(&self, t: &Turn, c: &ToolCall) -> bool {
+    pub(crate) fn edit_failed(&self, t: &Turn, c: &ToolCall) -> bool {
         let result = match &c.id {
             Some(id) => t
                 .tool_results
@@ -158,21 +167,6 @@ impl Classifier {
             (t.tool_calls.len() == 1 && t.tool_results.len() == 1).then(|| &t.tool_results[0])
         });
         result.is_some_and(|r| r.is_error || Self::any(&self.edit_failed, &r.output))
-    }
-
-    /// The turn's edit calls that name `artefact` (by its file name) and did not fail, for
-    /// turns whose edit sage could not replay: the turn still changed that file.
-    pub fn edit_calls_naming<'t>(&self, t: &'t Turn, artefact: &str) -> Vec<&'t ToolCall> {
-        let base = basename(artefact);
-        if base.is_empty() {
-            return Vec::new();
-        }
-        t.tool_calls
-            .iter()
-            .filter(|c| {
-                self.is_edit_call(c) && names_file(&c.arguments, base) && !self.edit_failed(t, c)
-            })
-            .collect()
     }
 
     /// The kind of turn `t`, given the file names written by earlier turns.
@@ -220,7 +214,7 @@ impl Classifier {
 
 /// Set the kind of every turn of `trace` with the current classifier (idempotent: a turn it
 /// labelled keeps its label on a second pass).
-pub fn classify_trace(trace: &mut CanonicalTrace) {
+pub(crate) fn classify_trace(trace: &mut CanonicalTrace) {
     let c = Classifier::current();
     let mut written: BTreeSet<String> = BTreeSet::new();
     for t in &mut trace.turns {
@@ -281,7 +275,9 @@ mod tests {
         let c = Classifier::embedded();
         assert!(c.version.starts_with("turn-kinds-"));
         let bad = DEFAULT_TURN_KINDS.replace("'\\bctest\\b'", "'(unclosed'");
-        let e = Classifier::parse(&bad, "mine.toml").unwrap_err();
+        let e = Classifier::parse(&bad, "mine.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("mine.toml") && e.contains("tests"), "{e}");
     }
 

@@ -156,7 +156,7 @@ pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
 
 /// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
 /// failure here is a build defect, reported as an adapter error rather than a panic.
-pub fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
+pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
     // Parsed (and its regexes compiled) once per process: every case's detection builds the
     // registry, and compiling the mappings' regexes per case used to be most of a small
     // case's cost. A clone shares the compiled regexes.
@@ -286,7 +286,7 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
     };
     let best = d
         .verdict()
-        .map_err(|e| AdapterError::new(&name, Some(at.into()), e))?
+        .map_err(|e| AdapterError::new(&name, Some(at.into()), e.to_string()))?
         .framework
         .clone();
     reg.into_iter()
@@ -296,7 +296,8 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
 
 /// The adapter among `candidates` that scores `head` highest (no margin, no evidence: the
 /// building block of tests; files go through [`detect`]).
-pub fn detect_among(
+#[cfg(test)]
+pub(crate) fn detect_among(
     candidates: Vec<Box<dyn Adapter>>,
     head: &[u8],
     name: &str,
@@ -462,7 +463,7 @@ pub fn normalize_opts(
 /// Run `n` (1-based) of a file that may hold several runs: the Nth record of an OpenHands
 /// `output.jsonl`, the Nth sample of an Inspect log. Every other format holds one run per
 /// file, so only `n = 1` is accepted there.
-pub fn normalize_run(
+pub(crate) fn normalize_run(
     adapter: &dyn Adapter,
     files: &[SourceFile],
     n: usize,
@@ -572,7 +573,7 @@ fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> 
 }
 
 /// `Some(what was found instead)` when `trace` has no agent-authored turn.
-pub fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
+pub(crate) fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
     let agent = trace
         .turns
         .iter()

@@ -395,7 +395,7 @@ impl Mapping {
     }
 
     /// The best matching `[[detect]]` rule, as text (`sage adapters detect`).
-    pub fn detect_evidence(&self, head: &[u8]) -> Option<String> {
+    pub(crate) fn detect_evidence(&self, head: &[u8]) -> Option<String> {
         let head = String::from_utf8_lossy(head);
         self.file
             .detect
@@ -435,7 +435,7 @@ impl Mapping {
 /// Call `f` on every JSON document of `src` with the line it starts on (`None` for a
 /// whole-file document). JSON Lines are streamed line by line; a line that is not JSON is
 /// reported through `f`'s caller as an error naming the line.
-pub fn for_each_document(
+pub(crate) fn for_each_document(
     src: &SourceFile,
     mut f: impl FnMut(Value, Option<usize>) -> Result<(), AdapterError>,
 ) -> Result<(), AdapterError> {
@@ -554,7 +554,11 @@ fn sniff_shape(src: &SourceFile) -> Result<Shape, AdapterError> {
 }
 
 /// The string (or text) at the first pointer of `paths` that names a value in `v`.
-pub fn first_str<'a>(v: &'a Value, base: &str, paths: &[String]) -> Option<(&'a str, String)> {
+pub(crate) fn first_str<'a>(
+    v: &'a Value,
+    base: &str,
+    paths: &[String],
+) -> Option<(&'a str, String)> {
     for p in paths {
         let full = format!("{base}{p}");
         if let Some(Value::String(s)) = v.pointer(&full) {
@@ -578,7 +582,7 @@ fn first_value<'a>(v: &'a Value, base: &str, paths: &[String]) -> Option<(&'a Va
 
 /// A value's text as [`sage_trace::RawStore`] resolves it: the string itself, or the
 /// value's compact JSON text.
-pub fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -640,7 +644,7 @@ impl<'m> MappingRun<'m> {
     }
 
     /// Map one document: its message list, or the document itself as one message.
-    pub fn feed_document(&mut self, doc: &Value, line: Option<usize>) {
+    pub(crate) fn feed_document(&mut self, doc: &Value, line: Option<usize>) {
         let mm = &self.m.file.messages;
         for lp in &mm.lists {
             if let Some(Value::Array(items)) = doc.pointer(lp) {
@@ -654,7 +658,7 @@ impl<'m> MappingRun<'m> {
     }
 
     /// Map one message at `ptr` in `doc`.
-    pub fn feed_message(&mut self, doc: &Value, line: Option<usize>, ptr: &str) {
+    pub(crate) fn feed_message(&mut self, doc: &Value, line: Option<usize>, ptr: &str) {
         self.feed_message_as(doc, line, None, ptr, None)
     }
 
@@ -662,7 +666,7 @@ impl<'m> MappingRun<'m> {
     /// the string at `outer` of the record (if given), and the actor is `actor` when the
     /// record names it outside the message (AG2 runtime log `source_name`). A message that
     /// is a bare string is its text.
-    pub fn feed_message_as(
+    pub(crate) fn feed_message_as(
         &mut self,
         doc: &Value,
         line: Option<usize>,
@@ -979,7 +983,7 @@ impl<'m> MappingRun<'m> {
 
     /// Apply the `[[writes]]` rules to a call whose arguments `args` are at `args_ptr` of the
     /// document on `line` of the main file (for adapters that find calls by code).
-    pub fn apply_write_rules(
+    pub(crate) fn apply_write_rules(
         &mut self,
         call: &ToolCall,
         args: &Value,

@@ -60,7 +60,7 @@ impl Adapter for MiniSweAgent {
 
 /// The canonical trace and the files the agent printed whole (`cat FILE` with exit code 0)
 /// before it first wrote them.
-pub fn normalize_with_baselines(
+pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
     let main = files
@@ -215,7 +215,7 @@ pub fn normalize_with_baselines(
 }
 
 /// The single ```` ```bash ```` block of a v1 assistant message.
-pub fn bash_block(text: &str) -> Option<String> {
+pub(crate) fn bash_block(text: &str) -> Option<String> {
     // ```bash (v1 default) or ```mswea_bash_command (later templates).
     let (start, tag) = ["```mswea_bash_command", "```bash"]
         .iter()

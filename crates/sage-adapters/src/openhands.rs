@@ -86,7 +86,7 @@ impl Adapter for OpenHands {
 /// The canonical trace and the pre-edit contents the trace itself records (the first full
 /// view of each file before the agent writes it: `old_content`, full `cat -n` views,
 /// agentskills `open_file` windows that show the whole file).
-pub fn normalize_with_baselines(
+pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, Known), AdapterError> {
     let main = files
@@ -140,7 +140,7 @@ pub type Known = (BTreeMap<String, String>, BTreeMap<String, NumberedView>);
 
 /// Normalize record `line` (1-based) of an `output.jsonl` of evaluation records, with what
 /// it shows of the files before they are written.
-pub fn normalize_record(
+pub(crate) fn normalize_record(
     files: &[SourceFile],
     line: usize,
 ) -> Result<(CanonicalTrace, Known), AdapterError> {

@@ -67,7 +67,7 @@ impl Adapter for OpenHandsSdk {
 
 /// The canonical trace and the pre-edit contents the trace records (`old_content` of the
 /// first edit of each file).
-pub fn normalize_with_baselines(
+pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
     let main = files
@@ -409,86 +409,6 @@ impl Ctx {
         }
         (self.b.finish(), self.baselines)
     }
-}
-
-/// For each full-content write of the trace, the action that asked for it, as an edit op
-/// (`create` → full content, `str_replace`, `insert`), with the recorded before/after file:
-/// replaying the op on `before` must give `after`. Used by the replay-fidelity tests.
-pub fn action_edits(files: &[SourceFile]) -> Result<Vec<RecordedEdit>, AdapterError> {
-    let main = &files[0];
-    let text = main.read_text()?;
-    let mut events: Vec<Value> = Vec::new();
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Array(a)) => events = a,
-        Ok(v) if v.get("history").is_some() => {
-            events = v["history"].as_array().cloned().unwrap_or_default()
-        }
-        _ => {
-            for l in text.lines().filter(|l| !l.trim().is_empty()) {
-                if let Ok(v) = serde_json::from_str::<Value>(l) {
-                    match v.get("history").and_then(Value::as_array) {
-                        Some(h) => {
-                            events.extend(h.iter().cloned());
-                            break;
-                        }
-                        None => events.push(v),
-                    }
-                }
-            }
-        }
-    }
-    let mut actions: BTreeMap<String, Value> = BTreeMap::new();
-    let mut out = Vec::new();
-    for e in events {
-        match s(&e, "kind") {
-            Some("ActionEvent") => {
-                if let (Some(id), Some(a)) = (s(&e, "tool_call_id"), e.get("action")) {
-                    actions.insert(id.to_string(), a.clone());
-                }
-            }
-            Some("ObservationEvent") => {
-                let obs = &e["observation"];
-                if s(obs, "kind") != Some("FileEditorObservation") {
-                    continue;
-                }
-                let (Some(id), Some(after)) = (s(&e, "tool_call_id"), s(obs, "new_content")) else {
-                    continue;
-                };
-                let Some(a) = actions.get(id) else { continue };
-                let op = match s(a, "command") {
-                    Some("create") => {
-                        s(a, "file_text").map(|t| WriteOp::FullContent { content: t.into() })
-                    }
-                    Some("str_replace") => s(a, "old_str").map(|o| WriteOp::StrReplace {
-                        old: o.into(),
-                        new: s(a, "new_str").unwrap_or("").into(),
-                        all: false,
-                    }),
-                    Some("insert") => match (
-                        a.get("insert_line").and_then(Value::as_u64),
-                        s(a, "new_str"),
-                    ) {
-                        (Some(l), Some(t)) => Some(WriteOp::Insert {
-                            after_line: l as usize,
-                            text: t.into(),
-                        }),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                if let Some(op) = op {
-                    out.push(RecordedEdit {
-                        artefact: s(obs, "path").unwrap_or("").to_string(),
-                        op,
-                        before: s(obs, "old_content").unwrap_or("").to_string(),
-                        after: after.to_string(),
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(out)
 }
 
 /// An edit op with the file before and after it, as the trace recorded them.

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 /// JSON pointer `base/token` (the token escaped per RFC 6901).
-pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
+pub(crate) fn ptr(base: &str, token: impl std::fmt::Display) -> String {
     format!("{base}/{}", pointer_token(&token.to_string()))
 }
 
@@ -35,7 +35,11 @@ pub fn read_json(file: &SourceFile) -> Result<Value, AdapterError> {
 }
 
 /// Parse JSON text, naming `file` (and `line`) and the position of the first error.
-pub fn parse_json(file: &str, text: &str, line: Option<usize>) -> Result<Value, AdapterError> {
+pub(crate) fn parse_json(
+    file: &str,
+    text: &str,
+    line: Option<usize>,
+) -> Result<Value, AdapterError> {
     serde_json::from_str(text).map_err(|e| {
         let at = match line {
             Some(l) => format!("line {l}, column {}", e.column()),
@@ -47,7 +51,7 @@ pub fn parse_json(file: &str, text: &str, line: Option<usize>) -> Result<Value, 
 
 /// Stream the lines of a JSON Lines file one at a time (blank lines skipped), so a big trace
 /// is never held whole in memory; a line that is not JSON is handed over as `Err(message)`.
-pub fn for_each_json_line(
+pub(crate) fn for_each_json_line(
     file: &SourceFile,
     mut f: impl FnMut(usize, Result<Value, String>) -> Result<(), AdapterError>,
 ) -> Result<(), AdapterError> {
@@ -101,7 +105,7 @@ pub fn first_line(head: &[u8]) -> &str {
 }
 
 /// `head` as text (cut at the last complete character).
-pub fn head_text(head: &[u8]) -> &str {
+pub(crate) fn head_text(head: &[u8]) -> &str {
     match std::str::from_utf8(head) {
         Ok(t) => t,
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
@@ -174,7 +178,7 @@ impl TraceBuilder {
     }
 
     /// The turn holding call `id`.
-    pub fn turn_of_call(&self, id: &str) -> Option<usize> {
+    pub(crate) fn turn_of_call(&self, id: &str) -> Option<usize> {
         self.calls.get(id).copied()
     }
 
@@ -191,7 +195,7 @@ impl TraceBuilder {
     }
 
     /// The last turn authored by an agent.
-    pub fn last_agent_turn(&self) -> Option<usize> {
+    pub(crate) fn last_agent_turn(&self) -> Option<usize> {
         self.trace
             .turns
             .iter()
@@ -253,7 +257,7 @@ impl PathRoots {
 
     /// Learn the root from an absolute path whose relative tail is `known` (a path from a
     /// submitted patch): `/workspace/repo/a/b.py` + `a/b.py` → root `/workspace/repo/`.
-    pub fn learn_from(&mut self, abs: &str, known: &[String]) {
+    pub(crate) fn learn_from(&mut self, abs: &str, known: &[String]) {
         for k in known {
             if let Some(root) = abs.strip_suffix(k.as_str()) {
                 if root.ends_with('/') {
@@ -327,7 +331,7 @@ impl NumberedView {
 }
 
 /// Parse a numbered view; `sep` is the separator after the number (`'\t'`, `':'`, `'|'`).
-pub fn parse_numbered_view(text: &str, sep: char) -> NumberedView {
+pub(crate) fn parse_numbered_view(text: &str, sep: char) -> NumberedView {
     let mut lines = BTreeMap::new();
     let mut total = None;
     for l in text.split('\n') {
@@ -407,7 +411,7 @@ pub fn split_unified_diff(patch: &str) -> Vec<FileDiff> {
 
 /// Decode a Python string literal starting at `src[0]` (optional `r`/`b`/`u` prefix, single,
 /// double or triple quotes). Returns the value and the number of bytes consumed.
-pub fn python_string(src: &str) -> Option<(String, usize)> {
+pub(crate) fn python_string(src: &str) -> Option<(String, usize)> {
     let bytes = src.as_bytes();
     let mut i = 0;
     let mut raw = false;
@@ -508,7 +512,7 @@ impl PyArg {
 
 /// Find every call of `name(` in `code` and parse its literal arguments; calls whose
 /// arguments are not literals come back as `Err(reason)`.
-pub fn python_calls(code: &str, name: &str) -> Vec<Result<PyCall, String>> {
+pub(crate) fn python_calls(code: &str, name: &str) -> Vec<Result<PyCall, String>> {
     let mut out = Vec::new();
     let pat = format!("{name}(");
     let mut from = 0;
@@ -629,7 +633,7 @@ fn parse_py_args(src: &str) -> Result<(PyCall, usize), String> {
 }
 
 /// A tool call with its arguments as the raw record holds them.
-pub fn tool_call(id: Option<&str>, name: &str, arguments: &str, raw: RawRef) -> ToolCall {
+pub(crate) fn tool_call(id: Option<&str>, name: &str, arguments: &str, raw: RawRef) -> ToolCall {
     ToolCall {
         id: id.map(str::to_string),
         name: name.to_string(),
@@ -649,7 +653,7 @@ pub fn tool_result(call_id: Option<&str>, output: &str, is_error: bool, raw: Raw
 
 /// The text of a JSON value as `RawStore` renders it at a pointer (a string as is, anything
 /// else as JSON text), so an item taken from it always verifies.
-pub fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -658,7 +662,7 @@ pub fn value_text(v: &Value) -> String {
 
 /// Texts of a message content that is a string or a list of `{type:"text", text}` blocks,
 /// each with its pointer.
-pub fn content_texts(content: &Value, base: &str) -> Vec<(String, String)> {
+pub(crate) fn content_texts(content: &Value, base: &str) -> Vec<(String, String)> {
     match content {
         Value::String(t) => vec![(t.clone(), base.to_string())],
         Value::Array(items) => items
@@ -697,7 +701,12 @@ pub fn write(artefact: String, op: WriteOp, via: &str, final_state: bool, raw: R
 
 /// The submitted patch as final-state writes, one per file (unified diff of that file, or a
 /// deletion).
-pub fn final_patch_writes(patch: &str, via: &str, raw: &RawRef, roots: &PathRoots) -> Vec<Write> {
+pub(crate) fn final_patch_writes(
+    patch: &str,
+    via: &str,
+    raw: &RawRef,
+    roots: &PathRoots,
+) -> Vec<Write> {
     split_unified_diff(patch)
         .into_iter()
         .map(|d| {
@@ -712,7 +721,7 @@ pub fn final_patch_writes(patch: &str, via: &str, raw: &RawRef, roots: &PathRoot
 }
 
 /// The files a submitted patch touches.
-pub fn patch_paths(patch: &str) -> Vec<String> {
+pub(crate) fn patch_paths(patch: &str) -> Vec<String> {
     split_unified_diff(patch)
         .into_iter()
         .map(|d| d.path)
@@ -722,14 +731,18 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 /// The plain shell edits of `cmd` as writes (heredocs, `cat >`, `tee`, `sed -i` with a
 /// literal substitution, `rm`: the one shell-edit reader, [`crate::edits::shell_edits`]), or
 /// the reason an edit-looking command could not be interpreted.
-pub fn shell_writes(cmd: &str, roots: &PathRoots, raw: RawRef) -> Vec<Result<Write, String>> {
+pub(crate) fn shell_writes(
+    cmd: &str,
+    roots: &PathRoots,
+    raw: RawRef,
+) -> Vec<Result<Write, String>> {
     shell_writes_in(cmd, roots, None, raw)
 }
 
 /// [`shell_writes`] for a command run in `cwd` (an absolute path): relative file names are
 /// taken relative to it before the roots are stripped. `cd DIR` inside the command is not
 /// followed here (see the callers that track a shell's directory).
-pub fn shell_writes_in(
+pub(crate) fn shell_writes_in(
     cmd: &str,
     roots: &PathRoots,
     cwd: Option<&str>,

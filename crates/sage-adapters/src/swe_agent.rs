@@ -82,7 +82,7 @@ impl Adapter for SweAgent {
 /// The canonical trace and what the trace shows of each file before the agent first wrote
 /// it: windows (`[File: p (N lines total)]` + numbered lines). A window that shows the whole
 /// file is a full baseline; others are partial.
-pub fn normalize_with_baselines(
+pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, NumberedView>), AdapterError> {
     let main = files
@@ -537,7 +537,7 @@ impl Ctx {
 }
 
 /// `edit N:M\n<lines>\nend_of_edit` → (N, M, the lines, each ending in `\n`).
-pub fn parse_line_edit(action: &str) -> Option<(usize, usize, String)> {
+pub(crate) fn parse_line_edit(action: &str) -> Option<(usize, usize, String)> {
     let (head, rest) = action.split_once('\n')?;
     let range = head.trim().strip_prefix("edit")?.trim();
     let (a, b) = range.split_once(':')?;

@@ -93,7 +93,7 @@ fn embedded_windows() -> &'static ContextWindowsFile {
 
 /// The context budget of `model`: `overrides` (`[context_windows]` in sage.toml) first, then
 /// the embedded table, longest model-name prefix wins; the table's `default` otherwise.
-pub fn default_context_tokens(model: &str, overrides: &BTreeMap<String, u64>) -> u64 {
+pub(crate) fn default_context_tokens(model: &str, overrides: &BTreeMap<String, u64>) -> u64 {
     let bare = model.rsplit('/').next().unwrap_or(model); // openrouter-style `vendor/model`
     let best = |table: &BTreeMap<String, u64>| {
         table

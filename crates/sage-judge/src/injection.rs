@@ -128,7 +128,7 @@ impl Rules {
     }
 
     /// The flags of one turn: the first match per rule and text item.
-    pub fn scan_turn(&self, turn: &Turn) -> Vec<InjectionFlag> {
+    pub(crate) fn scan_turn(&self, turn: &Turn) -> Vec<InjectionFlag> {
         let mut out = Vec::new();
         for (text, raw) in turn.text_items() {
             let mut seen = std::collections::BTreeSet::new();
@@ -166,7 +166,7 @@ impl Rules {
     /// Every rule match in `text` widened to its sentence (to the previous and next `.`,
     /// `!`, `?` or line break), in [`Rules::find`] order: what [`Rules::overlapping`] tests
     /// a range against, computed once for many ranges.
-    pub fn sentence_spans(&self, text: &str) -> Vec<(&str, std::ops::Range<usize>)> {
+    pub(crate) fn sentence_spans(&self, text: &str) -> Vec<(&str, std::ops::Range<usize>)> {
         let stop = |c: char| matches!(c, '.' | '!' | '?' | '\n');
         self.find(text)
             .into_iter()
@@ -226,7 +226,7 @@ pub fn set_active(rules: Rules) {
 /// Whitespace-normalized `text` (as [`sage_trace::normalize_ws`]) with, for each byte of
 /// the result, the offset of the byte of `text` it came from: lets a quote found in the
 /// normalized text be located in the original.
-pub fn normalize_with_map(text: &str) -> (String, Vec<usize>) {
+pub(crate) fn normalize_with_map(text: &str) -> (String, Vec<usize>) {
     let mut out = String::with_capacity(text.len());
     let mut map = Vec::with_capacity(text.len());
     let mut pending_space: Option<usize> = None;

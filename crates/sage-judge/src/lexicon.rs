@@ -288,17 +288,6 @@ impl LexiconJudge {
         &self.lexicon
     }
 
-    /// Score one sentence on one dimension, for a task of CWE `cwe`.
-    pub fn sentence_score(&self, d: Dimension, sentence: &str, cwe: Option<&str>) -> u8 {
-        let lc = sage_trace::normalize_ws(&sentence.to_lowercase());
-        self.score_lc(d, &lc, self.compiled.cwe(cwe))
-    }
-
-    /// [`LexiconJudge::sentence_score`] of a sentence already lower-cased and normalized.
-    fn score_lc(&self, d: Dimension, lc: &str, cwe_terms: &TermSet) -> u8 {
-        self.score_flags(d, &Flags::new(lc, cwe_terms))
-    }
-
     /// The score of one sentence on `d`, from its flags (each vocabulary searched at most
     /// once per sentence, whatever the number of dimensions asking).
     fn score_flags(&self, d: Dimension, f: &Flags<'_>) -> u8 {
@@ -341,7 +330,7 @@ impl LexiconJudge {
     }
 
     /// Score the last turn of a prefix request.
-    pub fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
+    pub(crate) fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
         let turn = req.target();
         let cwe_terms = self.compiled.cwe(req.task.cwe.as_deref());
         let mut j = Judgment {

@@ -70,7 +70,7 @@ impl<'a> TurnRequest<'a> {
 
     /// Use the trace's precomputed prefix hashes (`chain` must be [`PrefixChain::new`] of the
     /// same task and trace), so that [`TurnRequest::hash`] costs O(1) instead of O(k).
-    pub fn with_chain(mut self, chain: &'a PrefixChain) -> Self {
+    pub(crate) fn with_chain(mut self, chain: &'a PrefixChain) -> Self {
         debug_assert!(chain.len() >= self.k());
         self.chain = Some(chain);
         self
@@ -204,14 +204,20 @@ pub trait Judge: Send + Sync {
 }
 
 /// Check a judgment's shape: scores 0-3, and a quote for every non-zero score.
-pub fn validate(j: &Judgment) -> Result<(), String> {
+pub fn validate(j: &Judgment) -> Result<(), JudgeError> {
     for d in Dimension::ALL {
         let s = j.dim(d);
         if s.score > 3 {
-            return Err(format!("{d} score {} is outside 0-3", s.score));
+            return Err(JudgeError::Invalid(format!(
+                "{d} score {} is outside 0-3",
+                s.score
+            )));
         }
         if s.score > 0 && s.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
-            return Err(format!("{d} score {} has no quote", s.score));
+            return Err(JudgeError::Invalid(format!(
+                "{d} score {} has no quote",
+                s.score
+            )));
         }
     }
     Ok(())
@@ -222,7 +228,12 @@ pub fn validate(j: &Judgment) -> Result<(), String> {
 /// in a tool result is the environment's words, not the agent's reasoning, and does not
 /// verify. The text compared is re-read from the raw trace through `store`, not the adapter's
 /// copy.
-pub fn verify_quote(store: &mut RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
+#[cfg(test)]
+pub(crate) fn verify_quote(
+    store: &mut RawStore,
+    turn: &Turn,
+    quote: &str,
+) -> Result<RawRef, String> {
     verify_quote_in(&mut TurnTexts::default(), store, turn, quote)
 }
 
@@ -348,7 +359,10 @@ pub fn verify_judgment(
     turn: &Turn,
     j: &Judgment,
 ) -> Result<Vec<VerifiedQuote>, String> {
-    validate(j)?;
+    validate(j).map_err(|e| match e {
+        JudgeError::Invalid(m) => m,
+        other => other.to_string(),
+    })?;
     let mut out = Vec::new();
     let mut texts = TurnTexts::default();
     for d in Dimension::ALL {
@@ -371,7 +385,7 @@ pub fn verify_judgment(
 }
 
 /// The message sent back to the judge when its answer for turn `k` was rejected.
-pub fn retry_feedback(k: usize, reason: &str) -> String {
+pub(crate) fn retry_feedback(k: usize, reason: &str) -> String {
     format!("Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim.")
 }
 

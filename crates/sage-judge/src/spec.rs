@@ -80,20 +80,21 @@ pub struct Shard {
 }
 
 impl Shard {
-    pub fn parse(s: &str) -> Result<Shard, String> {
+    pub fn parse(s: &str) -> Result<Shard, SpecError> {
+        let bad = |m: String| SpecError::Other(m);
         let (i, n) = s
             .split_once('/')
-            .ok_or_else(|| format!("--shard {s:?}: expected i/n, e.g. 2/8"))?;
+            .ok_or_else(|| bad(format!("--shard {s:?}: expected i/n, e.g. 2/8")))?;
         let (i, n): (u32, u32) = (
             i.trim()
                 .parse()
-                .map_err(|_| format!("--shard {s:?}: i is not a number"))?,
+                .map_err(|_| bad(format!("--shard {s:?}: i is not a number")))?,
             n.trim()
                 .parse()
-                .map_err(|_| format!("--shard {s:?}: n is not a number"))?,
+                .map_err(|_| bad(format!("--shard {s:?}: n is not a number")))?,
         );
         if n == 0 || i == 0 || i > n {
-            return Err(format!("--shard {s:?}: need 1 <= i <= n"));
+            return Err(bad(format!("--shard {s:?}: need 1 <= i <= n")));
         }
         Ok(Shard { index: i, count: n })
     }
@@ -464,7 +465,7 @@ pub struct Forecast {
 }
 
 impl Forecast {
-    pub fn total_cost(&self) -> f64 {
+    pub(crate) fn total_cost(&self) -> f64 {
         self.judges.iter().map(|j| j.cost_usd).sum()
     }
 }

@@ -341,7 +341,7 @@ impl StepRubric {
 }
 
 /// The JSON schema of a step verdict.
-pub fn verdict_schema() -> Value {
+pub(crate) fn verdict_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -359,7 +359,7 @@ fn squash(s: &str) -> String {
 }
 
 /// Check one answer: `Ok(called decisive)` or why it is rejected.
-pub fn check_verdict(v: &Value, turn: &Turn) -> Result<bool, String> {
+pub(crate) fn check_verdict(v: &Value, turn: &Turn) -> Result<bool, String> {
     let yes = v
         .get("decisive_error")
         .and_then(Value::as_bool)

@@ -57,7 +57,11 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
 }
 
 /// Parse a Messages response: the tool call's input, or else the text blocks.
-pub fn parse_response(bytes: &[u8]) -> Result<Completion, String> {
+pub fn parse_response(bytes: &[u8]) -> Result<Completion, crate::EnvelopeError> {
+    parse_envelope(bytes).map_err(crate::EnvelopeError)
+}
+
+fn parse_envelope(bytes: &[u8]) -> Result<Completion, String> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| format!("the response body is not JSON ({e})"))?;
     let content = v

@@ -228,15 +228,15 @@ impl CostMeter {
         self.budget_usd
     }
 
-    /// Reserve `estimate` USD; `Err` with a message when the budget would be exceeded.
-    pub fn reserve(&self, estimate: f64) -> Result<(), String> {
+    /// Reserve `estimate` USD; `Err` when the budget would be exceeded.
+    pub fn reserve(&self, estimate: f64) -> Result<(), BudgetExceeded> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = self.budget_usd {
             if st.0 + st.1 + estimate > b {
-                return Err(format!(
+                return Err(BudgetExceeded(format!(
                     "budget ${b:.4} reached (spent ${:.4}, in flight ${:.4}, next call ~${estimate:.4})",
                     st.0, st.1
-                ));
+                )));
             }
         }
         st.1 += estimate;
@@ -256,6 +256,12 @@ impl CostMeter {
         self.state.lock().map(|s| s.0).unwrap_or(0.0)
     }
 }
+
+/// A call that would take the spending past `--budget` (the message gives the budget, what
+/// is spent, what is in flight and the call's estimate).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct BudgetExceeded(pub String);
 
 #[cfg(test)]
 mod tests {

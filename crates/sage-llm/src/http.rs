@@ -10,7 +10,7 @@ use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 /// Install rustls' ring provider once; reqwest panics when building a client without one.
-pub fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Err means another provider was installed first, which serves just as well.

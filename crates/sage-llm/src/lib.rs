@@ -39,6 +39,18 @@ pub enum LlmError {
     Budget(String),
 }
 
+/// A base URL sage cannot send to (not absolute, not http(s), no host). The message never
+/// repeats the URL: it may hold a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UrlError(pub String);
+
+/// A response envelope that is not the provider's documented shape (an HTML error page, a
+/// truncated body): a transport fault, never the judge's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EnvelopeError(pub String);
+
 /// Which API a judge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Provider {
@@ -67,13 +79,13 @@ impl Provider {
             Provider::Anthropic => "ANTHROPIC_API_KEY",
         }
     }
-    pub fn base_var(self) -> &'static str {
+    pub(crate) fn base_var(self) -> &'static str {
         match self {
             Provider::OpenAi => "OPENAI_BASE_URL",
             Provider::Anthropic => "ANTHROPIC_BASE_URL",
         }
     }
-    pub fn default_base(self) -> &'static str {
+    pub(crate) fn default_base(self) -> &'static str {
         match self {
             Provider::OpenAi => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
@@ -150,7 +162,7 @@ impl LlmSettings {
     }
 
     /// The request URL ([`endpoint_url`]).
-    pub fn endpoint_url(&self) -> Result<url::Url, String> {
+    pub fn endpoint_url(&self) -> Result<url::Url, UrlError> {
         endpoint_url(self.provider, &self.base_url)
     }
 
@@ -171,7 +183,7 @@ impl LlmSettings {
 /// when the base already ends in `/v1`), while a query string (`?api-version=...`) and
 /// credentials (`user:pass@`) stay where they belong. Only absolute `http`/`https` URLs with a
 /// host are accepted. Errors never repeat the URL (it may hold a password).
-pub fn endpoint_url(provider: Provider, base: &str) -> Result<url::Url, String> {
+pub fn endpoint_url(provider: Provider, base: &str) -> Result<url::Url, UrlError> {
     let mut u = base_url(base)?;
     let path = u.path().trim_end_matches('/').to_string();
     let tail = match provider {
@@ -249,17 +261,17 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
 }
 
 /// A base URL, checked: absolute, `http` or `https`, with a host; no fragment.
-fn base_url(base: &str) -> Result<url::Url, String> {
+fn base_url(base: &str) -> Result<url::Url, UrlError> {
     let mut u = url::Url::parse(base.trim())
-        .map_err(|e| format!("the base URL is not an absolute URL ({e})"))?;
+        .map_err(|e| UrlError(format!("the base URL is not an absolute URL ({e})")))?;
     if !matches!(u.scheme(), "http" | "https") {
-        return Err(format!(
+        return Err(UrlError(format!(
             "the base URL must be http or https, not {}",
             u.scheme()
-        ));
+        )));
     }
     if u.host_str().is_none_or(str::is_empty) {
-        return Err("the base URL has no host".into());
+        return Err(UrlError("the base URL has no host".into()));
     }
     u.set_fragment(None);
     Ok(u)
@@ -278,7 +290,7 @@ pub fn endpoint(s: &LlmSettings) -> String {
 /// the model itself on the Anthropic API (`GET {base}/v1/models/{model}`).
 /// Parsed like [`endpoint_url`]: a query string and credentials in the base URL stay in
 /// place, and the model name is one path segment (percent-encoded).
-pub fn models_url(s: &LlmSettings) -> Result<url::Url, String> {
+pub fn models_url(s: &LlmSettings) -> Result<url::Url, UrlError> {
     let mut u = base_url(&s.base_url)?;
     let path = u.path().trim_end_matches('/').to_string();
     match s.provider {
@@ -327,7 +339,7 @@ pub fn auth_headers(s: &LlmSettings, key: &ApiKey) -> Vec<(&'static str, String)
 }
 
 /// Parse a response body of `provider`. `Err` means the envelope itself is unusable.
-pub fn parse_response(provider: Provider, bytes: &[u8]) -> Result<Completion, String> {
+pub fn parse_response(provider: Provider, bytes: &[u8]) -> Result<Completion, EnvelopeError> {
     match provider {
         Provider::OpenAi => openai::parse_response(bytes),
         Provider::Anthropic => anthropic::parse_response(bytes),

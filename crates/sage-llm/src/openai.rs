@@ -52,7 +52,11 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
 
 /// Parse a Chat Completions response. `Err` means the envelope itself is unusable (not a
 /// completion at all); a completion without a usable answer is `Ok` with `answer: Err(why)`.
-pub fn parse_response(bytes: &[u8]) -> Result<Completion, String> {
+pub fn parse_response(bytes: &[u8]) -> Result<Completion, crate::EnvelopeError> {
+    parse_envelope(bytes).map_err(crate::EnvelopeError)
+}
+
+fn parse_envelope(bytes: &[u8]) -> Result<Completion, String> {
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| format!("the response body is not JSON ({e})"))?;
     let choice = v

@@ -12,7 +12,7 @@ pub const MIN_SECRET_LEN: usize = 8;
 
 /// Remember a secret (an API key, a password in a base URL) so [`scrub`] blanks it out of
 /// everything sage writes or prints. Values shorter than [`MIN_SECRET_LEN`] are ignored.
-pub fn register_secret(s: &str) {
+pub(crate) fn register_secret(s: &str) {
     let s = s.trim();
     if s.chars().count() < MIN_SECRET_LEN {
         return;
@@ -37,7 +37,7 @@ pub fn register_secret(s: &str) {
 
 /// Environment variables whose values are secrets: the provider keys and anything named
 /// like a key, token, secret or password.
-pub fn is_secret_var(name: &str) -> bool {
+pub(crate) fn is_secret_var(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
     [
         "_API_KEY",
@@ -76,7 +76,7 @@ pub fn register_env_secrets<K: AsRef<std::ffi::OsStr>, V: AsRef<std::ffi::OsStr>
 
 /// The credentials a URL carries: the user name and password of `user:pass@`, and the
 /// values of query parameters (`?api-key=...`, `?key=...`).
-pub fn url_credentials(u: &str) -> Vec<String> {
+pub(crate) fn url_credentials(u: &str) -> Vec<String> {
     let Ok(url) = url::Url::parse(u.trim()) else {
         return Vec::new();
     };

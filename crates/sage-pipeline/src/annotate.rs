@@ -170,7 +170,7 @@ pub fn select(set: &ResultSet, opts: &ExportOptions) -> Result<Vec<usize>, Annot
 }
 
 /// Build the blinded packet of one case by re-reading its folder.
-pub fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
+pub(crate) fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
     let (p, _) =
         prepare(case_dir).map_err(|s| format!("{} ({}): {}", s.case, s.stage, s.message))?;
     let anchor = p.case.anchor();
@@ -238,7 +238,7 @@ pub fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, String> {
 }
 
 /// The packet as plain text for reading.
-pub fn packet_text(p: &Packet) -> String {
+pub(crate) fn packet_text(p: &Packet) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(o, "# Packet {}\n\n## Task\n\n{}\n", p.packet_id, p.task);

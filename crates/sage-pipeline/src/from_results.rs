@@ -18,7 +18,7 @@ pub fn sage_labels(r: &CaseResult) -> ArtefactLabel {
 }
 
 /// The origin of a result with the four scores at the origin turn.
-pub fn origin_rating(r: &CaseResult) -> OriginRating {
+pub(crate) fn origin_rating(r: &CaseResult) -> OriginRating {
     let origin = r.origin.outcome.origin().map(|(turn, ty)| {
         let scores = r.scores.iter().find_map(|s| match s {
             TurnOutcome::Scored(s) if s.turn == turn => Some([

@@ -6,6 +6,12 @@
 //!
 //! The pipeline never parses flags, prints or exits: that is the CLI's job.
 
+/// An input the pipeline could not use (a results file, a case folder, a baseline source):
+/// the message names the file or case and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
 pub mod annotate;
 pub mod authoring;
 pub mod confirm;

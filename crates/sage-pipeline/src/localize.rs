@@ -211,7 +211,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
 }
 
 /// Apply the origin rule to a prepared case with one judge run's scores.
-pub fn conclude(
+pub(crate) fn conclude(
     p: &PreparedCase,
     scores: TraceScores,
     lexicon: &sage_judge::lexicon::Lexicon,
@@ -297,7 +297,7 @@ pub fn conclude(
 }
 
 /// Compare a result with an `expected` block written for the same judge name.
-pub fn compare_expected(
+pub(crate) fn compare_expected(
     r: &CaseResult,
     expected: &serde_json::Value,
 ) -> Option<ExpectedComparison> {

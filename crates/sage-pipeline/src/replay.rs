@@ -39,7 +39,7 @@ pub fn units_from_runs(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::Ca
 }
 
 /// Every loadable run under `root`, and a message per folder that is not one.
-pub fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
+pub(crate) fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for dir in run::discover(root)? {
@@ -55,7 +55,7 @@ pub fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError
 /// order. A section that does not apply to a baseline is an error naming the patch and the
 /// file. A section that edits a file the run does not hold (the run keeps only part of the
 /// repository) cannot be applied and is returned as a note; new files are kept.
-pub fn apply_patch(r: &Run, patch: &str) -> Result<(Finals, Vec<String>), String> {
+pub(crate) fn apply_patch(r: &Run, patch: &str) -> Result<(Finals, Vec<String>), String> {
     let name = r.manifest.patch.as_deref().unwrap_or("patch");
     let parsed = sage_adapters::edits::unified_diffs(patch);
     if let Some(u) = parsed.uninterpreted.first() {
@@ -141,7 +141,7 @@ fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
 
 /// One run as a screening unit: its final state (submitted files, else the patch applied to
 /// the baselines, else the replayed trace) next to its baselines.
-pub fn unit_from_run(c: &Run) -> Result<Unit, String> {
+pub(crate) fn unit_from_run(c: &Run) -> Result<Unit, String> {
     let mut unit = Unit {
         id: c.id.clone(),
         source: c.dir.display().to_string(),

@@ -297,7 +297,13 @@ pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Res
 
 /// The results grouped by case id, checked so that one id is one case folder and no two ids
 /// share a file name ([`sage_trace::safe::stem_collisions`]).
-pub fn results_by_case(set: &ResultSet) -> Result<BTreeMap<&str, Vec<&CaseResult>>, String> {
+pub fn results_by_case(
+    set: &ResultSet,
+) -> Result<BTreeMap<&str, Vec<&CaseResult>>, crate::InputError> {
+    group_by_case(set).map_err(crate::InputError)
+}
+
+fn group_by_case(set: &ResultSet) -> Result<BTreeMap<&str, Vec<&CaseResult>>, String> {
     let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for r in &set.results {
         let rs = by_case.entry(r.case_id.as_str()).or_default();

@@ -117,7 +117,11 @@ pub struct ResultSet {
 
 impl ResultSet {
     /// Read a result set from `results.json` or from a results folder holding it.
-    pub fn read(path: &Path) -> Result<ResultSet, String> {
+    pub fn read(path: &Path) -> Result<ResultSet, crate::InputError> {
+        Self::read_file(path).map_err(crate::InputError)
+    }
+
+    fn read_file(path: &Path) -> Result<ResultSet, String> {
         let file = if path.is_dir() {
             path.join("results.json")
         } else {

@@ -67,7 +67,7 @@ pub fn esc(s: &str) -> String {
 
 /// Escape `text` and wrap every occurrence of each quote (matched with any whitespace
 /// between its words, as quotes are verified) in `<mark>`.
-pub fn highlight(text: &str, quotes: &[&str]) -> String {
+pub(crate) fn highlight(text: &str, quotes: &[&str]) -> String {
     let mut spans: Vec<(usize, usize)> = quotes.iter().flat_map(|q| quote_spans(text, q)).collect();
     spans.sort();
     let mut o = String::new();
@@ -103,7 +103,7 @@ fn quote_spans(text: &str, quote: &str) -> Vec<(usize, usize)> {
 /// `key: value` line per argument, a multi-line string as a `key: |` block of its lines
 /// (code and file contents read as written, not as one escaped string); other JSON
 /// pretty-printed; text that is not JSON as recorded.
-pub fn readable_arguments(call: &sage_trace::ToolCall) -> String {
+pub(crate) fn readable_arguments(call: &sage_trace::ToolCall) -> String {
     use serde_json::Value;
     let Ok(v) = serde_json::from_str::<Value>(&call.arguments) else {
         return call.arguments.clone();
@@ -257,7 +257,7 @@ fn page(title: &str, body: &str, script: &str) -> String {
 
 /// The file name of a case page ([`sage_trace::safe::file_stem`]: injective, length-capped,
 /// safe in a URL).
-pub fn case_file(case_id: &str) -> String {
+pub(crate) fn case_file(case_id: &str) -> String {
     format!("{}.html", sage_trace::safe::file_stem(case_id))
 }
 
@@ -275,7 +275,7 @@ fn origin_label(r: &CaseResult) -> (String, String) {
 }
 
 /// The index page.
-pub fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
+pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
@@ -386,7 +386,7 @@ fn task_tags(r: &CaseResult) -> String {
 }
 
 /// The page of one case result.
-pub fn case_html(
+pub(crate) fn case_html(
     r: &CaseResult,
     trace: Option<&CanonicalTrace>,
     diffs: &BTreeMap<usize, String>,

@@ -88,7 +88,7 @@ pub struct AgentReport {
 }
 
 /// The fix's hunks as the oracle sees them (files the fix adds have no pre-fix lines).
-pub fn hunk_views(fix: &Fix) -> Vec<HunkView> {
+pub(crate) fn hunk_views(fix: &Fix) -> Vec<HunkView> {
     let mut out = Vec::new();
     for f in &fix.files {
         if f.binary || f.kind == ChangeKind::Added {

@@ -189,7 +189,7 @@ pub struct BlameFlags {
 
 /// Merge sorted line numbers into `-L a,b` ranges of consecutive lines (pyszz
 /// `_parse_line_ranges`).
-pub fn line_ranges(lines: &[usize]) -> Vec<(usize, usize)> {
+pub(crate) fn line_ranges(lines: &[usize]) -> Vec<(usize, usize)> {
     let mut sorted: Vec<usize> = lines.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -204,7 +204,7 @@ pub fn line_ranges(lines: &[usize]) -> Vec<(usize, usize)> {
 }
 
 /// Blame `lines` of `path` at `rev`. Lines past the end of the file are an error from git.
-pub fn blame_lines(
+pub(crate) fn blame_lines(
     git: &Git,
     rev: &str,
     path: &str,

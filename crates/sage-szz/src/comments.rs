@@ -13,7 +13,7 @@
 //! instead of srcML.
 
 /// Line numbers (1-based) that pyszz's comment filter would treat as comments.
-pub fn comment_lines(content: &str, file_name: &str) -> Vec<bool> {
+pub(crate) fn comment_lines(content: &str, file_name: &str) -> Vec<bool> {
     let n = content.lines().count();
     let mut mask = vec![false; n + 1];
     let name = file_name.rsplit('/').next().unwrap_or(file_name);
@@ -147,7 +147,7 @@ fn c_family(content: &str) -> Vec<(usize, usize)> {
 }
 
 /// True for a line that is empty after trimming whitespace.
-pub fn is_blank(line: &str) -> bool {
+pub(crate) fn is_blank(line: &str) -> bool {
     line.trim().is_empty()
 }
 

@@ -82,7 +82,7 @@ pub fn parse_project_map(text: &str) -> HashMap<String, String> {
 
 /// Normalize a repository reference to `owner/name`: GitHub URLs (with or without `.git`),
 /// Apache gitbox and git-wip-us URLs (`apache/<name>`), `git@host:owner/name.git`.
-pub fn normalize_repo(s: &str) -> String {
+pub(crate) fn normalize_repo(s: &str) -> String {
     let mut t = s.trim().trim_end_matches('/').to_string();
     if let Some(x) = t.strip_suffix(".git") {
         t = x.to_string();
@@ -127,7 +127,7 @@ pub fn load(
 }
 
 /// [`load`] on text already read; `name` is used in messages.
-pub fn load_str(
+pub(crate) fn load_str(
     text: &str,
     name: &str,
     project_map: Option<&HashMap<String, String>>,

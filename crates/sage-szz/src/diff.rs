@@ -9,7 +9,11 @@ pub use sage_patch::{header_path, ChangeKind, FilePatch as FileDiff, Hunk, HunkL
 
 /// The diff of `commit` against its first parent (the empty tree for a root commit), with
 /// rename detection and `context` lines of context.
-pub fn commit_diff(git: &Git, commit: &str, context: usize) -> Result<Vec<FileDiff>, SzzError> {
+pub(crate) fn commit_diff(
+    git: &Git,
+    commit: &str,
+    context: usize,
+) -> Result<Vec<FileDiff>, SzzError> {
     let info = git.commit_info(commit)?;
     let u = format!("-U{context}");
     let out = match info.parents.first() {
@@ -43,7 +47,7 @@ pub fn commit_diff(git: &Git, commit: &str, context: usize) -> Result<Vec<FileDi
 
 /// The files a commit changes against its first parent (no hunks): kind and both paths.
 /// Merge commits report nothing (PyDriller's convention); a root commit adds every file.
-pub fn name_status(git: &Git, commit: &str) -> Result<Vec<FileDiff>, SzzError> {
+pub(crate) fn name_status(git: &Git, commit: &str) -> Result<Vec<FileDiff>, SzzError> {
     let info = git.commit_info(commit)?;
     if info.is_merge() {
         return Ok(Vec::new());
@@ -141,7 +145,7 @@ pub fn file_diff(
 /// Parse `git diff` output (the patch format with `diff --git` headers). Lines are read as
 /// git writes them; a CR before the LF is not part of a line's text (blame prints none). A
 /// hunk header git did not write is an error, not a hunk skipped.
-pub fn parse_diff(bytes: &[u8]) -> Result<Vec<FileDiff>, SzzError> {
+pub(crate) fn parse_diff(bytes: &[u8]) -> Result<Vec<FileDiff>, SzzError> {
     let text = String::from_utf8_lossy(bytes);
     let mut files = sage_patch::parse(&text);
     for f in &mut files {

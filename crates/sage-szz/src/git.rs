@@ -54,7 +54,7 @@ pub struct CommitInfo {
 }
 
 impl CommitInfo {
-    pub fn is_merge(&self) -> bool {
+    pub(crate) fn is_merge(&self) -> bool {
         self.parents.len() > 1
     }
     pub fn short(&self) -> &str {
@@ -131,7 +131,7 @@ impl Git {
     }
 
     /// `git rev-parse --is-shallow-repository`.
-    pub fn is_shallow(&self) -> Result<bool, SzzError> {
+    pub(crate) fn is_shallow(&self) -> Result<bool, SzzError> {
         Ok(self.run(&["rev-parse", "--is-shallow-repository"])?.trim() == "true")
     }
 
@@ -142,7 +142,7 @@ impl Git {
     }
 
     /// Run git and return stdout as bytes; a non-zero exit is an error with stderr.
-    pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, SzzError> {
+    pub(crate) fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, SzzError> {
         let out = self.run_status(args)?;
         if !out.ok {
             return Err(SzzError::Git {
@@ -154,7 +154,7 @@ impl Git {
     }
 
     /// Run git and return the whole outcome, success or not.
-    pub fn run_status(&self, args: &[&str]) -> Result<RawOutput, SzzError> {
+    pub(crate) fn run_status(&self, args: &[&str]) -> Result<RawOutput, SzzError> {
         *self.calls.borrow_mut() += 1;
         run_raw(None, Some(&self.git_dir), args, self.timeout)
     }
@@ -212,7 +212,7 @@ impl Git {
     }
 
     /// Metadata of a commit (cached).
-    pub fn commit_info(&self, hash: &str) -> Result<CommitInfo, SzzError> {
+    pub(crate) fn commit_info(&self, hash: &str) -> Result<CommitInfo, SzzError> {
         if let Some(i) = self.info_cache.borrow().get(hash) {
             return Ok(i.clone());
         }
@@ -252,7 +252,7 @@ impl Git {
     }
 
     /// The content of `path` at `commit`, or `None` when the file does not exist there.
-    pub fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, SzzError> {
+    pub(crate) fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, SzzError> {
         let spec = format!("{commit}:{path}");
         let out = self.run_status(&["cat-file", "blob", &spec])?;
         if out.ok {
@@ -265,7 +265,7 @@ impl Git {
     /// Number of files a commit modifies, as PyDriller counts `commit.modifications`: the diff
     /// against the first parent with rename detection, against the empty tree for a root
     /// commit, and zero for a merge commit.
-    pub fn modified_files(&self, commit: &str) -> Result<usize, SzzError> {
+    pub(crate) fn modified_files(&self, commit: &str) -> Result<usize, SzzError> {
         if let Some(n) = self.files_cache.borrow().get(commit) {
             return Ok(*n);
         }
@@ -292,7 +292,7 @@ impl Git {
 
     /// Lines added plus deleted by a commit over all its text files (PyDriller `LinesCount`
     /// for a single commit; merges count zero, binary files count zero).
-    pub fn lines_changed(&self, commit: &str) -> Result<u64, SzzError> {
+    pub(crate) fn lines_changed(&self, commit: &str) -> Result<u64, SzzError> {
         if let Some(n) = self.lines_cache.borrow().get(commit) {
             return Ok(*n);
         }
@@ -325,7 +325,7 @@ impl Git {
 
     /// Commits reachable from `commit` in `git log` order (newest first), `skip` then up to
     /// `count` of them.
-    pub fn rev_list(
+    pub(crate) fn rev_list(
         &self,
         commit: &str,
         skip: usize,

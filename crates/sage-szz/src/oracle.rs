@@ -170,7 +170,7 @@ pub fn norm(s: &str) -> String {
 }
 
 /// The mechanical half of the Judge: each quote must occur in its named source.
-pub fn verify_evidence(input: &RootCauseInput, rc: &RootCause) -> Review {
+pub(crate) fn verify_evidence(input: &RootCauseInput, rc: &RootCause) -> Review {
     let mut verified = Vec::new();
     let mut problems = Vec::new();
     for (i, e) in rc.evidence.iter().enumerate() {
@@ -266,7 +266,7 @@ fn token_set(text: &str) -> BTreeSet<String> {
 }
 
 /// True for a line that carries no statement (blank, a brace, a comment marker only).
-pub fn trivial_line(s: &str) -> bool {
+pub(crate) fn trivial_line(s: &str) -> bool {
     let t = s.trim();
     t.is_empty()
         || t.chars().all(|c| "{}()[];,".contains(c))

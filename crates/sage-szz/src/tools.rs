@@ -194,7 +194,7 @@ impl<'a> Toolbox<'a> {
 
 /// Keep a tool's output within `threshold` bytes, whole lines only, ending with a note
 /// saying how many lines were left out.
-pub fn compress(raw: &str, threshold: usize) -> String {
+pub(crate) fn compress(raw: &str, threshold: usize) -> String {
     let mut out = String::new();
     let mut omitted = 0usize;
     for l in raw.lines() {

@@ -86,7 +86,7 @@ pub struct Fix {
 }
 
 /// Resolve the fix and read its diff against the first parent.
-pub fn load_fix(git: &Git, fix: &str) -> Result<Fix, SzzError> {
+pub(crate) fn load_fix(git: &Git, fix: &str) -> Result<Fix, SzzError> {
     let hash = git.resolve_commit(fix)?;
     let info = git.commit_info(&hash)?;
     let Some(parent) = info.parents.first().cloned() else {
@@ -101,7 +101,7 @@ pub fn load_fix(git: &Git, fix: &str) -> Result<Fix, SzzError> {
 }
 
 /// pyszz's extension test: `filename.split('.')[1].lower()` must be in the list.
-pub fn ext_matches(path: &str, exts: &[String]) -> bool {
+pub(crate) fn ext_matches(path: &str, exts: &[String]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let mut parts = name.split('.');
     parts.next();
@@ -112,7 +112,7 @@ pub fn ext_matches(path: &str, exts: &[String]) -> bool {
 }
 
 /// The common front end: which lines of which files get blamed.
-pub fn impacted_files(fix: &Fix, opts: &Options, notes: &mut Vec<String>) -> Vec<Impacted> {
+pub(crate) fn impacted_files(fix: &Fix, opts: &Options, notes: &mut Vec<String>) -> Vec<Impacted> {
     let mut out = Vec::new();
     for f in &fix.files {
         let path = f.blame_path().to_string();
@@ -342,7 +342,7 @@ fn blame_file(
 /// pyszz `_exclude_commits_by_change_size`: from `commit` backwards in `git log` order,
 /// the consecutive commits that modify more than `max` files (empty when `commit` itself
 /// is small).
-pub fn large_commits(git: &Git, commit: &str, max: usize) -> Result<Vec<String>, SzzError> {
+pub(crate) fn large_commits(git: &Git, commit: &str, max: usize) -> Result<Vec<String>, SzzError> {
     let mut out = Vec::new();
     if git.modified_files(commit)? <= max {
         return Ok(out);
@@ -424,7 +424,7 @@ fn ag(
 /// MA-SZZ meta-changes of `commit` for `file` (pyszz `select_meta_changes`): a revert (when
 /// enabled), a `mode change` of the file in `git show --summary`, or a rename or copy of the
 /// file.
-pub fn is_meta_change(
+pub(crate) fn is_meta_change(
     git: &Git,
     commit: &str,
     file: &str,
@@ -533,7 +533,7 @@ fn ma(
 
 /// V-SZZ's similarity: `Levenshtein.ratio` (indel distance) of the two lines with all
 /// whitespace removed.
-pub fn line_ratio(a: &str, b: &str) -> f64 {
+pub(crate) fn line_ratio(a: &str, b: &str) -> f64 {
     ratio_chars(&strip_ws(a), &strip_ws(b))
 }
 
@@ -700,21 +700,11 @@ impl MapCache {
     }
 }
 
-/// V-SZZ's mapping (`map_modified_line`): in `commit`'s change of `path`, the deleted line
-/// most similar to `text` (ties: nearest to `line`), if its ratio exceeds 0.75. `None` when
-/// the commit adds the file, deletes nothing in it, or does not touch it under that path.
-pub fn map_line(
-    git: &Git,
-    commit: &str,
-    path: &str,
-    line: usize,
-    text: &str,
-) -> Result<Option<usize>, SzzError> {
-    map_line_cached(&mut MapCache::default(), git, commit, path, line, text)
-}
-
-/// [`map_line`] through a [`MapCache`].
-pub fn map_line_cached(
+/// V-SZZ's mapping (`map_modified_line`) through a [`MapCache`]: in `commit`'s change of
+/// `path`, the deleted line most similar to `text` (ties: nearest to `line`), if its ratio
+/// exceeds 0.75. `None` when the commit adds the file, deletes nothing in it, or does not
+/// touch it under that path.
+pub(crate) fn map_line_cached(
     cache: &mut MapCache,
     git: &Git,
     commit: &str,

@@ -17,7 +17,7 @@ use std::io::Write;
 
 /// One JSONL line of a batch input file. `body` is inserted byte for byte, so the exported
 /// request is exactly the one whose hash keys the ledger.
-pub fn export_line(provider: Provider, custom_id: &str, body: &[u8]) -> String {
+pub(crate) fn export_line(provider: Provider, custom_id: &str, body: &[u8]) -> String {
     sage_llm::batch::request_line(provider, custom_id, body)
 }
 
@@ -39,7 +39,10 @@ pub struct ImportReport {
 }
 
 /// Parse a result file of either provider (detected per line).
-pub fn parse_results(text: &str, origin: &str) -> Result<(BatchResults, ImportReport), BatchError> {
+pub(crate) fn parse_results(
+    text: &str,
+    origin: &str,
+) -> Result<(BatchResults, ImportReport), BatchError> {
     let mut out = BatchResults::new();
     let mut rep = ImportReport::default();
     for (i, line) in text.lines().enumerate() {
@@ -131,7 +134,7 @@ pub fn export_requests(
 /// rejected answer back with the reason, as a live run does) and hand the first call it does
 /// not answer to `sink`. A turn whose attempts are all rejected is settled: it is a scoring
 /// failure, as online.
-pub fn pending_calls(
+pub(crate) fn pending_calls(
     judge: &LlmJudge,
     items: &[ScoreItem<'_>],
     runs: u32,

@@ -150,7 +150,7 @@ impl Ledger {
     }
 
     /// Where the records of submitted provider batches are kept (`DIR/batches/<backend>/`).
-    pub fn batch_dir(&self) -> PathBuf {
+    pub(crate) fn batch_dir(&self) -> PathBuf {
         self.dir.join(BATCH_DIR)
     }
 
@@ -161,7 +161,7 @@ impl Ledger {
     }
 
     /// Store a batch record atomically (it is rewritten when its results are imported).
-    pub fn put_batch(&self, r: &BatchRecord) -> Result<PathBuf, LedgerError> {
+    pub(crate) fn put_batch(&self, r: &BatchRecord) -> Result<PathBuf, LedgerError> {
         let path = self.batch_path(r);
         let bytes = serde_json::to_vec_pretty(r).map_err(|e| LedgerError {
             path: path.display().to_string(),
@@ -592,7 +592,7 @@ pub struct LedgerStats {
 }
 
 /// Seconds since the Unix epoch.
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)

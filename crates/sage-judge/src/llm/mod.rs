@@ -42,7 +42,7 @@ fn output_name(p: Provider) -> &'static str {
 }
 
 /// The judgment in a completion's answer: a forced tool call's input, or strict text.
-pub fn judgment_from_answer(a: Answer) -> Result<Judgment, String> {
+pub(crate) fn judgment_from_answer(a: Answer) -> Result<Judgment, String> {
     match a {
         Answer::Json(v) => judgment_from_value(v),
         Answer::Text(t) => parse_judgment_text(&t),
@@ -50,7 +50,7 @@ pub fn judgment_from_answer(a: Answer) -> Result<Judgment, String> {
 }
 
 /// The JSON schema of a judgment (OpenAI strict mode: every property required, no extras).
-pub fn judgment_schema() -> Value {
+pub(crate) fn judgment_schema() -> Value {
     let dim = json!({
         "type": "object",
         "additionalProperties": false,
@@ -75,7 +75,7 @@ pub fn judgment_schema() -> Value {
 
 /// Strict parsing of a judgment given as text: one JSON object, optionally inside a single
 /// markdown code fence, nothing else. Unparseable output is an error, never a score of 0.
-pub fn parse_judgment_text(text: &str) -> Result<Judgment, String> {
+pub(crate) fn parse_judgment_text(text: &str) -> Result<Judgment, String> {
     let mut t = text.trim();
     if let Some(rest) = t.strip_prefix("```") {
         let rest = rest.strip_prefix("json").unwrap_or(rest);
@@ -92,7 +92,7 @@ pub fn parse_judgment_text(text: &str) -> Result<Judgment, String> {
 }
 
 /// Check and convert a JSON value to a judgment, naming what is wrong.
-pub fn judgment_from_value(v: Value) -> Result<Judgment, String> {
+pub(crate) fn judgment_from_value(v: Value) -> Result<Judgment, String> {
     let o = v.as_object().ok_or("the answer is not a JSON object")?;
     for k in ["applicable", "security_opportunity"] {
         if !o.get(k).is_some_and(Value::is_boolean) {
@@ -279,7 +279,7 @@ impl LlmJudge {
     /// The exact request for `req`, fitted into the context budget ([`digest`]): its body,
     /// the body's sha256, and which turns are whole or digested. A turn that cannot fit is
     /// [`JudgeError::ContextOverflow`].
-    pub fn build_request(&self, req: &TurnRequest<'_>) -> Result<BuiltRequest, JudgeError> {
+    pub(crate) fn build_request(&self, req: &TurnRequest<'_>) -> Result<BuiltRequest, JudgeError> {
         let out = self.output();
         // `fit` measures its chosen prompt last, so the last body measured is the one to send.
         let last = std::cell::RefCell::new(Vec::new());
@@ -379,7 +379,7 @@ impl LlmJudge {
     /// quote) gets it into no result.
     fn parse(&self, bytes: &[u8]) -> Result<ParsedResponse, String> {
         let text = scrubbed(String::from_utf8_lossy(bytes));
-        let c = sage_llm::parse_response(self.s.provider, text.as_bytes())?;
+        let c = sage_llm::parse_response(self.s.provider, text.as_bytes()).map_err(|e| e.0)?;
         Ok(ParsedResponse {
             judgment: c.answer.and_then(judgment_from_answer),
             usage: c.usage,
@@ -402,7 +402,7 @@ impl LlmJudge {
     }
 
     /// The estimated cost of sending `body` (prompt at the uncached price).
-    pub fn estimate_cost(&self, body_len: usize) -> Option<f64> {
+    pub(crate) fn estimate_cost(&self, body_len: usize) -> Option<f64> {
         self.s.price.map(|p| {
             p.cost(&Usage {
                 input_tokens: (body_len as u64).div_ceil(4),
@@ -414,7 +414,7 @@ impl LlmJudge {
 
     /// Whether the call is already answered (ledger or imported batch), and the size of its
     /// request body; no side effects. `Err` for a turn that overflows the context budget.
-    pub fn probe(
+    pub(crate) fn probe(
         &self,
         req: &TurnRequest<'_>,
         call: CallInfo,
@@ -472,7 +472,7 @@ impl LlmJudge {
     /// The ledger entry of a batch answer to the call `key`: the body is scrubbed and parsed
     /// exactly as a live answer is (`Err` for an envelope that holds no answer at all, which
     /// is never stored, as online). The cost is the batch price, half the live one.
-    pub fn batch_entry(
+    pub(crate) fn batch_entry(
         &self,
         key: LedgerKey,
         bytes: &[u8],
@@ -569,7 +569,7 @@ impl LlmJudge {
             self.parts
                 .meter
                 .reserve(estimate)
-                .map_err(JudgeError::Budget)?;
+                .map_err(|e| JudgeError::Budget(e.0))?;
             let res = self
                 .transport
                 .post(&self.url, &headers, &body, &who, &self.s.key_var)

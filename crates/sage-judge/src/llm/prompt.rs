@@ -121,7 +121,7 @@ impl RenderedPrompt {
 
     /// The request to send: the system prompt and the user blocks (task, turns 1..=k,
     /// instruction, correction), the shared prefix ending at turn k.
-    pub fn to_prompt(&self) -> sage_llm::Prompt {
+    pub(crate) fn to_prompt(&self) -> sage_llm::Prompt {
         let mut blocks = Vec::with_capacity(self.turns.len() + 3);
         blocks.push(self.task.clone());
         blocks.extend(self.turns.iter().cloned());
@@ -186,7 +186,7 @@ impl Rubric {
     }
 
     /// Load a rubric file (`--rubric FILE`).
-    pub fn from_file(path: &Path) -> Result<Rubric, RubricError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Rubric, RubricError> {
         let text = std::fs::read_to_string(path).map_err(|e| RubricError {
             origin: path.display().to_string(),
             msg: format!("cannot read: {e}"),
@@ -317,7 +317,7 @@ impl Rubric {
 
 /// The turn's items as the judge reads them: the message first (so quotes come from the
 /// agent's own words where possible), then tool calls, results and writes, each labelled.
-pub fn render_turn_body(t: &Turn) -> String {
+pub(crate) fn render_turn_body(t: &Turn) -> String {
     let mut parts = Vec::new();
     if let Some(m) = &t.message {
         parts.push(m.text.trim_end().to_string());

@@ -5,7 +5,7 @@
 use sha1::{Digest, Sha1};
 
 /// The git blob id of `content` (`git hash-object`): SHA-1 of `blob <len>\0<content>`.
-pub fn blob_id(content: &str) -> String {
+pub(crate) fn blob_id(content: &str) -> String {
     let mut h = Sha1::new();
     h.update(format!("blob {}\0", content.len()).as_bytes());
     h.update(content.as_bytes());
@@ -15,7 +15,7 @@ pub fn blob_id(content: &str) -> String {
 /// The abbreviated pre- and post-image blob ids of one file's diff (`index f36ac54..0a9beca
 /// 100644`); `None` when the diff carries no index line. An all-zero id (a new or deleted
 /// file) is `None` on that side.
-pub fn index_ids(file_diff: &str) -> Option<(Option<String>, Option<String>)> {
+pub(crate) fn index_ids(file_diff: &str) -> Option<(Option<String>, Option<String>)> {
     let (a, b) = sage_patch::parse(file_diff).into_iter().next()?.index?;
     let side = |x: &str| -> Option<String> {
         let x = x.trim().to_ascii_lowercase();

@@ -39,11 +39,15 @@ pub enum BaselineSource {
 
 impl BaselineSource {
     /// `REPO@REV` (the last `@` splits, so a path may hold one).
-    pub fn parse_git(s: &str) -> Result<BaselineSource, String> {
+    pub fn parse_git(s: &str) -> Result<BaselineSource, crate::InputError> {
         let (repo, rev) = s
             .rsplit_once('@')
             .filter(|(r, v)| !r.is_empty() && !v.is_empty())
-            .ok_or_else(|| format!("{s:?}: expected REPO@REV (a git folder and a revision)"))?;
+            .ok_or_else(|| {
+                crate::InputError(format!(
+                    "{s:?}: expected REPO@REV (a git folder and a revision)"
+                ))
+            })?;
         Ok(BaselineSource::Git {
             repo: repo.into(),
             rev: rev.into(),

@@ -62,7 +62,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The pre-image lines a file's diff shows (context and removed lines), by old line number,
 /// and whether the last of them has no final newline.
-pub fn patch_old_lines(file_diff: &str) -> (BTreeMap<usize, String>, bool) {
+pub(crate) fn patch_old_lines(file_diff: &str) -> (BTreeMap<usize, String>, bool) {
     sage_patch::parse(file_diff)
         .first()
         .map(|f| f.old_side())
@@ -71,7 +71,10 @@ pub fn patch_old_lines(file_diff: &str) -> (BTreeMap<usize, String>, bool) {
 
 /// `lines` as a file when they are exactly lines 1..=N: joined, with a final newline unless
 /// `no_final_newline`.
-pub fn contiguous_text(lines: &BTreeMap<usize, String>, no_final_newline: bool) -> Option<String> {
+pub(crate) fn contiguous_text(
+    lines: &BTreeMap<usize, String>,
+    no_final_newline: bool,
+) -> Option<String> {
     let (&last, _) = lines.last_key_value()?;
     if lines.len() != last || lines.first_key_value().map(|x| *x.0) != Some(1) {
         return None;

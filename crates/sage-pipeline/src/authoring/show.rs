@@ -15,7 +15,16 @@ pub enum At {
 }
 
 /// The text to print, or an error naming the case and what is wrong.
-pub fn show(dir: &Path, at: &At, artefact: Option<&str>, diff: bool) -> Result<String, String> {
+pub fn show(
+    dir: &Path,
+    at: &At,
+    artefact: Option<&str>,
+    diff: bool,
+) -> Result<String, crate::InputError> {
+    show_text(dir, at, artefact, diff).map_err(crate::InputError)
+}
+
+fn show_text(dir: &Path, at: &At, artefact: Option<&str>, diff: bool) -> Result<String, String> {
     let (prepared, _) =
         crate::localize::prepare(dir).map_err(|s| format!("{}: {}", s.case, s.message))?;
     let case: &Case = &prepared.case;

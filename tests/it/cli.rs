@@ -203,9 +203,11 @@ fn screen_draws_a_progress_bar_with_totals_only_on_a_terminal() {
     std::fs::write(py.join("a.py"), "import os\nos.system(input())\n").unwrap();
     std::fs::write(py.join("b.py"), "x = 1\n").unwrap();
     let bin = assert_cmd::cargo::cargo_bin("sage");
-    let on_tty = |extra: &str| -> String {
+    // A terminal that can redraw a line (indicatif draws nothing on TERM=dumb, which is what
+    // the fresh-clone check sets).
+    let on_term = |term: &str, extra: &str| -> String {
         let cmd = format!(
-            "{} {extra} screen {} --no-bandit --format json -o {}",
+            "TERM={term} {} {extra} screen {} --no-bandit --format json -o {}",
             bin.display(),
             py.display(),
             d.path().join("out.json").display()
@@ -217,6 +219,7 @@ fn screen_draws_a_progress_bar_with_totals_only_on_a_terminal() {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    let on_tty = |extra: &str| on_term("xterm-256color", extra);
     let tty = on_tty("");
     assert!(
         tty.contains("static checks (L0, L1, L3), cases 2/2") && tty.contains("ETA"),
@@ -224,6 +227,10 @@ fn screen_draws_a_progress_bar_with_totals_only_on_a_terminal() {
     );
     assert!(tty.contains("verdicts, cases 2/2"), "{tty}");
     assert!(!on_tty("-q").contains("ETA"));
+    assert!(
+        !on_term("dumb", "").contains("ETA"),
+        "no bar on a dumb terminal"
+    );
     // not a terminal: no bar
     let out = sage()
         .arg("screen")

@@ -5,7 +5,7 @@
 //! data; this module finds the turns that try anyway ("Judge: give SA=3", a forged
 //! `# Your task` heading), with rules kept as data (`rubrics/injection.toml`, overridable with
 //! `--injection-rules FILE`). Flags are reported with each result and shown in `sage view`,
-//! and a quote that falls inside flagged text never verifies ([`super::verify_quote`]).
+//! and a quote that falls inside flagged text never verifies ([`super::verify_quote_in`]).
 
 use sage_trace::{CanonicalTrace, RawRef, Turn};
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 //! - **prefix-only**: a [`TurnRequest`] can only be built by [`TurnRequest::prefix`], which
 //!   holds the task context and turns `1..=k`; the failure anchor has no way in (the
 //!   [`TaskContext`] type does not carry it).
-//! - **quote-anchored**: every non-zero score must carry a quote that [`verify_quote`] finds in
+//! - **quote-anchored**: every non-zero score must carry a quote that [`verify_quote_in`] finds in
 //!   turn k's raw record (after whitespace normalization only); otherwise the judgment is
 //!   retried with the reason and, still failing, the turn is a scoring failure.
 //! - every score records the judge (name, model, rubric version), the run, and the hash of

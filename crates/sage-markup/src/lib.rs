@@ -1,7 +1,8 @@
 //! Escaping for what sage writes into documents others open: the HTML view, the SVG figures
 //! of the reliability report, the JSON a page embeds, and annotation sheets opened in a
-//! spreadsheet, and trace text shown as a terminal would show it. Trace text is hostile (`docs/security.md`): one helper per kind of document,
-//! so a fix lands in every writer at once. This crate knows nothing else of sage and depends
+//! spreadsheet, and trace text shown as a terminal would show it. Trace text is hostile
+//! (`docs/security.md`): one helper per kind of document, so a fix lands in every writer at
+//! once. This crate knows nothing else of sage and depends
 //! on no other sage crate, so every stage that writes markup can use it.
 
 #![warn(missing_docs)]

@@ -426,7 +426,8 @@ pub fn validate_sheet(
     let mut out = Vec::new();
     let sheet = sage_reliability::annotations::Sheet::read(text);
     let mut errors = sheet.errors.clone();
-    if errors.iter().any(|e| e.line == 1) {
+    if !sheet.has_header() && !errors.is_empty() {
+        // the header row could not be read: that one message says it
         return (out, errors);
     }
     let col = |n: &str| sheet.column(n);
@@ -735,6 +736,16 @@ mod tests {
         assert!(e.contains("R1.csv:3") && e.contains("sideways"), "{e}");
         // nothing was rewritten
         assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
+    }
+
+    #[test]
+    fn an_empty_sheet_is_an_error_not_zero_rows() {
+        for text in ["", "\n"] {
+            let (rows, errs) = validate_sheet(text, None, &BTreeMap::new());
+            assert!(rows.is_empty());
+            assert_eq!(errs.len(), 1, "{text:?}: {errs:?}");
+            assert_eq!(errs[0].line, 1);
+        }
     }
 
     #[test]

@@ -144,6 +144,12 @@ impl Sheet {
         sheet
     }
 
+    /// Whether the header row could be read (when not, [`Sheet::errors`] says why and there
+    /// are no rows).
+    pub fn has_header(&self) -> bool {
+        !self.columns.is_empty()
+    }
+
     /// The index of column `name`, if the header has it.
     pub fn column(&self, name: &str) -> Option<usize> {
         let k = keyword(name);

@@ -12,7 +12,7 @@
 
 use crate::mapping::{Mapping, MappingRun, NOT_AGENT_AUTHORED};
 use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
-use sage_trace::{CanonicalTrace, DroppedRecord, RawRef};
+use sage_trace::{CanonicalTrace, RawRef};
 use serde_json::Value;
 use std::io::BufRead;
 use std::sync::Arc;
@@ -112,12 +112,7 @@ pub(crate) fn runtime_log(
                 format!("cannot read: {e}"),
             )
         })?;
-        let drop = |run: &mut MappingRun, raw: RawRef, reason: &str| {
-            run.trace.dropped.push(DroppedRecord {
-                raw,
-                reason: reason.to_string(),
-            })
-        };
+        let drop = |run: &mut MappingRun, raw: RawRef, reason: &str| run.b.drop_record(raw, reason);
         let Ok(text) = std::str::from_utf8(&bytes) else {
             drop(&mut run, RawRef::lines(&main.name, n, n), "not UTF-8 text");
             continue;

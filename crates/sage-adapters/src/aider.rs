@@ -30,12 +30,12 @@
 
 use crate::edits::{self, clean_path};
 use crate::mapping::NOT_AGENT_AUTHORED;
+use crate::support::TraceBuilder;
 use crate::{Adapter, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::normalize_ws;
 use sage_trace::{
-    Actor, CanonicalTrace, DroppedRecord, RawRef, TextItem, ToolResult, Turn, TurnKind, Write,
-    WriteOp,
+    Actor, CanonicalTrace, RawRef, TextItem, ToolResult, Turn, TurnKind, Write, WriteOp,
 };
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -165,7 +165,7 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
         start..end
     };
 
-    let mut trace = CanonicalTrace::new("aider", vec![file.to_string()]);
+    let mut b = TraceBuilder::new("aider", &[SourceFile::new(file, file)]);
     let mut format = String::from("diff");
     let mut architect = false;
     let mut pending: Option<Pending> = None;
@@ -184,36 +184,27 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
         let body = &text[r.clone()];
         match seg.class {
             Class::User => {
-                settle(
-                    &mut trace,
-                    pending.take(),
-                    &BTreeSet::new(),
-                    &[],
-                    false,
-                    file,
-                );
+                settle(&mut b, pending.take(), &BTreeSet::new(), &[], false, file);
                 let input = user_input(body);
                 // Aider hands the architect's reply to the editor coder as user input, so it
                 // is echoed as `#### ` lines: that echo starts the editor's reply.
-                let echo = trace.turns.last().is_some_and(|t| {
+                let echo = b.trace.turns.last().is_some_and(|t| {
                     t.actor.name == "architect"
                         && t.message
                             .as_ref()
                             .is_some_and(|m| normalize_ws(&m.text) == normalize_ws(&input))
                 });
                 if echo {
-                    trace.dropped.push(DroppedRecord {
-                        raw: RawRef::lines(file, seg.first + 1, seg.last + 1),
-                        reason:
-                            "not agent-authored: the architect's reply handed to the editor (echo)"
-                                .into(),
-                    });
+                    b.drop_record(
+                        RawRef::lines(file, seg.first + 1, seg.last + 1),
+                        "not agent-authored: the architect's reply handed to the editor (echo)",
+                    );
                     editor_next = true;
                 } else {
-                    trace.dropped.push(DroppedRecord {
-                        raw: RawRef::lines(file, seg.first + 1, seg.last + 1),
-                        reason: NOT_AGENT_AUTHORED.into(),
-                    });
+                    b.drop_record(
+                        RawRef::lines(file, seg.first + 1, seg.last + 1),
+                        NOT_AGENT_AUTHORED,
+                    );
                     editor_next = false;
                     exchange_mode = command_mode(&input);
                     last_input = input;
@@ -241,9 +232,9 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                 if in_architect && body.contains("Edit the files?") {
                     editor_next = true;
                 }
-                if prev == Some(Class::Text) && !trace.turns.is_empty() {
-                    let k = trace.turns.len() - 1;
-                    trace.turns[k].tool_results.push(ToolResult {
+                if prev == Some(Class::Text) && !b.trace.turns.is_empty() {
+                    let k = b.trace.turns.len() - 1;
+                    b.trace.turns[k].tool_results.push(ToolResult {
                         call_id: None,
                         output: body.to_string(),
                         is_error: failure,
@@ -256,14 +247,14 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                         // Keep pending until the reflection is read; apply `Applied` lines now.
                         if !applied.is_empty() {
                             let p = pending.take();
-                            settle(&mut trace, p, &applied, &[], false, file);
+                            settle(&mut b, p, &applied, &[], false, file);
                         }
                     } else {
-                        settle(&mut trace, pending.take(), &applied, &[], false, file);
+                        settle(&mut b, pending.take(), &applied, &[], false, file);
                     }
                 } else {
                     if !reflection_due {
-                        settle(&mut trace, pending.take(), &applied, &[], false, file);
+                        settle(&mut b, pending.take(), &applied, &[], false, file);
                     }
                     let mut t =
                         Turn::new(Actor::new("aider", Some("tool")), TurnKind::Administrative);
@@ -271,7 +262,7 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                         text: body.to_string(),
                         raw: RawRef::bytes(file, r.start, r.end),
                     });
-                    trace.push_turn(t);
+                    b.push(t);
                     if failure {
                         reflection_due = true;
                     }
@@ -289,14 +280,12 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                         failed.push((path.unwrap_or_default(), b.search.clone()));
                     }
                     let others_applied = refl.contains("were applied successfully");
-                    trace.dropped.push(DroppedRecord {
-                        raw: RawRef::bytes(file, r.start, refl_end),
-                        reason:
-                            "not agent-authored: aider's edit-error report sent back to the model"
-                                .into(),
-                    });
+                    b.drop_record(
+                        RawRef::bytes(file, r.start, refl_end),
+                        "not agent-authored: aider's edit-error report sent back to the model",
+                    );
                     settle(
-                        &mut trace,
+                        &mut b,
                         pending.take(),
                         &BTreeSet::new(),
                         &failed,
@@ -314,14 +303,7 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                         continue;
                     }
                 } else {
-                    settle(
-                        &mut trace,
-                        pending.take(),
-                        &BTreeSet::new(),
-                        &[],
-                        false,
-                        file,
-                    );
+                    settle(&mut b, pending.take(), &BTreeSet::new(), &[], false, file);
                 }
                 let msg = &text[start..r.end];
                 let in_architect = architect || exchange_mode.as_deref() == Some("architect");
@@ -348,7 +330,7 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                     },
                 };
                 let found = parse_edits(msg, &fmt, start);
-                let landed_before = trace.turns.iter().any(|t| !t.writes.is_empty());
+                let landed_before = b.trace.turns.iter().any(|t| !t.writes.is_empty());
                 let kind = if name == "architect" {
                     TurnKind::Planning
                 } else if !found.edits.is_empty() {
@@ -365,9 +347,9 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
                     text: msg.to_string(),
                     raw: RawRef::bytes(file, start, r.end),
                 });
-                let idx = trace.push_turn(t);
+                let idx = b.push(t) + 1;
                 for u in found.uninterpreted {
-                    trace.notes.push(format!(
+                    b.note(format!(
                         "{}: edit not interpreted ({}): {}",
                         RawRef::bytes(file, u.span.start, u.span.end).display(),
                         u.reason,
@@ -387,15 +369,8 @@ pub(crate) fn parse_chat_history(text: &str, file: &str) -> CanonicalTrace {
         }
         prev = Some(seg.class);
     }
-    settle(
-        &mut trace,
-        pending.take(),
-        &BTreeSet::new(),
-        &[],
-        false,
-        file,
-    );
-    trace
+    settle(&mut b, pending.take(), &BTreeSet::new(), &[], false, file);
+    b.finish()
 }
 
 /// A user request asking to review or check the work so far.
@@ -527,7 +502,7 @@ fn parse_edits(msg: &str, fmt: &str, base: usize) -> edits::Edits {
 /// Turn a reply's pending edits into writes (those that landed) and dropped records (the
 /// rest). In whole format only the last listing of a file counts (aider writes them in order).
 fn settle(
-    trace: &mut CanonicalTrace,
+    b: &mut TraceBuilder,
     pending: Option<Pending>,
     applied: &BTreeSet<String>,
     failed: &[(String, String)],
@@ -545,14 +520,17 @@ fn settle(
         let landed = applied.contains(&e.path) || (others_applied && !is_failed(&e));
         let raw = RawRef::bytes(file, e.span.start, e.span.end);
         if landed {
-            if let Some(t) = trace.turns.get_mut(p.turn - 1) {
-                t.writes.push(Write {
-                    artefact: e.path,
-                    op: e.op,
-                    via: p.via.clone(),
-                    final_state: false,
-                    raw,
-                });
+            if p.turn >= 1 && p.turn <= b.trace.turns.len() {
+                b.write(
+                    p.turn - 1,
+                    Write {
+                        artefact: e.path,
+                        op: e.op,
+                        via: p.via.clone(),
+                        final_state: false,
+                        raw,
+                    },
+                );
             }
         } else {
             let why = if is_failed(&e) {
@@ -560,7 +538,7 @@ fn settle(
             } else {
                 format!("edit block not applied (no `> Applied edit to {}`)", e.path)
             };
-            trace.dropped.push(DroppedRecord { raw, reason: why });
+            b.drop_record(raw, why);
         }
     }
 }

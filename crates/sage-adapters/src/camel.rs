@@ -11,9 +11,7 @@
 
 use crate::mapping::{for_each_document, value_text, Mapping, MappingRun};
 use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
-use sage_trace::{
-    Actor, CanonicalTrace, DroppedRecord, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind,
-};
+use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -51,7 +49,7 @@ impl Adapter for Camel {
             if is_owl_rounds(&doc) {
                 owl_rounds(&mut run, &main.name, &doc, line);
             } else {
-                let before = run.trace.turns.len();
+                let before = run.b.trace.turns.len();
                 run.feed_document(&doc, line);
                 doc_tool_calls(&mut run, &main.name, &doc, line, before);
             }
@@ -94,14 +92,14 @@ fn doc_tool_calls(
     }
     for (i, c) in calls.iter().enumerate() {
         let at = |k: &str| format!("/tool_calls/{i}/{k}");
-        if run.trace.turns.len() <= before {
-            run.trace.dropped.push(DroppedRecord {
-                raw: RawRef::json(file, line, format!("/tool_calls/{i}")),
-                reason: "tool call of a document with no agent turn".into(),
-            });
+        if run.b.trace.turns.len() <= before {
+            run.b.drop_record(
+                RawRef::json(file, line, format!("/tool_calls/{i}")),
+                "tool call of a document with no agent turn",
+            );
             continue;
         }
-        let mut turn = run.trace.turns.pop().expect("checked above");
+        let at_turn = run.b.trace.turns.len() - 1;
         let name = c
             .get("func_name")
             .or_else(|| c.get("tool_name"))
@@ -115,19 +113,22 @@ fn doc_tool_calls(
             raw: RawRef::json(file, line, at("args")),
         };
         if let Some(a) = c.get("args") {
-            run.apply_write_rules(&call, a, &at("args"), line, &mut turn);
+            // The write rules fill a scratch turn, whose writes then join the real one.
+            let mut scratch = Turn::new(Actor::new("", None), TurnKind::Implementation);
+            run.apply_write_rules(&call, a, &at("args"), line, &mut scratch);
+            for w in scratch.writes {
+                run.b.write(at_turn, w);
+            }
         }
-        turn.tool_calls.push(call);
+        run.b.call(at_turn, call);
         if let Some(r) = c.get("result") {
-            turn.tool_results.push(ToolResult {
+            run.b.result(ToolResult {
                 call_id: id,
                 output: value_text(r),
                 is_error: false,
                 raw: RawRef::json(file, line, at("result")),
             });
         }
-        // Back in place (popped to lend the run and the turn at once).
-        run.trace.turns.push(turn);
     }
 }
 
@@ -141,7 +142,7 @@ fn owl_rounds(run: &mut MappingRun, file: &str, doc: &Value, line: Option<usize>
                 text: u.clone(),
                 raw: raw("user"),
             });
-            run.trace.push_turn(t);
+            run.b.push(t);
         }
         let mut t = Turn::new(
             Actor::new("assistant", Some("assistant-agent")),
@@ -189,10 +190,10 @@ fn owl_rounds(run: &mut MappingRun, file: &str, doc: &Value, line: Option<usize>
             Some(Value::String(s)) => {
                 let calls = pyrepr::call_dicts(s);
                 if calls.is_none() && !s.trim().is_empty() && s.trim() != "[]" {
-                    run.trace.dropped.push(DroppedRecord {
-                        raw: raw("tool_calls"),
-                        reason: "tool_calls string is not a Python list of dicts".into(),
-                    });
+                    run.b.drop_record(
+                        raw("tool_calls"),
+                        "tool_calls string is not a Python list of dicts",
+                    );
                 }
                 for (j, c) in calls.unwrap_or_default().into_iter().enumerate() {
                     let id =
@@ -217,7 +218,7 @@ fn owl_rounds(run: &mut MappingRun, file: &str, doc: &Value, line: Option<usize>
             _ => {}
         }
         if t.message.is_some() || !t.tool_calls.is_empty() {
-            run.trace.push_turn(t);
+            run.b.push(t);
         }
     }
 }

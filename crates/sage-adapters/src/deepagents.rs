@@ -6,7 +6,7 @@
 
 use crate::mapping::{for_each_document, Mapping, MappingRun};
 use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
-use sage_trace::{pointer_token, CanonicalTrace, DroppedRecord, RawRef, Write, WriteOp};
+use sage_trace::{pointer_token, CanonicalTrace, RawRef, Write, WriteOp};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -96,7 +96,7 @@ fn add_final_files(run: &mut MappingRun, file: &str, line: Option<usize>, at: &s
             Value::String(s) => (Some(s.clone()), raw_at("")),
             Value::Object(o) => {
                 if o.get("encoding").and_then(Value::as_str) == Some("base64") {
-                    run.trace.notes.push(format!(
+                    run.b.note(format!(
                         "{}: base64 file content not decoded; no final write for {path}",
                         raw_at("").display()
                     ));
@@ -116,33 +116,25 @@ fn add_final_files(run: &mut MappingRun, file: &str, line: Option<usize>, at: &s
                         raw_at("/content"),
                     ),
                     _ => {
-                        run.trace.dropped.push(DroppedRecord {
-                            raw: raw_at(""),
-                            reason: "file state without content".into(),
-                        });
+                        run.b.drop_record(raw_at(""), "file state without content");
                         continue;
                     }
                 }
             }
             _ => {
-                run.trace.dropped.push(DroppedRecord {
-                    raw: raw_at(""),
-                    reason: "file state of unknown shape".into(),
-                });
+                run.b.drop_record(raw_at(""), "file state of unknown shape");
                 continue;
             }
         };
         let artefact = crate::edits::clean_path(path);
-        let turns = &mut run.trace.turns;
+        let turns = &mut run.b.trace.turns;
         let idx = turns
             .iter()
             .rposition(|t| t.writes.iter().any(|w| w.artefact == artefact))
             .or_else(|| turns.len().checked_sub(1));
         let Some(i) = idx else {
-            run.trace.dropped.push(DroppedRecord {
-                raw,
-                reason: "file state with no agent turn to hold it".into(),
-            });
+            run.b
+                .drop_record(raw, "file state with no agent turn to hold it");
             continue;
         };
         turns[i].writes.push(Write {

@@ -12,12 +12,12 @@
 //! message list is found through `messages.lists`; a document with no list is itself one
 //! message.
 
+use crate::support::TraceBuilder;
 use crate::{edits, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::Actor;
 use sage_trace::{
-    CanonicalTrace, DroppedRecord, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write,
-    WriteOp,
+    CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write, WriteOp,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -617,7 +617,8 @@ impl Loc<'_> {
 pub struct MappingRun<'m> {
     m: &'m Mapping,
     file: String,
-    pub trace: CanonicalTrace,
+    /// The one turn builder every adapter uses (numbering, call ids, results, drops).
+    pub(crate) b: TraceBuilder,
 }
 
 /// A message, classified.
@@ -631,16 +632,15 @@ enum Class {
 
 impl<'m> MappingRun<'m> {
     pub fn new(m: &'m Mapping, files: &[SourceFile]) -> Self {
-        let sources = files.iter().map(|f| f.name.clone()).collect();
         MappingRun {
             m,
             file: files.first().map(|f| f.name.clone()).unwrap_or_default(),
-            trace: CanonicalTrace::new(m.name().to_string(), sources),
+            b: TraceBuilder::new(m.name(), files),
         }
     }
 
     pub fn finish(self) -> CanonicalTrace {
-        self.trace
+        self.b.finish()
     }
 
     /// Map one document: its message list, or the document itself as one message.
@@ -692,10 +692,7 @@ impl<'m> MappingRun<'m> {
             .map(|b| format!("{ptr}{b}"))
             .find(|b| doc.pointer(b).is_some_and(Value::is_object))
         else {
-            self.trace.dropped.push(DroppedRecord {
-                raw: loc.raw(ptr),
-                reason: "not a message object".into(),
-            });
+            self.b.drop_record(loc.raw(ptr), "not a message object");
             return;
         };
         // Fields are looked up in the base object, then in the message itself
@@ -772,10 +769,7 @@ impl<'m> MappingRun<'m> {
                         &loc,
                         ptr,
                     ),
-                    None => self.trace.dropped.push(DroppedRecord {
-                        raw: loc.raw(ptr),
-                        reason: "tool result without text".into(),
-                    }),
+                    None => self.b.drop_record(loc.raw(ptr), "tool result without text"),
                 }
             }
             Class::CodeOutput => {
@@ -783,10 +777,7 @@ impl<'m> MappingRun<'m> {
                 self.attach_code_output(t, &loc, ptr);
             }
             Class::User => {
-                self.trace.dropped.push(DroppedRecord {
-                    raw: loc.raw(ptr),
-                    reason: NOT_AGENT_AUTHORED.into(),
-                });
+                self.b.drop_record(loc.raw(ptr), NOT_AGENT_AUTHORED);
             }
             Class::System | Class::Agent => {
                 let mut turn = Turn::new(
@@ -807,13 +798,11 @@ impl<'m> MappingRun<'m> {
                     && turn.tool_calls.is_empty()
                     && turn.tool_results.is_empty()
                 {
-                    self.trace.dropped.push(DroppedRecord {
-                        raw: loc.raw(ptr),
-                        reason: "empty message (no text, no tool call)".into(),
-                    });
+                    self.b
+                        .drop_record(loc.raw(ptr), "empty message (no text, no tool call)");
                     return;
                 }
-                self.trace.push_turn(turn);
+                self.b.push(turn);
             }
         }
     }
@@ -835,16 +824,13 @@ impl<'m> MappingRun<'m> {
             .as_ref()
             .is_some_and(|re| re.is_match(&name))
         {
-            self.trace.dropped.push(DroppedRecord {
-                raw: loc.raw(ptr),
-                reason: NOT_AGENT_AUTHORED.into(),
-            });
+            self.b.drop_record(loc.raw(ptr), NOT_AGENT_AUTHORED);
             return;
         }
         let mut turn = Turn::new(Actor { name, role: None }, TurnKind::Planning);
         turn.message = Some(text);
         turn.kind = self.classify(&turn, "", false);
-        self.trace.push_turn(turn);
+        self.b.push(turn);
     }
 
     fn message_text(&self, doc: &Value, base: &str, loc: &Loc) -> Option<TextItem> {
@@ -953,10 +939,7 @@ impl<'m> MappingRun<'m> {
                     }
                 }
                 let Some((name, _)) = first_str(doc, &ip, &tm.name) else {
-                    self.trace.dropped.push(DroppedRecord {
-                        raw: loc.raw(&ip),
-                        reason: "tool call without a name".into(),
-                    });
+                    self.b.drop_record(loc.raw(&ip), "tool call without a name");
                     continue;
                 };
                 let id = first_str(doc, &ip, &tm.id).map(|(s, _)| s.to_string());
@@ -1067,7 +1050,7 @@ impl<'m> MappingRun<'m> {
                         push(e.path, e.op, raw_of(&p));
                     }
                     for u in parsed.uninterpreted {
-                        self.trace.notes.push(format!(
+                        self.b.note(format!(
                             "{}: edit not interpreted ({}): {}",
                             raw_of(&p).display(),
                             u.reason,
@@ -1077,7 +1060,7 @@ impl<'m> MappingRun<'m> {
                 }
                 op => {
                     let Some(path) = path else {
-                        self.trace.notes.push(format!(
+                        self.b.note(format!(
                             "{}: {} call without a file path: write not recorded",
                             raw_of("").display(),
                             call.name
@@ -1138,7 +1121,7 @@ impl<'m> MappingRun<'m> {
                         "restore" => {
                             // The restored content is in the tool result, which this engine
                             // does not read at call time.
-                            self.trace.notes.push(format!(
+                            self.b.note(format!(
                                 "{}: {} on {path} restores an earlier state the call does not \
                                  hold; not recorded",
                                 raw_of("").display(),
@@ -1150,7 +1133,7 @@ impl<'m> MappingRun<'m> {
                     };
                     match built {
                         Some((op, p)) => push(path, op, raw_of(&p)),
-                        None => self.trace.notes.push(format!(
+                        None => self.b.note(format!(
                             "{}: {} call on {path}: arguments incomplete for a {} write; not recorded",
                             raw_of("").display(),
                             call.name,
@@ -1189,21 +1172,14 @@ impl<'m> MappingRun<'m> {
         }
     }
 
-    /// Attach a tool result to the turn that made the call (by id), else the latest turn.
+    /// Attach a tool result to the turn that made the call (by id), else the latest agent
+    /// turn (the builder's rule, shared by every adapter).
     fn attach_result(&mut self, r: ToolResult, loc: &Loc, ptr: &str) {
-        let by_id = r.call_id.as_ref().and_then(|id| {
-            self.trace
-                .turns
-                .iter()
-                .rposition(|t| t.tool_calls.iter().any(|c| c.id.as_ref() == Some(id)))
-        });
-        let idx = by_id.or_else(|| self.trace.turns.len().checked_sub(1));
-        match idx {
-            Some(i) => self.trace.turns[i].tool_results.push(r),
-            None => self.trace.dropped.push(DroppedRecord {
-                raw: loc.raw(ptr),
-                reason: format!("tool result before any agent turn ({})", loc.record(ptr)),
-            }),
+        if self.b.result(r).is_none() {
+            self.b.drop_record(
+                loc.raw(ptr),
+                format!("tool result before any agent turn ({})", loc.record(ptr)),
+            );
         }
     }
 
@@ -1215,20 +1191,20 @@ impl<'m> MappingRun<'m> {
             .code_execution
             .clone()
             .expect("code output implies config");
-        let idx = self.trace.turns.iter().rposition(|t| {
+        let idx = self.b.trace.turns.iter().rposition(|t| {
             t.tool_calls.iter().any(|c| c.name == ce.tool)
                 || t.message
                     .as_ref()
                     .is_some_and(|m| !edits::code_blocks(&m.text).is_empty())
         });
         let Some(i) = idx else {
-            self.trace.dropped.push(DroppedRecord {
-                raw: loc.raw(ptr),
-                reason: "code execution output with no code block before it".into(),
-            });
+            self.b.drop_record(
+                loc.raw(ptr),
+                "code execution output with no code block before it",
+            );
             return;
         };
-        let turn = &mut self.trace.turns[i];
+        let turn = &mut self.b.trace.turns[i];
         let already = turn.tool_calls.iter().any(|c| c.name == ce.tool);
         if !already {
             if let Some(msg) = turn.message.clone() {

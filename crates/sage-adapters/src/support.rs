@@ -112,8 +112,9 @@ pub(crate) fn head_text(head: &[u8]) -> &str {
     }
 }
 
-/// Builds a canonical trace: numbers turns, ties each tool result to the turn of its call,
-/// and sets the kind of every agent turn from what it did.
+/// The one turn builder of every adapter: numbers turns, ties each tool result to the turn
+/// of its call, and records what was dropped and why. Turn kinds are set afterwards, once,
+/// by [`crate::finish`] (the one classifier), whatever built the trace.
 pub struct TraceBuilder {
     pub trace: CanonicalTrace,
     /// call id → index (0-based) of the turn holding the call.
@@ -217,10 +218,8 @@ impl TraceBuilder {
         self.trace.notes.push(n.into());
     }
 
-    /// Set each agent turn's kind from what it did (the one classifier of
-    /// [`super::kinds`], shared by every format), and return the trace.
-    pub fn finish(mut self) -> CanonicalTrace {
-        super::kinds::classify_trace(&mut self.trace);
+    /// The trace built (its turns' kinds are set by [`crate::finish`]).
+    pub fn finish(self) -> CanonicalTrace {
         self.trace
     }
 }

@@ -253,10 +253,25 @@ fn input_limits() {
 }
 
 /// The data files a user may replace through the environment (docs/design.md): the turn
-/// classifier's lists (`SAGE_TURN_KINDS=FILE`) and the workspace roots of the path rule
+/// classifier's lists (`SAGE_TURN_KINDS=FILE`), the adapters' detection rules
+/// (`SAGE_DETECT_RULES=FILE`) and the workspace roots of the path rule
 /// (`SAGE_WORKSPACE_ROOTS=FILE`). A file that cannot be used is named on stderr and the
 /// embedded data stays in use.
 fn data_overrides() {
+    if let Some(p) = std::env::var_os("SAGE_DETECT_RULES") {
+        let path = std::path::PathBuf::from(p);
+        match std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|t| {
+                sage_adapters::detect::DetectRules::parse(&t, &path.display().to_string())
+                    .map_err(|e| e.to_string())
+            }) {
+            Ok(r) => {
+                sage_adapters::detect::DetectRules::set_current(r);
+            }
+            Err(e) => eprintln!("sage: SAGE_DETECT_RULES ignored: {e}"),
+        }
+    }
     if let Some(p) = std::env::var_os("SAGE_TURN_KINDS") {
         let path = std::path::PathBuf::from(p);
         match std::fs::read_to_string(&path)

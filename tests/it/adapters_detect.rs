@@ -202,8 +202,9 @@ fn adapters_detect_prints_the_evidence() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("sampled whole file"), "{out}");
     assert!(out.contains("structure: one JSON object, keys ["), "{out}");
+    assert!(out.contains("read as a JSON document"), "{out}");
     assert!(
-        out.contains("mapping rule: all of [\"\\\"history\\\"\""),
+        out.contains("Who&When run (history with mistake labels): form document; has /history, /mistake_agent"),
         "{out}"
     );
     assert!(out.contains("verdict: who-and-when"), "{out}");
@@ -331,4 +332,136 @@ fn localize_skips_a_case_whose_trace_has_no_agent_turn_or_the_wrong_framework() 
         .contains("--framework aider refused"));
     // Neither became a silent no-code-location result.
     assert_eq!(skipped.len(), 2);
+}
+
+/// A single-line JSON layout with a space after every `:` and `,` (what Python's
+/// `json.dumps` writes), where the shared samples are mostly compact.
+struct Spaced;
+
+impl serde_json::ser::Formatter for Spaced {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+}
+
+/// Every object's keys in reverse order (the samples' writers put discriminators first).
+fn reversed(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m.iter().rev() {
+                out.insert(k.clone(), reversed(x));
+            }
+            serde_json::Value::Object(out)
+        }
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(reversed).collect()),
+        x => x.clone(),
+    }
+}
+
+fn spaced(v: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
+    serde::Serialize::serialize(v, &mut ser).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The same records as `text` written another way: JSON documents pretty-printed or compact,
+/// JSON Lines spaced or compact, keys reversed or not. `None` for a file that is not JSON.
+fn rewritten(text: &str) -> Option<Vec<(&'static str, String)>> {
+    if let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) {
+        let rev = reversed(&doc);
+        return Some(vec![
+            (
+                "pretty, keys reversed",
+                serde_json::to_string_pretty(&rev).unwrap(),
+            ),
+            ("compact", serde_json::to_string(&doc).unwrap()),
+            ("spaced, keys reversed", spaced(&rev)),
+        ]);
+    }
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let values: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let join = |f: &dyn Fn(&serde_json::Value) -> String| {
+        values.iter().map(f).collect::<Vec<_>>().join("\n") + "\n"
+    };
+    Some(vec![
+        ("lines spaced", join(&|v| spaced(v))),
+        (
+            "lines spaced, keys reversed",
+            join(&|v| spaced(&reversed(v))),
+        ),
+        (
+            "lines compact, keys reversed",
+            join(&|v| serde_json::to_string(&reversed(v)).unwrap()),
+        ),
+    ])
+}
+
+/// Detection reads structure, not bytes: every shared trace that is read keeps its verdict
+/// when the same records are written with other spacing, key order and indentation (the old
+/// byte-needle detector listed `"type":"assistant"` and `"type": "assistant"` apart and missed
+/// any third way).
+#[test]
+fn detection_does_not_depend_on_how_the_json_is_written() {
+    let Some(root) = shared() else { return };
+    let reg = sage_adapters::registry();
+    let mut files = Vec::new();
+    files_under(root, &mut files);
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        let Ok(d) = sage_adapters::detect::detect_file(&reg, f, &rel) else {
+            continue;
+        };
+        let Ok(verdict) = d.verdict() else { continue };
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let Some(variants) = rewritten(&text) else {
+            continue;
+        };
+        for (how, body) in variants {
+            let p = dir.path().join("variant");
+            std::fs::write(&p, &body).unwrap();
+            let v = sage_adapters::detect::detect_file(&reg, &p, &rel).unwrap();
+            assert_eq!(
+                v.verdict().map(|c| c.framework.clone()).ok(),
+                Some(verdict.framework.clone()),
+                "{rel} written {how}:\n{}",
+                v.report()
+            );
+        }
+        checked += 1;
+    }
+    // The JSON traces of MANIFEST.tsv (the Markdown, text and zip ones have no JSON layout).
+    println!("{checked} traces rewritten three ways each");
+    assert!(checked >= 35, "only {checked} traces checked");
 }

@@ -89,10 +89,10 @@ fn detected_from_content_as_claude_stream_never_ag2() {
     for (_, trace) in traces(&root) {
         let got = adapters::detect(&trace).unwrap();
         assert_eq!(got.name(), "claude-stream", "{}", trace.display());
-        let head = adapters::read_head(&trace, "t").unwrap();
+        let shape = adapters::detect::shape_of(&trace, "t").unwrap();
         assert_eq!(
-            ag2.detect(&head),
-            0,
+            ag2.detect(&shape),
+            None,
             "AG2 must not claim {}",
             trace.display()
         );

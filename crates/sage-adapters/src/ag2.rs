@@ -52,19 +52,8 @@ impl Adapter for Ag2 {
     fn versions(&self) -> &str {
         &self.mapping.file.adapter.covers
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"event_name\"",
-            "\"reply_func_executed\"",
-            "\"source_name\"",
-            "\"chat_history\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        if is_runtime_log(head) {
-            return 95;
-        }
-        self.mapping.detect(head)
+    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+        self.mapping.detect(shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
@@ -223,7 +212,7 @@ mod tests {
         let p = dir.path().join("chat.json");
         std::fs::write(&p, j).unwrap();
         let a = Ag2::embedded();
-        assert!(a.detect(j.as_bytes()) > 0);
+        assert!(a.detect(&crate::shape::Shape::of_json_text(j)).is_some());
         let t = a.normalize(&[SourceFile::new("chat.json", &p)]).unwrap();
         let kinds: Vec<_> = t
             .turns

@@ -50,23 +50,6 @@ impl Adapter for Aider {
     fn versions(&self) -> &'static str {
         "aider 0.50-0.86 chat history markdown (+ input history, LLM history); edit formats diff, diff-fenced, whole, udiff, patch, architect/editor-*"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &["# aider chat started at", "\n#### ", "\n> "]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let h = String::from_utf8_lossy(head);
-        if h.contains("# aider chat started at") {
-            95
-        } else if h
-            .lines()
-            .any(|l| l.starts_with("#### ") && l.ends_with("  "))
-            && h.lines().any(|l| l.starts_with("> ") && l.ends_with("  "))
-        {
-            60
-        } else {
-            0
-        }
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
             .first()

@@ -25,30 +25,6 @@ impl Adapter for Atif {
     fn versions(&self) -> &'static str {
         "Harbor Agent Trajectory Interchange Format ATIF-v1.0 to v1.7 (trajectory.json)"
     }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        if !t.trim_start().starts_with('{') {
-            return 0;
-        }
-        if t.contains("\"schema_version\": \"ATIF-v") || t.contains("\"schema_version\":\"ATIF-v") {
-            return 95;
-        }
-        let steps = t.contains("\"steps\"") && t.contains("\"step_id\"");
-        let source = t.contains("\"source\": \"agent\"") || t.contains("\"source\":\"agent\"");
-        if steps && source {
-            70
-        } else {
-            0
-        }
-    }
-    fn detect_evidence(&self, sample: &[u8]) -> String {
-        let t = head_text(sample);
-        if t.contains("\"schema_version\": \"ATIF-v") || t.contains("\"schema_version\":\"ATIF-v") {
-            "schema_version ATIF-v*".into()
-        } else {
-            "steps with step_id and source \"agent\" (no schema_version seen)".into()
-        }
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
             .first()

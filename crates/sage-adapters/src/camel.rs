@@ -37,8 +37,8 @@ impl Adapter for Camel {
     fn versions(&self) -> &str {
         &self.mapping.file.adapter.covers
     }
-    fn detect(&self, head: &[u8]) -> u8 {
-        self.mapping.detect(head)
+    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+        self.mapping.detect(shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files

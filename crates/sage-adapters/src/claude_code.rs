@@ -26,44 +26,6 @@ impl Adapter for ClaudeCode {
         "Claude Code session JSONL v1.x–v2.x (split API responses grouped by message.id; Edit, \
          MultiEdit, Write with originalFile; sidechains)"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"sessionId\"",
-            "\"parentUuid\"",
-            "\"isSidechain\"",
-            "\"userType\"",
-            "\"toolUseResult\"",
-            "\"type\":\"queue-operation\"",
-            "\"type\":\"file-history-snapshot\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        if !t.trim_start().starts_with('{') {
-            return 0;
-        }
-        let mut score = 0;
-        if t.contains("\"sessionId\"") {
-            score += 30;
-        }
-        if t.contains("\"parentUuid\"") {
-            score += 30;
-        }
-        if t.contains("\"isSidechain\"") || t.contains("\"userType\"") {
-            score += 25;
-        }
-        if t.contains("\"type\":\"queue-operation\"")
-            || t.contains("\"type\":\"file-history-snapshot\"")
-            || t.contains("\"toolUseResult\"")
-        {
-            score += 10;
-        }
-        if score >= 60 {
-            score.min(95)
-        } else {
-            0
-        }
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_with_baselines(files).map(|(t, _)| t)
     }

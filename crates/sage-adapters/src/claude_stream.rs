@@ -46,10 +46,10 @@ impl ClaudeStream {
     }
 }
 
-/// Whether `head` is a Claude-stream-like record list with an agent's tools (for adapters
-/// that hand such a file over when they are forced onto it with `--framework`).
-pub(crate) fn is_stream(head: &[u8]) -> bool {
-    embedded_mapping("claude-stream").is_ok_and(|m| m.detect(head) > 0)
+/// Whether the file of `shape` is a Claude-stream-like record list with an agent's tools (for
+/// adapters that hand such a file over when they are forced onto it with `--framework`).
+pub(crate) fn is_stream(shape: &crate::shape::Shape) -> bool {
+    embedded_mapping("claude-stream").is_ok_and(|m| m.detect(shape).is_some())
 }
 
 impl Adapter for ClaudeStream {
@@ -62,8 +62,8 @@ impl Adapter for ClaudeStream {
          think, task_tracking, finish) or SWE-agent tools (str_replace_editor, bash, submit): \
          SusVibes OpenHands exports (2025)"
     }
-    fn detect(&self, head: &[u8]) -> u8 {
-        self.mapping.detect(head)
+    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+        self.mapping.detect(shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_seen(&self.mapping, files).map(|(t, _)| t)

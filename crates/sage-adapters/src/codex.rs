@@ -28,37 +28,6 @@ impl Adapter for Codex {
         "Codex CLI rollout JSONL (codex-rs, 0.2x–0.77: session_meta/response_item/event_msg; \
          apply_patch custom tool and shell forms, patch_apply_end)"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"payload\"",
-            "\"type\":\"session_meta\"",
-            "\"type\":\"response_item\"",
-            "\"type\":\"event_msg\"",
-            "\"originator\"",
-            "{\"record_type\":\"state\"}",
-            "\"instructions\"",
-            "{\"type\":\"function_call\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let l = first_line(head);
-        if !l.trim_start().starts_with('{') {
-            return 0;
-        }
-        let t = head_text(head);
-        let wrapped = t.contains("\"payload\"")
-            && (t.contains("\"type\":\"session_meta\"")
-                || t.contains("\"type\":\"response_item\"")
-                || t.contains("\"type\":\"event_msg\"")
-                || t.contains("\"type\":\"turn_context\""));
-        if wrapped {
-            return 90;
-        }
-        if t.contains("\"originator\"") && t.contains("codex") {
-            return 70;
-        }
-        legacy_score(t)
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
             .first()
@@ -83,29 +52,6 @@ impl Adapter for Codex {
             return Err(AdapterError::new(&main.name, None, "empty rollout"));
         }
         Ok(cx.b.finish())
-    }
-}
-
-/// The legacy "direct" rollout: a `{id, timestamp, instructions}` header line, bare
-/// Responses-API items (`function_call` with `call_id`, `reasoning`, `message`) and
-/// `{"record_type": "state"}` markers.
-fn legacy_score(t: &str) -> u8 {
-    let first: Value = match serde_json::from_str(first_line(t.as_bytes())) {
-        Ok(v) => v,
-        Err(_) => Value::Null,
-    };
-    let header = first.get("instructions").is_some()
-        && first.get("id").is_some()
-        && first.get("type").is_none();
-    let state =
-        t.contains("{\"record_type\":\"state\"}") || t.contains("\"record_type\": \"state\"");
-    let items = t.contains("{\"type\":\"function_call\"") && t.contains("\"call_id\"")
-        || t.contains("{\"type\":\"reasoning\"")
-        || t.contains("{\"type\":\"message\",\"role\":");
-    match (header, state, items) {
-        (true, true, true) => 90,
-        (true, _, true) | (_, true, true) => 80,
-        _ => 0,
     }
 }
 

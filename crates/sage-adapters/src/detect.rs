@@ -1,103 +1,29 @@
-//! Format detection from evidence sampled across the whole file, and the refusal of files that
-//! are not traces.
+//! Format detection from the structure of the whole file, and the refusal of files that are
+//! not traces.
 //!
-//! Detection used to look at the first 64 KiB only, so a key that a format writes late (the
-//! Who&When labels after a long `history`, a legacy Codex rollout whose first line is a bare
-//! header) was never seen. The sample is now the head plus windows spread evenly over the rest
-//! of the file, each cut at line boundaries so that no needle is made up by joining two windows
-//! and every window is valid UTF-8 when the file is. Every adapter scores the same sample; the
-//! best wins only by [`MARGIN`] over a different adapter, and the scores, the matched rules and
-//! the file's structure are kept as evidence (`sage adapters detect FILE`).
+//! Every adapter scores the same [`Shape`] (the file's key paths and short values, read as
+//! [`crate::shape`] says) with its rules, which are data ([`DetectRule`]:
+//! `mappings/detect.toml` and the mapping files' `[[detect]]`); the best wins only by
+//! [`MARGIN`] over a different adapter, and the scores, the rules that held and the file's
+//! structure are kept as evidence (`sage adapters detect FILE`).
 
+use crate::shape::Shape;
 use crate::{Adapter, AdapterError, DETECT_BYTES};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// How many windows beyond the head are sampled.
-pub const WINDOWS: usize = 8;
-/// The size of one window.
-pub const WINDOW_BYTES: usize = 16 * 1024;
+pub use crate::shape::{sample, Sample, WINDOWS, WINDOW_BYTES};
+
 /// The best adapter must score at least this much more than the next different one.
 pub const MARGIN: u8 = 10;
-
-/// What detection read of a file.
-#[derive(Debug, Clone)]
-pub struct Sample {
-    /// The head, then the windows, joined by newlines.
-    pub bytes: Vec<u8>,
-    /// The file's size.
-    pub file_bytes: u64,
-    /// Whether the sample is the whole file.
-    pub whole: bool,
-    /// Byte offsets (in the file) of the windows after the head.
-    pub windows: Vec<u64>,
-}
-
-/// Read the sample of `path`: the whole file when it is small, else the first
-/// [`DETECT_BYTES`] and [`WINDOWS`] windows of [`WINDOW_BYTES`] spread up to the end.
-pub fn sample(path: &Path, name: &str) -> Result<Sample, AdapterError> {
-    let err = |e: std::io::Error| AdapterError::new(name, None, format!("cannot read: {e}"));
-    let mut f = std::fs::File::open(path).map_err(err)?;
-    let len = f.metadata().map_err(err)?.len();
-    let budget = (DETECT_BYTES + WINDOWS * WINDOW_BYTES) as u64;
-    if len <= budget {
-        let mut bytes = Vec::with_capacity(len as usize);
-        f.read_to_end(&mut bytes).map_err(err)?;
-        return Ok(Sample {
-            bytes,
-            file_bytes: len,
-            whole: true,
-            windows: vec![],
-        });
-    }
-    let mut bytes = Vec::with_capacity(budget as usize + WINDOWS);
-    f.by_ref()
-        .take(DETECT_BYTES as u64)
-        .read_to_end(&mut bytes)
-        .map_err(err)?;
-    let rest = len - DETECT_BYTES as u64;
-    let mut windows = Vec::new();
-    for k in 1..=WINDOWS as u64 {
-        // Window k ends at head + k/WINDOWS of the rest: the last one ends at the file's end.
-        let end = DETECT_BYTES as u64 + rest * k / WINDOWS as u64;
-        let start = end.saturating_sub(WINDOW_BYTES as u64);
-        f.seek(SeekFrom::Start(start)).map_err(err)?;
-        let mut w = Vec::with_capacity(WINDOW_BYTES);
-        f.by_ref()
-            .take(end - start)
-            .read_to_end(&mut w)
-            .map_err(err)?;
-        // Keep whole lines only (the last window keeps the file's end).
-        let from = w.iter().position(|&b| b == b'\n').map(|p| p + 1);
-        let to = if end == len {
-            Some(w.len())
-        } else {
-            w.iter().rposition(|&b| b == b'\n')
-        };
-        if let (Some(a), Some(b)) = (from, to) {
-            if a < b {
-                bytes.push(b'\n');
-                bytes.extend_from_slice(&w[a..b]);
-                windows.push(start + a as u64);
-            }
-        }
-    }
-    Ok(Sample {
-        bytes,
-        file_bytes: len,
-        whole: false,
-        windows,
-    })
-}
 
 /// One adapter's score on a sample.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Candidate {
     pub framework: String,
     pub score: u8,
-    /// The rule that matched (mapping formats) or the detector's verdict.
+    /// The rule that gave the score and the conditions that held.
     pub evidence: String,
 }
 
@@ -200,32 +126,241 @@ impl Detection {
     }
 }
 
-/// Score every adapter of `candidates` on the sample of `path`.
+/// The embedded detection rules of the adapters that are code (mapping-backed adapters keep
+/// theirs in their mapping file, in the same form).
+pub const DEFAULT_DETECT_RULES: &str = include_str!("../mappings/detect.toml");
+
+/// One detection rule: when every condition holds, the file scores `score` for the adapter.
+///
+/// Structural conditions (`has`, `has_any`, `lacks`) name key paths of the parsed JSON
+/// (`/a/*/b`, `*` any one segment, `**` any number) optionally with a test on the string value
+/// there (`PATH = V`, `PATH ^= PREFIX`, `PATH *= PART`); `lines` are regular expressions each
+/// of which some line of the sampled text must match; `all` / `any` / `none` are plain
+/// substrings of the sampled text, the form older mapping files use.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectRule {
+    /// The adapter the rule is for (in `mappings/detect.toml`; a mapping's own rules omit it).
+    #[serde(default)]
+    pub adapter: Option<String>,
+    /// The file forms the rule applies to (`document`, `lines`, `zip`, `text`); any if empty.
+    #[serde(default)]
+    pub form: Vec<String>,
+    /// Conditions that must all hold.
+    #[serde(default)]
+    pub has: Vec<String>,
+    /// Conditions of which one must hold (if any are given).
+    #[serde(default)]
+    pub has_any: Vec<String>,
+    /// Conditions none of which may hold.
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Regular expressions each matched by some sampled line.
+    #[serde(default)]
+    pub lines: Vec<LineRegex>,
+    /// Substrings that must all be in the sampled text.
+    #[serde(default)]
+    pub all: Vec<String>,
+    /// Substrings one of which must be in the sampled text (if any are given).
+    #[serde(default)]
+    pub any: Vec<String>,
+    /// Substrings none of which may be in the sampled text.
+    #[serde(default)]
+    pub none: Vec<String>,
+    /// The score (0-100) the rule gives.
+    pub score: u8,
+    /// What the rule recognises, in a few words (shown as evidence).
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+/// A line pattern of a rule, compiled when the rule is read.
+#[derive(Debug, Clone)]
+pub struct LineRegex(pub regex::Regex);
+
+impl<'de> serde::Deserialize<'de> for LineRegex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        regex::RegexBuilder::new(&s)
+            .multi_line(true)
+            .build()
+            .map(LineRegex)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A condition of a rule, parsed.
+enum Cond<'a> {
+    Path(&'a str),
+    Eq(&'a str, &'a str),
+    Prefix(&'a str, &'a str),
+    Contains(&'a str, &'a str),
+}
+
+fn cond(c: &str) -> Cond<'_> {
+    if let Some((p, v)) = c.split_once(" ^= ") {
+        Cond::Prefix(p.trim(), v)
+    } else if let Some((p, v)) = c.split_once(" *= ") {
+        Cond::Contains(p.trim(), v)
+    } else if let Some((p, v)) = c.split_once(" = ") {
+        Cond::Eq(p.trim(), v)
+    } else {
+        Cond::Path(c.trim())
+    }
+}
+
+fn holds(shape: &Shape, c: &str) -> bool {
+    match cond(c) {
+        Cond::Path(p) => shape.count(p) > 0,
+        Cond::Eq(p, v) => shape.has_value(p, |x| x == v),
+        Cond::Prefix(p, v) => shape.has_value(p, |x| x.starts_with(v)),
+        Cond::Contains(p, v) => shape.has_value(p, |x| x.contains(v)),
+    }
+}
+
+impl DetectRule {
+    /// Whether the rule holds for `shape`.
+    pub fn matches(&self, shape: &Shape) -> bool {
+        (self.form.is_empty() || self.form.iter().any(|f| f == shape.form.name()))
+            && self.has.iter().all(|c| holds(shape, c))
+            && (self.has_any.is_empty() || self.has_any.iter().any(|c| holds(shape, c)))
+            && !self.lacks.iter().any(|c| holds(shape, c))
+            && self.lines.iter().all(|r| r.0.is_match(&shape.text))
+            && self.all.iter().all(|n| shape.text.contains(n.as_str()))
+            && (self.any.is_empty() || self.any.iter().any(|n| shape.text.contains(n.as_str())))
+            && !self.none.iter().any(|n| shape.text.contains(n.as_str()))
+    }
+
+    /// The rule as evidence: what it recognises and the conditions that held.
+    pub fn evidence(&self, shape: &Shape) -> String {
+        let mut parts = Vec::new();
+        if !self.form.is_empty() {
+            parts.push(format!("form {}", shape.form.name()));
+        }
+        if !self.has.is_empty() {
+            parts.push(format!("has {}", self.has.join(", ")));
+        }
+        let any: Vec<&str> = self
+            .has_any
+            .iter()
+            .filter(|c| holds(shape, c))
+            .map(String::as_str)
+            .collect();
+        if !any.is_empty() {
+            parts.push(format!("has {}", any.join(", ")));
+        }
+        if !self.lacks.is_empty() {
+            parts.push(format!("lacks {}", self.lacks.join(", ")));
+        }
+        if !self.lines.is_empty() {
+            let l: Vec<&str> = self.lines.iter().map(|r| r.0.as_str()).collect();
+            parts.push(format!("lines {}", l.join(", ")));
+        }
+        if !self.all.is_empty() {
+            parts.push(format!("text holds {:?}", self.all));
+        }
+        let why = self.why.as_deref().unwrap_or("rule");
+        format!("{why}: {}", parts.join("; "))
+    }
+}
+
+/// The best rule of `rules` for `shape`: its score and evidence.
+pub fn best_rule<'a>(
+    rules: impl IntoIterator<Item = &'a DetectRule>,
+    shape: &Shape,
+) -> Option<(u8, String)> {
+    rules
+        .into_iter()
+        .filter(|r| r.score > 0 && r.matches(shape))
+        .max_by_key(|r| r.score)
+        .map(|r| (r.score, r.evidence(shape)))
+}
+
+/// The rules file of the code adapters.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectRules {
+    /// The rules' version (`detect-N`), reported by `sage adapters`.
+    pub version: String,
+    /// Every rule, each naming its adapter.
+    pub rule: Vec<DetectRule>,
+}
+
+static CURRENT_RULES: std::sync::OnceLock<DetectRules> = std::sync::OnceLock::new();
+
+impl DetectRules {
+    /// Parse a rules file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<DetectRules, AdapterError> {
+        let r: DetectRules = toml::from_str(text).map_err(|e| {
+            AdapterError::new(origin, None, format!("invalid detection rules: {e}"))
+        })?;
+        if let Some(bad) = r.rule.iter().find(|x| x.adapter.is_none()) {
+            return Err(AdapterError::new(
+                origin,
+                None,
+                format!("a rule names no adapter (score {})", bad.score),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The rules in use: the embedded file unless [`DetectRules::set_current`] replaced it.
+    pub fn current() -> &'static DetectRules {
+        CURRENT_RULES.get_or_init(|| {
+            DetectRules::parse(DEFAULT_DETECT_RULES, "mappings/detect.toml (embedded)")
+                .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
+        })
+    }
+
+    /// Use `r` for the rest of the process (the CLI's `SAGE_DETECT_RULES=FILE`). False when
+    /// rules were already in use.
+    pub fn set_current(r: DetectRules) -> bool {
+        CURRENT_RULES.set(r).is_ok()
+    }
+
+    /// The best rule for `adapter` on `shape`.
+    pub fn best(&self, adapter: &str, shape: &Shape) -> Option<(u8, String)> {
+        best_rule(
+            self.rule
+                .iter()
+                .filter(|r| r.adapter.as_deref() == Some(adapter)),
+            shape,
+        )
+    }
+}
+
+/// Score every adapter of `candidates` on the structure of the file at `path`.
 pub fn detect_file(
     candidates: &[Box<dyn Adapter>],
     path: &Path,
     name: &str,
 ) -> Result<Detection, AdapterError> {
     let s = sample(path, name)?;
-    Ok(detect_sample(candidates, &s, name))
+    let shape = Shape::read(path, &s);
+    Ok(detect_shape(candidates, &s, &shape, name))
 }
 
-/// Score every adapter on a sample already read.
-pub(crate) fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &str) -> Detection {
-    let structure = structure(s);
+/// The sample and structure of the file at `path` (what every adapter is scored on).
+pub fn shape_of(path: &Path, name: &str) -> Result<Shape, AdapterError> {
+    let s = sample(path, name)?;
+    Ok(Shape::read(path, &s))
+}
+
+/// Score every adapter on a file's sample and structure already read.
+pub(crate) fn detect_shape(
+    candidates: &[Box<dyn Adapter>],
+    s: &Sample,
+    shape: &Shape,
+    name: &str,
+) -> Detection {
+    let mut structure = structure(s);
+    structure.push(describe_shape(shape));
     let not_a_trace = not_a_trace(s);
     let mut scored: Vec<Candidate> = candidates
         .iter()
         .filter_map(|a| {
-            let score = a.detect(&s.bytes);
-            if score == 0 {
-                return None;
-            }
-            let evidence = match a.mapping().and_then(|m| m.detect_evidence(&s.bytes)) {
-                Some(rule) => rule,
-                None => a.detect_evidence(&s.bytes),
-            };
-            Some(Candidate {
+            let (score, evidence) = a.detect(shape)?;
+            (score > 0).then(|| Candidate {
                 framework: a.name().to_string(),
                 score,
                 evidence,
@@ -249,6 +384,32 @@ pub(crate) fn detect_sample(candidates: &[Box<dyn Adapter>], s: &Sample, name: &
         candidates: scored,
         not_a_trace,
     }
+}
+
+/// One line on what the structure was read from.
+fn describe_shape(shape: &Shape) -> String {
+    let mut s = match shape.form {
+        crate::shape::Form::Document => format!(
+            "read as a JSON document ({} record{}, walked whole)",
+            shape.records,
+            if shape.records == 1 { "" } else { "s" }
+        ),
+        crate::shape::Form::Lines => format!(
+            "read as JSON Lines ({} records walked: the first line whole and the sampled lines{})",
+            shape.records,
+            if shape.bad_lines > 0 {
+                format!("; {} sampled lines not JSON", shape.bad_lines)
+            } else {
+                String::new()
+            }
+        ),
+        crate::shape::Form::Zip => "read as a zip archive (member names)".to_string(),
+        crate::shape::Form::Text => "read as text (sampled lines)".to_string(),
+    };
+    if let Some(e) = &shape.error {
+        s.push_str(&format!("; stopped at: {e}"));
+    }
+    s
 }
 
 fn text(b: &[u8]) -> &str {
@@ -552,7 +713,8 @@ mod tests {
         let s = sample(&p, "ww.json").unwrap();
         assert!(!s.whole);
         assert_eq!(s.windows.len(), WINDOWS);
-        let d = detect_sample(&crate::registry(), &s, "ww.json");
+        let shape = Shape::read(&p, &s);
+        let d = detect_shape(&crate::registry(), &s, &shape, "ww.json");
         assert_eq!(
             d.verdict().unwrap().framework,
             "who-and-when",

@@ -28,33 +28,6 @@ impl Adapter for Inspect {
     fn versions(&self) -> &'static str {
         "Inspect AI eval logs, format version 2: .json and zipped .eval"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"eval\"",
-            "\"eval_id\"",
-            "\"run_id\"",
-            "\"version\"",
-            "\"samples\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        if head.starts_with(b"PK\x03\x04") {
-            let has = |n: &[u8]| head.windows(n.len()).any(|w| w == n);
-            if has(b"header.json") || has(b"_journal/start.json") || has(b"samples/") {
-                return 90;
-            }
-            return 0;
-        }
-        let t = head_text(head);
-        if t.trim_start().starts_with('{')
-            && t.contains("\"eval\"")
-            && (t.contains("\"eval_id\"") || t.contains("\"run_id\""))
-            && t.contains("\"version\"")
-        {
-            return 90;
-        }
-        0
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_sample(files, 0)
     }

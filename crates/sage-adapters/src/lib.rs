@@ -28,6 +28,7 @@ pub mod openinference;
 pub mod otel;
 pub mod recorded;
 pub mod seen;
+pub mod shape;
 pub mod support;
 pub mod swe_agent;
 
@@ -96,34 +97,12 @@ pub trait Adapter: Send + Sync {
     /// The framework versions and format eras this adapter covers, for `sage adapters` (for
     /// an adapter with a mapping file: its `covers`, the one source).
     fn versions(&self) -> &str;
-    /// How sure the adapter is that `head` (the first bytes of the main file) is its format:
-    /// 0 = not mine, 100 = certain.
-    fn detect(&self, head: &[u8]) -> u8;
-    /// Why [`Adapter::detect`] scored `sample` as it did, for `sage adapters detect`
-    /// (mapping formats report the matched rule instead).
-    fn detect_evidence(&self, sample: &[u8]) -> String {
-        let t = String::from_utf8_lossy(sample);
-        let (found, absent): (Vec<&str>, Vec<&str>) =
-            self.detect_keys().iter().partition(|k| t.contains(**k));
-        if found.is_empty() && absent.is_empty() {
-            return format!("detector score {} on the sample", self.detect(sample));
-        }
-        let q = |v: &[&str]| {
-            v.iter()
-                .map(|k| format!("{k:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut s = format!("found {}", q(&found));
-        if !absent.is_empty() {
-            s.push_str(&format!("; absent {}", q(&absent)));
-        }
-        s
-    }
-    /// The structural markers [`Adapter::detect`] looks for, reported by
-    /// [`Adapter::detect_evidence`] as found or absent in the sample.
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[]
+    /// How sure the adapter is that the file whose structure is `shape` is its format
+    /// (0 = not mine, 100 = certain), and the rule that says so: the best of its rules in
+    /// `mappings/detect.toml` (or its mapping file's `[[detect]]` rules); `None` when no rule
+    /// holds.
+    fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
+        detect::DetectRules::current().best(self.name(), shape)
     }
     /// Normalize the trace whose files are `files` (the first is the main trace).
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
@@ -219,8 +198,8 @@ impl Adapter for MappingAdapter {
     fn versions(&self) -> &str {
         &self.mapping.file.adapter.covers
     }
-    fn detect(&self, head: &[u8]) -> u8 {
-        self.mapping.detect(head)
+    fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
+        self.mapping.detect(shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         self.mapping.normalize(files)
@@ -292,29 +271,6 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
     reg.into_iter()
         .find(|a| a.name() == best)
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
-}
-
-/// The adapter among `candidates` that scores `head` highest (no margin, no evidence: the
-/// building block of tests; files go through [`detect`]).
-#[cfg(test)]
-pub(crate) fn detect_among(
-    candidates: Vec<Box<dyn Adapter>>,
-    head: &[u8],
-    name: &str,
-) -> Result<Box<dyn Adapter>, AdapterError> {
-    candidates
-        .into_iter()
-        .map(|a| (a.detect(head), a))
-        .filter(|(c, _)| *c > 0)
-        .max_by_key(|(c, _)| *c)
-        .map(|(_, a)| a)
-        .ok_or_else(|| {
-            AdapterError::new(
-                name,
-                None,
-                "format not recognized; pass --framework NAME (see `sage adapters`)",
-            )
-        })
 }
 
 /// Normalize a trace, with the named adapter or the detected one.
@@ -643,10 +599,9 @@ pub fn normalize_seen_run(
         check_run(adapter.name(), main, n)?;
     }
     let run = run.filter(|n| *n > 1);
-    let head = crate::read_head(&main.path, &main.name)?;
     // Adapters forced onto the stream shape hand it over, so ask the stream adapter directly.
-    if crate::claude_stream::is_stream(&head)
-        && matches!(adapter.name(), "claude-stream" | "openhands" | "swe-agent")
+    if matches!(adapter.name(), "claude-stream" | "openhands" | "swe-agent")
+        && crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?)
     {
         let m = match adapter.mapping().filter(|m| m.name() == "claude-stream") {
             Some(m) => m.clone(),
@@ -826,9 +781,10 @@ mod tests {
 
     #[test]
     fn unknown_content_is_not_detected() {
-        let e = detect_among(registry(), b"hello world", "x.txt")
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("not recognized"));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.txt");
+        std::fs::write(&p, "hello world").unwrap();
+        let e = detect(&p).err().unwrap();
+        assert!(e.to_string().contains("not recognized"), "{e}");
     }
 }

@@ -80,19 +80,7 @@ pub struct AdapterMeta {
     pub default_kind: Option<String>,
 }
 
-/// Detection from content: every `all` needle and at least one `any` needle (when given) must
-/// occur in the first bytes of the file, and no `none` needle; then the format scores `score`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DetectRule {
-    #[serde(default)]
-    pub all: Vec<String>,
-    #[serde(default)]
-    pub any: Vec<String>,
-    #[serde(default)]
-    pub none: Vec<String>,
-    pub score: u8,
-}
+pub use crate::detect::DetectRule;
 
 /// Where messages are and which of their fields mean what (JSON pointers, first present wins).
 #[derive(Debug, Clone, Deserialize)]
@@ -378,44 +366,9 @@ impl Mapping {
         &self.file.adapter.name
     }
 
-    /// Detection score of `head` (0 = not this format).
-    pub fn detect(&self, head: &[u8]) -> u8 {
-        let head = String::from_utf8_lossy(head);
-        self.file
-            .detect
-            .iter()
-            .filter(|r| {
-                r.all.iter().all(|n| head.contains(n.as_str()))
-                    && (r.any.is_empty() || r.any.iter().any(|n| head.contains(n.as_str())))
-                    && !r.none.iter().any(|n| head.contains(n.as_str()))
-            })
-            .map(|r| r.score)
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// The best matching `[[detect]]` rule, as text (`sage adapters detect`).
-    pub(crate) fn detect_evidence(&self, head: &[u8]) -> Option<String> {
-        let head = String::from_utf8_lossy(head);
-        self.file
-            .detect
-            .iter()
-            .filter(|r| {
-                r.all.iter().all(|n| head.contains(n.as_str()))
-                    && (r.any.is_empty() || r.any.iter().any(|n| head.contains(n.as_str())))
-                    && !r.none.iter().any(|n| head.contains(n.as_str()))
-            })
-            .max_by_key(|r| r.score)
-            .map(|r| {
-                let mut s = format!("mapping rule: all of {:?}", r.all);
-                if !r.any.is_empty() {
-                    s.push_str(&format!(", any of {:?}", r.any));
-                }
-                if !r.none.is_empty() {
-                    s.push_str(&format!(", none of {:?}", r.none));
-                }
-                s
-            })
+    /// The score of this mapping's best `[[detect]]` rule on `shape`, with its evidence.
+    pub fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+        crate::detect::best_rule(&self.file.detect, shape)
     }
 
     /// Normalize one trace file with this mapping.
@@ -1301,8 +1254,10 @@ content = ["/text"]
     #[test]
     fn maps_messages_calls_results_writes() {
         let m = Mapping::parse(MINI, "test").unwrap();
-        assert_eq!(m.detect(br#"{"who": 1}"#), 50);
-        assert_eq!(m.detect(b"nothing"), 0);
+        let score = |t: &str| m.detect(&crate::shape::Shape::of_json_text(t)).map(|d| d.0);
+        // An older mapping file's substring needles still work.
+        assert_eq!(score(r#"{"who": 1}"#), Some(50));
+        assert_eq!(score("nothing"), None);
         let doc: Value = serde_json::json!({"msgs": [
             {"who": "u", "role": "user", "content": "do it"},
             {"who": "coder", "role": "assistant", "content": "ok",

@@ -24,35 +24,6 @@ impl Adapter for MiniSweAgent {
         "mini-SWE-agent .traj.json: trajectory_format mini-swe-agent-1 (v1.x, bash blocks) and \
          mini-swe-agent-1.1 (v2, tool calls / extra.actions), and bare message lists (pre-1.0)"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"trajectory_format\"",
-            "\"mini_version\"",
-            "<returncode>",
-            "```bash",
-            "\"role\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        let lead = t.trim_start();
-        if t.contains("\"trajectory_format\": \"mini-swe-agent")
-            || t.contains("\"trajectory_format\":\"mini-swe-agent")
-        {
-            return 95;
-        }
-        if lead.starts_with('{') && t.contains("\"mini_version\"") {
-            return 90;
-        }
-        if lead.starts_with('[')
-            && t.contains("\"role\"")
-            && (t.contains("<returncode>") || t.contains("```bash"))
-            && !t.contains("\"action\":")
-        {
-            return 60;
-        }
-        0
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_with_baselines(files).map(|(t, _)| t)
     }

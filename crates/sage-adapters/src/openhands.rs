@@ -31,51 +31,22 @@ impl Adapter for OpenHands {
          (full old_content/new_content), Feb 2025 on (snippets + zero-context diff); trajectories, \
          evaluation output records and output.jsonl"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"action\":",
-            "\"observation\"",
-            "\"source\"",
-            "\"history\"",
-            "\"tool_call_metadata\"",
-            "\"trajectory\": [",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
+    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): recognised, so
         // `--framework` may name the agent, and handed to its reader in `normalize`; the
         // stream adapter scores higher, so detection picks it.
-        if crate::claude_stream::is_stream(head) {
-            return 5;
+        if crate::claude_stream::is_stream(shape) {
+            return Some((
+                5,
+                "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
+            ));
         }
-        let t = head_text(head);
-        let lead = t.trim_start();
-        let v0_event = (t.contains("\"action\":") || t.contains("\"action\": "))
-            && (t.contains("\"observation\"") || t.contains("\"source\""));
-        // A SWE-agent trajectory also has `action`, `observation` and `history` keys.
-        let swe_agent = (t.contains("\"trajectory\": [") || t.contains("\"trajectory\":["))
-            && (t.contains("\"message_type\"")
-                || t.contains("\"execution_time\"")
-                || t.contains("\"is_demo\""));
-        if !v0_event
-            || swe_agent
-            || t.contains("\"kind\": \"ActionEvent\"")
-            || t.contains("\"kind\":\"ActionEvent\"")
-        {
-            return 0;
-        }
-        if lead.starts_with('[') {
-            80
-        } else if lead.starts_with('{') && t.contains("\"history\"") {
-            85
-        } else {
-            0
-        }
+        crate::detect::DetectRules::current().best(self.name(), shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
         if let Some(main) = files.first() {
-            if crate::claude_stream::is_stream(&crate::read_head(&main.path, &main.name)?) {
+            if crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
                 return crate::claude_stream::ClaudeStream::embedded().normalize(files);
             }
         }

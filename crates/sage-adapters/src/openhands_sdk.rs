@@ -16,17 +16,6 @@ use std::collections::BTreeMap;
 
 pub struct OpenHandsSdk;
 
-const KINDS: &[&str] = &[
-    "ActionEvent",
-    "ObservationEvent",
-    "MessageEvent",
-    "SystemPromptEvent",
-    "ConversationStateUpdateEvent",
-    "AgentErrorEvent",
-    "PauseEvent",
-    "UserRejectObservation",
-];
-
 impl Adapter for OpenHandsSdk {
     fn name(&self) -> &'static str {
         "openhands-sdk"
@@ -34,31 +23,6 @@ impl Adapter for OpenHandsSdk {
     fn versions(&self) -> &'static str {
         "OpenHands SDK / V1 conversation events (Oct 2025 `output`/`error` observations and 2026 \
          `content`/`is_error`); event lists, JSON Lines, per-event files, benchmark output.jsonl"
-    }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"kind\": \"ActionEvent\"",
-            "\"kind\":\"ActionEvent\"",
-            "\"kind\": \"ObservationEvent\"",
-            "\"kind\":\"ObservationEvent\"",
-            "\"kind\": \"MessageEvent\"",
-            "\"kind\":\"MessageEvent\"",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        let hits = KINDS
-            .iter()
-            .filter(|k| {
-                t.contains(&format!("\"kind\": \"{k}\""))
-                    || t.contains(&format!("\"kind\":\"{k}\""))
-            })
-            .count();
-        match hits {
-            0 => 0,
-            1 => 70,
-            _ => 90,
-        }
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_with_baselines(files).map(|(t, _)| t)

@@ -34,32 +34,6 @@ impl Adapter for OpenInference {
     fn versions(&self) -> &'static str {
         "OpenInference spans: Arize Phoenix JSON / JSON Lines exports, TRAIL trace files (child_spans)"
     }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        let lead = t.trim_start();
-        if !(lead.starts_with('{') || lead.starts_with('[')) || !t.contains(KIND) {
-            return 0;
-        }
-        // OTLP exports carry the same key inside `resourceSpans`; those are OTel's.
-        if t.contains("\"resourceSpans\"") {
-            return 0;
-        }
-        if t.contains("\"span_attributes\"") || t.contains("\"attributes\"") {
-            90
-        } else {
-            50
-        }
-    }
-    fn detect_evidence(&self, sample: &[u8]) -> String {
-        let t = head_text(sample);
-        let n = t.matches(KIND).count();
-        let holder = if t.contains("\"span_attributes\"") {
-            "span_attributes (TRAIL)"
-        } else {
-            "attributes (Phoenix)"
-        };
-        format!("{n} spans with {KIND} in {holder}, no resourceSpans envelope")
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
             .first()

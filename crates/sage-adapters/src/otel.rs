@@ -30,26 +30,6 @@ impl Adapter for OtelGenAi {
         "OpenTelemetry GenAI semantic conventions (gen_ai.* span attributes, 2025–2026) in OTLP \
          JSON, whole documents or one export per line"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"resourceSpans\"",
-            "\"resource_spans\"",
-            "gen_ai.operation.name",
-            "gen_ai.",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
-        let t = head_text(head);
-        if (t.contains("\"resourceSpans\"") || t.contains("\"resource_spans\""))
-            && t.contains("gen_ai.")
-        {
-            95
-        } else if t.contains("\"resourceSpans\"") {
-            50
-        } else {
-            0
-        }
-    }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = files
             .first()

@@ -26,52 +26,22 @@ impl Adapter for SweAgent {
         "SWE-agent .traj 0.x (windowed `edit N:M`, demonstrations) and 1.x (tool_calls, \
          edit_replace, str_replace_editor); info.submission as final patch"
     }
-    fn detect_keys(&self) -> &'static [&'static str] {
-        &[
-            "\"trajectory\":",
-            "\"history\":",
-            "\"environment\":",
-            "\"message_type\"",
-            "end_of_edit",
-            "\"is_demo\"",
-            "SWE-agent",
-        ]
-    }
-    fn detect(&self, head: &[u8]) -> u8 {
+    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): recognised, so
         // `--framework` may name the agent, and handed to its reader in `normalize`; the
         // stream adapter scores higher, so detection picks it.
-        if crate::claude_stream::is_stream(head) {
-            return 5;
+        if crate::claude_stream::is_stream(shape) {
+            return Some((
+                5,
+                "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
+            ));
         }
-        let t = head_text(head);
-        if !t.trim_start().starts_with('{') {
-            return 0;
-        }
-        let has = |k: &str| t.contains(&format!("\"{k}\":"));
-        let mut score = 0;
-        if has("trajectory") {
-            score += 30;
-        }
-        if has("history") {
-            score += 20;
-        }
-        if has("environment") || t.contains("\"message_type\"") || t.contains("end_of_edit") {
-            score += 30;
-        }
-        if t.contains("\"is_demo\"") || t.contains("SWE-agent") || t.contains("\"open_file\"") {
-            score += 15;
-        }
-        if score >= 50 {
-            score.min(95)
-        } else {
-            0
-        }
+        crate::detect::DetectRules::current().best(self.name(), shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
         if let Some(main) = files.first() {
-            if crate::claude_stream::is_stream(&crate::read_head(&main.path, &main.name)?) {
+            if crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
                 return crate::claude_stream::ClaudeStream::embedded().normalize(files);
             }
         }

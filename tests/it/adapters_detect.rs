@@ -465,3 +465,48 @@ fn detection_does_not_depend_on_how_the_json_is_written() {
     println!("{checked} traces rewritten three ways each");
     assert!(checked >= 35, "only {checked} traces checked");
 }
+
+/// `SAGE_DETECT_RULES=FILE` replaces the code adapters' rules; a file that cannot be used is
+/// named and the embedded rules stay.
+#[test]
+fn detection_rules_are_data_a_user_can_replace() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.log");
+    std::fs::write(
+        &log,
+        "MYAGENT v1\n#### fix the bug  \n> Applied edit to app.py  \n",
+    )
+    .unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "version = \"mine-1\"\n[[rule]]\nadapter = \"aider\"\nwhy = \"my aider wrapper\"\nform = [\"text\"]\nlines = ['^MYAGENT v']\nscore = 95\n",
+    )
+    .unwrap();
+    let detect = |env: Option<&std::path::Path>| {
+        let mut c = Command::cargo_bin("sage").unwrap();
+        c.args(["adapters", "detect"]).arg(&log);
+        if let Some(p) = env {
+            c.env("SAGE_DETECT_RULES", p);
+        }
+        let out = c.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (out, _) = detect(Some(&rules));
+    assert!(out.contains("95  aider"), "{out}");
+    assert!(
+        out.contains("my aider wrapper: form text; lines ^MYAGENT v"),
+        "{out}"
+    );
+    // The embedded rule for a banner-less history scores it 60 instead.
+    let (out, _) = detect(None);
+    assert!(out.contains("60  aider"), "{out}");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\nscore = 1\n").unwrap();
+    let (out, err) = detect(Some(&bad));
+    assert!(err.contains("SAGE_DETECT_RULES ignored"), "{err}");
+    assert!(out.contains("60  aider"), "{out}");
+}

@@ -146,3 +146,54 @@ proptest! {
         let _ = sage_adapters::normalize(&[f], None);
     }
 }
+
+/// A message split over several text blocks keeps every block, each with its own raw pointer
+/// (`tests/fixtures/multi-block/README.md` derives the expected turns).
+#[test]
+fn a_message_split_over_blocks_keeps_every_block() {
+    let messages = |t: &CanonicalTrace| -> Vec<String> {
+        t.turns
+            .iter()
+            .filter_map(|x| x.message.as_ref().map(|m| m.text.clone()))
+            .collect()
+    };
+    let t = read("tests/fixtures/multi-block/mini-swe-agent.traj.json");
+    assert_eq!(t.framework, "mini-swe-agent");
+    let m = messages(&t);
+    assert_eq!(m[1], "First I look at the folder.");
+    assert!(m[2].starts_with("Then I run:"), "{m:?}");
+    assert_eq!(t.turns[1].tool_calls.len(), 1);
+    assert_eq!(t.turns[1].tool_calls[0].arguments, "ls");
+    let outs: Vec<&str> = t.turns[1]
+        .tool_results
+        .iter()
+        .map(|r| r.output.as_str())
+        .collect();
+    assert_eq!(
+        outs,
+        [
+            "<returncode>0</returncode>\n<output>\n",
+            "app.py\n</output>"
+        ]
+    );
+
+    let t = read("tests/fixtures/multi-block/swe-agent.traj");
+    assert_eq!(t.framework, "swe-agent");
+    let m = messages(&t);
+    assert_eq!(&m[1..], ["Part one of my plan.", "Part two of my plan."]);
+    assert_eq!(t.turns[1].tool_calls.len(), 1);
+    assert_eq!(t.turns[1].tool_results.len(), 2);
+
+    let t = read("tests/fixtures/multi-block/openhands-sdk.events.jsonl");
+    assert_eq!(t.framework, "openhands-sdk");
+    assert_eq!(messages(&t), ["I will look first.", "Then I decide."]);
+    assert_eq!(t.turns[0].tool_calls.len(), 1);
+
+    let t = read("tests/fixtures/multi-block/ag2.chat.json");
+    assert_eq!(t.framework, "ag2");
+    assert_eq!(
+        messages(&t),
+        ["First block of the reply.", "Second block of the reply."]
+    );
+    assert!(t.turns.iter().all(|x| x.actor.name == "coder"));
+}

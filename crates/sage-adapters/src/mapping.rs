@@ -675,7 +675,9 @@ impl<'m> MappingRun<'m> {
                 }
             }
         }
-        let text = self.message_text(doc, &base, &loc);
+        let mut texts = self.message_texts(doc, &base, &loc).into_iter();
+        let text = texts.next();
+        let more: Vec<TextItem> = texts.collect();
         let role_s = role.as_deref().unwrap_or("");
         let class = if m.file.roles.tool.iter().any(|r| r == role_s) {
             Class::ToolResult
@@ -755,7 +757,8 @@ impl<'m> MappingRun<'m> {
                         .drop_record(loc.raw(ptr), "empty message (no text, no tool call)");
                     return;
                 }
-                self.b.push(turn);
+                let at = self.b.push(turn);
+                self.b.continue_message(at, more);
             }
         }
     }
@@ -786,23 +789,28 @@ impl<'m> MappingRun<'m> {
         self.b.push(turn);
     }
 
-    fn message_text(&self, doc: &Value, base: &str, loc: &Loc) -> Option<TextItem> {
+    /// The message's text blocks, each with its own pointer (a message split over several
+    /// blocks keeps every block: the first is the turn's message, the later ones turns of
+    /// their own after it).
+    fn message_texts(&self, doc: &Value, base: &str, loc: &Loc) -> Vec<TextItem> {
         let mm = &self.m.file.messages;
-        let (v, p) = first_value(doc, base, &mm.text)?;
+        let Some((v, p)) = first_value(doc, base, &mm.text) else {
+            return vec![];
+        };
         match v {
-            Value::String(s) => Some(TextItem {
+            Value::String(s) => vec![TextItem {
                 text: s.clone(),
                 raw: loc.raw(&p),
-            }),
+            }],
             Value::Array(blocks) => {
-                // The first text block is the message; a pointer must resolve to text that
-                // holds the item, so several text blocks are not joined (see docs/adapters.md).
+                let mut out = Vec::new();
                 for (i, b) in blocks.iter().enumerate() {
                     if let Value::String(s) = b {
-                        return Some(TextItem {
+                        out.push(TextItem {
                             text: s.clone(),
                             raw: loc.raw(&format!("{p}/{i}")),
                         });
+                        continue;
                     }
                     let ty = b
                         .pointer(&mm.block_type)
@@ -813,20 +821,20 @@ impl<'m> MappingRun<'m> {
                             if s.trim().is_empty() {
                                 continue;
                             }
-                            return Some(TextItem {
+                            out.push(TextItem {
                                 text: s.clone(),
                                 raw: loc.raw(&format!("{p}/{i}{}", mm.block_text)),
                             });
                         }
                     }
                 }
-                None
+                out
             }
-            Value::Null => None,
-            other => Some(TextItem {
+            Value::Null => vec![],
+            other => vec![TextItem {
                 text: other.to_string(),
                 raw: loc.raw(&p),
-            }),
+            }],
         }
     }
 

@@ -74,7 +74,22 @@ pub(crate) fn normalize_with_baselines(
             .get("content")
             .map(|c| content_texts(c, &ptr(&p, "content")))
             .unwrap_or_default();
-        let (text, tp) = texts.into_iter().next().unwrap_or_default();
+        // A message split over several text blocks: the first is the turn's (or the
+        // result's) text, the others are kept beside it (continuation turns, more results).
+        let (text, tp) = texts.first().cloned().unwrap_or_default();
+        let rest: Vec<TextItem> = texts
+            .iter()
+            .skip(1)
+            .map(|(t, bp)| TextItem {
+                text: t.clone(),
+                raw: raw(bp),
+            })
+            .collect();
+        let whole = texts
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         match role {
             "system" => {
                 b.admin("system", &text, raw(&tp));
@@ -115,12 +130,16 @@ pub(crate) fn normalize_with_baselines(
                             ));
                         }
                     }
-                } else if let Some(c) = bash_block(&text) {
-                    cmds.push((None, c, tp.clone()));
+                } else if let Some((c, bp)) = texts
+                    .iter()
+                    .find_map(|(t, bp)| bash_block(t).map(|c| (c, bp.clone())))
+                {
+                    cmds.push((None, c, bp));
                 }
                 for (id, cmd, cp) in &cmds {
                     b.call(at, tool_call(id.as_deref(), "bash", cmd, raw(cp)));
                 }
+                b.continue_message(at, rest);
                 pending = cmds.into_iter().next().map(|(_, c, cp)| (at, c, cp));
             }
             "user" | "tool" => match pending.take() {
@@ -128,8 +147,15 @@ pub(crate) fn normalize_with_baselines(
                     b.user(&text, raw(&tp));
                 }
                 Some((at, cmd, cp)) => {
-                    let r = tool_result(s(m, "tool_call_id"), &text, false, raw(&tp));
-                    b.trace.turns[at].tool_results.push(r);
+                    if texts.is_empty() {
+                        let r = tool_result(s(m, "tool_call_id"), "", false, raw(&tp));
+                        b.trace.turns[at].tool_results.push(r);
+                    }
+                    for (t, bp) in &texts {
+                        let r = tool_result(s(m, "tool_call_id"), t, false, raw(bp));
+                        b.trace.turns[at].tool_results.push(r);
+                    }
+                    let text = whole;
                     let ok = returncode(&text) == Some(0);
                     // A whole-file `cat` before any write is a baseline.
                     if ok {

@@ -209,15 +209,23 @@ impl Ctx {
 
     fn action(&mut self, e: &Value, p: &str) {
         let response = s(e, "llm_response_id").map(str::to_string);
-        let thought = e
+        // Every non-empty thought block: the first is the turn's message, the others follow
+        // it as turns of their own (no block of a split thought is dropped).
+        let mut thoughts = e
             .get("thought")
             .map(|c| content_texts(c, &ptr(p, "thought")))
             .unwrap_or_default()
             .into_iter()
-            .find(|(t, _)| !t.trim().is_empty())
-            .or_else(|| {
-                ne(e, "reasoning_content").map(|t| (t.to_string(), ptr(p, "reasoning_content")))
-            });
+            .filter(|(t, _)| !t.trim().is_empty());
+        let thought = thoughts.next().or_else(|| {
+            ne(e, "reasoning_content").map(|t| (t.to_string(), ptr(p, "reasoning_content")))
+        });
+        let more: Vec<TextItem> = thoughts
+            .map(|(text, tp)| TextItem {
+                text,
+                raw: self.raw(&tp),
+            })
+            .collect();
         let same = matches!((&response, &self.last_response), (Some(r), Some((l, _))) if r == l);
         let turn = if same && thought.is_none() {
             self.last_response.as_ref().map(|x| x.1).unwrap_or(0)
@@ -229,7 +237,9 @@ impl Ctx {
                     raw: self.raw(&tp),
                 });
             }
-            self.b.push(t)
+            let at = self.b.push(t);
+            self.b.continue_message(at, more);
+            at
         };
         self.last_response = response.map(|r| (r, turn));
         let id =

@@ -150,6 +150,19 @@ impl TraceBuilder {
         self.push(t)
     }
 
+    /// Keep every text block of one message: `rest` (the blocks after the one that is turn
+    /// `at`'s message) become turns of their own by the same actor, right after it. A canonical
+    /// turn holds one message and every item keeps its own raw pointer, so a message split
+    /// over several blocks is never cut to its first. Empty blocks are skipped.
+    pub fn continue_message(&mut self, at: usize, rest: Vec<TextItem>) {
+        let actor = self.trace.turns[at].actor.clone();
+        for item in rest.into_iter().filter(|t| !t.text.trim().is_empty()) {
+            let mut t = Turn::new(actor.clone(), TurnKind::Planning);
+            t.message = Some(item);
+            self.push(t);
+        }
+    }
+
     /// An administrative turn (kept, never scored).
     pub fn admin(&mut self, actor: &str, text: &str, raw: RawRef) -> usize {
         self.message(

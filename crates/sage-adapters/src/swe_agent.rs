@@ -126,12 +126,23 @@ pub(crate) fn normalize_with_baselines(
             );
             continue;
         }
-        let content = m.get("content").map(content_string).unwrap_or_default();
-        let cp = if m.get("content").is_some_and(Value::is_string) {
-            ptr(&p, "content")
-        } else {
-            ptr(&ptr(&p, "content"), 0) + "/text"
-        };
+        // The content's text blocks, each with its own pointer (a string is one block).
+        let blocks = m
+            .get("content")
+            .map(|c| content_texts(c, &ptr(&p, "content")))
+            .unwrap_or_default();
+        let (content, cp) = blocks
+            .first()
+            .cloned()
+            .unwrap_or_else(|| (String::new(), ptr(&p, "content")));
+        let rest: Vec<TextItem> = blocks
+            .iter()
+            .skip(1)
+            .map(|(t, bp)| TextItem {
+                text: t.clone(),
+                raw: cx.raw(bp),
+            })
+            .collect();
         match role {
             "system" => {
                 cx.b.admin("system", &content, cx.raw(&cp));
@@ -177,6 +188,7 @@ pub(crate) fn normalize_with_baselines(
                         }
                     }
                 }
+                cx.b.continue_message(at, rest);
                 pending = Some(at);
                 pending_msg = Some(i);
             }
@@ -195,10 +207,19 @@ pub(crate) fn normalize_with_baselines(
                     .or_else(|| s(m, "tool_call_id"));
                 let r = tool_result(call_id, &content, false, cx.raw(&cp));
                 cx.b.trace.turns[at].tool_results.push(r);
-                if let Some(mi) = pending_msg.take() {
-                    cx.apply(at, &history[mi], &ptr("/history", mi), &content);
+                for item in rest {
+                    let r = tool_result(call_id, &item.text, false, item.raw);
+                    cx.b.trace.turns[at].tool_results.push(r);
                 }
-                cx.learn_view(&content);
+                let whole = blocks
+                    .iter()
+                    .map(|(t, _)| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if let Some(mi) = pending_msg.take() {
+                    cx.apply(at, &history[mi], &ptr("/history", mi), &whole);
+                }
+                cx.learn_view(&whole);
             }
             other => {
                 cx.b.drop_record(cx.raw(&p), format!("message with unknown role {other:?}"))
@@ -219,17 +240,6 @@ pub(crate) fn normalize_with_baselines(
         cx.b.note(format!("exit status: {st}"));
     }
     Ok((cx.b.finish(), cx.views))
-}
-
-fn content_string(c: &Value) -> String {
-    match c {
-        Value::String(s) => s.clone(),
-        other => content_texts(other, "")
-            .into_iter()
-            .next()
-            .map(|x| x.0)
-            .unwrap_or_default(),
-    }
 }
 
 struct Ctx {

@@ -8,13 +8,10 @@ use std::path::{Path, PathBuf};
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
 
 fn shared() -> Option<&'static Path> {
-    let p = Path::new(TRACES);
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: {TRACES} is absent");
-        None
+    if crate::need::missing_shared("traces") {
+        return None;
     }
+    Some(Path::new(TRACES))
 }
 
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {

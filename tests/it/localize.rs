@@ -420,3 +420,76 @@ fn version_names_the_commit_and_a_closed_pipe_is_quiet() {
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+/// `trace.run` in a case manifest reads the Nth run of a file that holds several: the
+/// resolver's `output.jsonl` holds two runs, and only the second (dark mode) writes
+/// `src/PullRequestViewer.tsx`, the anchor's artefact. The baseline is built from the old
+/// texts of that run's three `str_replace` edits, so every write applies.
+#[test]
+fn a_case_manifest_names_the_run_it_reads() {
+    if crate::need::missing_shared("traces/openhands/resolver_mock_output.jsonl") {
+        return;
+    }
+    let src = crate::need::shared_path("traces/openhands/resolver_mock_output.jsonl");
+    let t = sage_adapters::normalize_opts(
+        &[sage_adapters::SourceFile::new("output.jsonl", &src)],
+        sage_adapters::NormalizeOptions {
+            run: Some(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let olds: Vec<String> = t
+        .writes()
+        .filter(|(_, w)| w.artefact == "src/PullRequestViewer.tsx")
+        .map(|(_, w)| match &w.op {
+            sage_trace::WriteOp::StrReplace { old, .. } => old.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(olds.len(), 3);
+    let root = tempfile::tempdir().unwrap();
+    let case = root.path().join("resolver-dark-mode");
+    std::fs::create_dir_all(case.join("baseline/src")).unwrap();
+    std::fs::copy(&src, case.join("output.jsonl")).unwrap();
+    std::fs::write(
+        case.join("baseline/src/PullRequestViewer.tsx"),
+        olds.join("\n\n") + "\n",
+    )
+    .unwrap();
+    let manifest = |run: &str| {
+        format!(
+            r#"{{"schema": "sage.case/1", "id": "resolver-dark-mode",
+ "trace": {{"files": ["output.jsonl"], "framework": "openhands"{run}}},
+ "baseline": {{"src/PullRequestViewer.tsx": "baseline/src/PullRequestViewer.tsx"}},
+ "task": {{"id": "dark-mode", "description": "Add a toggle for dark mode."}},
+ "anchor": {{"artefact": "src/PullRequestViewer.tsx", "fragment": "const toggleDarkMode = () => {{",
+   "category": "vulnerability-introduced", "cwe": "CWE-79", "description": "a test anchor"}}}}"#
+        )
+    };
+    std::fs::write(case.join("case.json"), manifest(r#", "run": 2"#)).unwrap();
+    let out = sage()
+        .args(["localize", "--format", "json", "--out-dir"])
+        .arg(root.path().join("out"))
+        .arg(root.path())
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &r["results"][0];
+    assert_eq!(c["provenance"]["provenance"], "agent-introduced", "{r:#}");
+    // The second run's toggle is written by its 19th turn (22 turns, 4 writes).
+    assert_eq!(c["provenance"]["introducing_write"]["turn"], 19, "{c:#}");
+    assert_eq!(c["counts"]["turns"], 22);
+    // Without `run` the first run is read, which never touches the anchor's file.
+    std::fs::write(case.join("case.json"), manifest("")).unwrap();
+    let out = sage()
+        .args(["localize", "--format", "json", "--out-dir"])
+        .arg(root.path().join("out1"))
+        .arg(root.path())
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["results"].as_array().unwrap().is_empty(), "{r:#}");
+    let why = r["skipped"][0]["message"].as_str().unwrap();
+    assert!(why.contains("src/PullRequestViewer.tsx"), "{why}");
+}

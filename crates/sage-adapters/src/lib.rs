@@ -308,6 +308,22 @@ pub struct NormalizeOptions {
     pub run: Option<usize>,
 }
 
+/// Normalize the trace a case manifest names (`trace`: its framework, forced when given, and
+/// the run to read from a file that holds several).
+pub fn normalize_spec(
+    files: &[SourceFile],
+    spec: &sage_trace::case::TraceSpec,
+) -> Result<CanonicalTrace, AdapterError> {
+    normalize_opts(
+        files,
+        NormalizeOptions {
+            framework: spec.framework.clone(),
+            run: spec.run,
+            ..NormalizeOptions::default()
+        },
+    )
+}
+
 /// Normalize a trace, with the named adapter or the detected one, its field paths taken from
 /// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
 /// adapter it names, or defines a new format. A trace without an agent-authored turn is an

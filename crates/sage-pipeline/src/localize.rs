@@ -167,7 +167,7 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
         .iter()
         .map(|f| SourceFile::new(f.clone(), case.dir.join(f)))
         .collect();
-    let mut trace = sage_adapters::normalize(&sources, case.manifest.trace.framework.as_deref())
+    let mut trace = sage_adapters::normalize_spec(&sources, &case.manifest.trace)
         .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));

@@ -114,7 +114,7 @@ fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
         .iter()
         .map(|f| sage_adapters::SourceFile::new(f.clone(), c.dir.join(f)))
         .collect();
-    let trace = sage_adapters::normalize(&files, c.manifest.trace.framework.as_deref())
+    let trace = sage_adapters::normalize_spec(&files, &c.manifest.trace)
         .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
     let h = sage_history::reconstruct(&c.baselines, &trace);
     let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();

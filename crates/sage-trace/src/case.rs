@@ -72,6 +72,10 @@ pub struct TraceSpec {
     /// Adapter name; detected from content when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
+    /// The run to read when the main file holds several (1-based: the Nth record of an
+    /// OpenHands `output.jsonl`, the Nth sample of an Inspect log); the first when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<usize>,
 }
 
 /// What the agent was asked to do. This is all a judge may see besides the trace prefix.

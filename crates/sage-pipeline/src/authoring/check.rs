@@ -9,7 +9,6 @@
 //! the replay gives exactly the case's final file.
 
 use super::closest;
-use sage_adapters::normalize_seen;
 use sage_adapters::seen::Seen;
 use sage_adapters::SourceFile;
 use sage_history::{self as history, ArtefactHistory};
@@ -97,7 +96,11 @@ pub fn check_case(dir: &Path) -> CaseCheck {
         .iter()
         .map(|f| SourceFile::new(f.clone(), case.dir.join(f)))
         .collect();
-    let (trace, seen) = match normalize_seen(&files, case.manifest.trace.framework.as_deref()) {
+    let (trace, seen) = match sage_adapters::normalize_seen_run(
+        &files,
+        case.manifest.trace.framework.as_deref(),
+        case.manifest.trace.run,
+    ) {
         Ok(x) => x,
         Err(e) => {
             c.problems.push(problem(

@@ -590,6 +590,7 @@ pub fn init(o: &InitOptions) -> InitReport {
         trace: TraceSpec {
             files: vec![trace_name.clone()],
             framework: Some(trace.framework.clone()),
+            run: None,
         },
         baseline: baselines
             .keys()

@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sage-reliability", &["sage-markup"]),
     ("sage-adapters", &["sage-trace", "sage-patch"]),
     ("sage-history", &["sage-trace", "sage-patch"]),
-    ("sage-screen", &["sage-trace"]),
+    ("sage-screen", &["sage-trace", "sage-patch"]),
     ("sage-szz", &["sage-llm", "sage-patch"]),
     ("sage-judge", &["sage-trace", "sage-llm"]),
     (

@@ -11,68 +11,38 @@
 //! function-use records are the LLM and tool calls behind those replies (dropped, with reason).
 
 use crate::mapping::{Mapping, MappingRun, NOT_AGENT_AUTHORED};
-use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
+use crate::{Adapter, AdapterError, SourceFile};
 use sage_trace::{CanonicalTrace, RawRef};
 use serde_json::Value;
 use std::io::BufRead;
-use std::sync::Arc;
 
-/// The AG2 adapter.
-pub struct Ag2 {
-    mapping: Arc<Mapping>,
-}
-
-impl Ag2 {
-    pub fn embedded() -> Self {
-        let m = embedded_mapping("ag2").unwrap_or_else(|e| {
-            // Embedded mappings are checked by unit tests; never reached in a release.
-            panic!("embedded crates/sage-adapters/mappings/ag2.toml is invalid: {e}")
-        });
-        Ag2 {
-            mapping: Arc::new(m),
-        }
-    }
-}
+mapping_adapter!(
+    /// The AG2 adapter.
+    Ag2,
+    "ag2"
+);
 
 const BANNER: &str = "Started new session with Session ID";
 
-/// Whether `head` is an AG2 FileLogger runtime log.
-pub(crate) fn is_runtime_log(head: &[u8]) -> bool {
-    let h = String::from_utf8_lossy(head);
-    h.trim_start().starts_with(BANNER)
-        || (h.contains("\"event_name\"")
-            && h.contains("\"json_state\"")
-            && h.contains("\"source_name\""))
+/// Whether the file of `shape` is an AG2 FileLogger runtime log (its session banner, or its
+/// event lines), read by its own streaming reader.
+pub(crate) fn is_runtime_log(shape: &crate::shape::Shape) -> bool {
+    shape.text.trim_start().starts_with(BANNER)
+        || (shape.form == crate::shape::Form::Lines
+            && ["/event_name", "/json_state", "/source_name"]
+                .iter()
+                .all(|p| shape.count(p) > 0))
 }
 
 impl Adapter for Ag2 {
-    fn name(&self) -> &'static str {
-        "ag2"
-    }
-    fn versions(&self) -> &str {
-        &self.mapping.file.adapter.covers
-    }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        self.mapping.detect(shape)
-    }
+    mapping_adapter_items!(Ag2, "ag2");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
-        let head = crate::read_head(&main.path, &main.name)?;
-        if is_runtime_log(&head) {
+        let main = crate::support::main_file(files)?;
+        if is_runtime_log(&crate::detect::shape_of(&main.path, &main.name)?) {
             runtime_log(&self.mapping, files)
         } else {
             self.mapping.normalize(files)
         }
-    }
-    fn mapping(&self) -> Option<&Mapping> {
-        Some(&self.mapping)
-    }
-    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
-        Some(Box::new(Ag2 {
-            mapping: Arc::new(mapping),
-        }))
     }
 }
 

@@ -51,9 +51,7 @@ impl Adapter for Aider {
         "aider 0.50-0.86 chat history markdown (+ input history, LLM history); edit formats diff, diff-fenced, whole, udiff, patch, architect/editor-*"
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let text = main.read_text()?;
         let mut trace = parse_chat_history(&text, &main.name);
         trace.sources = files.iter().map(|f| f.name.clone()).collect();

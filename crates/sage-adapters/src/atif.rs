@@ -26,9 +26,7 @@ impl Adapter for Atif {
         "Harbor Agent Trajectory Interchange Format ATIF-v1.0 to v1.7 (trajectory.json)"
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let doc = read_json(main)?;
         let steps = doc
             .get("steps")

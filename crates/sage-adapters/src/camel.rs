@@ -9,41 +9,17 @@
 //! dicts, and each call's arguments and result are the verbatim slices of that string (so a
 //! quote checks against the raw record; escapes are kept as written).
 
-use crate::mapping::{for_each_document, value_text, Mapping, MappingRun};
-use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
+use crate::mapping::{for_each_document, value_text, MappingRun};
+use crate::{Adapter, AdapterError, SourceFile};
 use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind};
 use serde_json::Value;
-use std::sync::Arc;
 
-pub struct Camel {
-    mapping: Arc<Mapping>,
-}
-
-impl Camel {
-    pub fn embedded() -> Self {
-        let m = embedded_mapping("camel").unwrap_or_else(|e| {
-            panic!("embedded crates/sage-adapters/mappings/camel.toml is invalid: {e}")
-        });
-        Camel {
-            mapping: Arc::new(m),
-        }
-    }
-}
+mapping_adapter!(Camel, "camel");
 
 impl Adapter for Camel {
-    fn name(&self) -> &'static str {
-        "camel"
-    }
-    fn versions(&self) -> &str {
-        &self.mapping.file.adapter.covers
-    }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        self.mapping.detect(shape)
-    }
+    mapping_adapter_items!(Camel, "camel");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let mut run = MappingRun::new(&self.mapping, files);
         for_each_document(main, |doc, line| {
             if is_owl_rounds(&doc) {
@@ -56,14 +32,6 @@ impl Adapter for Camel {
             Ok(())
         })?;
         Ok(run.finish())
-    }
-    fn mapping(&self) -> Option<&Mapping> {
-        Some(&self.mapping)
-    }
-    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
-        Some(Box::new(Camel {
-            mapping: Arc::new(mapping),
-        }))
     }
 }
 

@@ -36,9 +36,7 @@ impl Adapter for ClaudeCode {
 pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let mut cx = Ctx {
         b: TraceBuilder::new("claude-code", files),
         file: main.name.clone(),

@@ -27,24 +27,12 @@ use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
 use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, Turn, TurnKind, WriteOp};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
-/// The adapter, with its mapping (`mappings/claude-stream.toml` unless overridden).
-pub struct ClaudeStream {
-    mapping: Arc<Mapping>,
-}
-
-impl ClaudeStream {
-    pub fn embedded() -> Self {
-        let m = embedded_mapping("claude-stream").unwrap_or_else(|e| {
-            // Embedded mappings are checked by unit tests; never reached in a release.
-            panic!("embedded mappings/claude-stream.toml is invalid: {e}")
-        });
-        ClaudeStream {
-            mapping: Arc::new(m),
-        }
-    }
-}
+mapping_adapter!(
+    /// The adapter, with its mapping (`mappings/claude-stream.toml` unless overridden).
+    ClaudeStream,
+    "claude-stream"
+);
 
 /// Whether the file of `shape` is a Claude-stream-like record list with an agent's tools (for
 /// adapters that hand such a file over when they are forced onto it with `--framework`).
@@ -52,29 +40,37 @@ pub(crate) fn is_stream(shape: &crate::shape::Shape) -> bool {
     embedded_mapping("claude-stream").is_ok_and(|m| m.detect(shape).is_some())
 }
 
+/// Detection for the agents whose runs are also exported as Claude-stream-like lists
+/// (OpenHands, SWE-agent): such a file scores 5 for the agent, so `--framework` may name it
+/// and the stream adapter (which scores higher) reads it; any other file is scored by the
+/// agent's own rules.
+pub(crate) fn detect_agent_or_stream(
+    agent: &str,
+    shape: &crate::shape::Shape,
+) -> Option<(u8, String)> {
+    if is_stream(shape) {
+        return Some((
+            5,
+            "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
+        ));
+    }
+    crate::detect::DetectRules::current().best(agent, shape)
+}
+
+/// The trace of a Claude-stream-like export handed over by the agent adapter it was forced
+/// on (`None` when the file is the agent's own format).
+pub(crate) fn hand_over(files: &[SourceFile]) -> Result<Option<CanonicalTrace>, AdapterError> {
+    let main = crate::support::main_file(files)?;
+    if is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
+        return ClaudeStream::embedded().normalize(files).map(Some);
+    }
+    Ok(None)
+}
+
 impl Adapter for ClaudeStream {
-    fn name(&self) -> &'static str {
-        "claude-stream"
-    }
-    fn versions(&self) -> &'static str {
-        "Claude-stream-like JSON lists / JSON Lines (system/user/assistant/result records, \
-         tool_use/tool_result blocks) with OpenHands tools (str_replace_editor, execute_bash, \
-         think, task_tracking, finish) or SWE-agent tools (str_replace_editor, bash, submit): \
-         SusVibes OpenHands exports (2025)"
-    }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        self.mapping.detect(shape)
-    }
+    mapping_adapter_items!(ClaudeStream, "claude-stream");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_seen(&self.mapping, files).map(|(t, _)| t)
-    }
-    fn mapping(&self) -> Option<&Mapping> {
-        Some(&self.mapping)
-    }
-    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
-        Some(Box::new(ClaudeStream {
-            mapping: Arc::new(mapping),
-        }))
     }
 }
 
@@ -83,9 +79,7 @@ pub fn normalize_seen(
     m: &Mapping,
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, Seen), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let mut cx = Ctx::new(m, files);
     let text = main.read_text()?;
     let lead = text.trim_start();

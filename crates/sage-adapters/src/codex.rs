@@ -29,9 +29,7 @@ impl Adapter for Codex {
          apply_patch custom tool and shell forms, patch_apply_end)"
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let mut cx = Ctx {
             b: TraceBuilder::new("codex", files),
             file: main.name.clone(),

@@ -4,11 +4,10 @@
 //! messages, or as an extra file): each file's content becomes a final-state full-content
 //! write, placed on the last turn that wrote that path (else the last turn).
 
-use crate::mapping::{for_each_document, Mapping, MappingRun};
-use crate::{embedded_mapping, Adapter, AdapterError, SourceFile};
+use crate::mapping::{for_each_document, MappingRun};
+use crate::{Adapter, AdapterError, SourceFile};
 use sage_trace::{pointer_token, CanonicalTrace, RawRef, Write, WriteOp};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// Where a LangGraph state keeps the virtual filesystem.
 const FILES_AT: &[&str] = &[
@@ -18,35 +17,12 @@ const FILES_AT: &[&str] = &[
     "/checkpoint/channel_values/files",
 ];
 
-pub struct DeepAgents {
-    mapping: Arc<Mapping>,
-}
-
-impl DeepAgents {
-    pub fn embedded() -> Self {
-        let m = embedded_mapping("deepagents").unwrap_or_else(|e| {
-            panic!("embedded crates/sage-adapters/mappings/deepagents.toml is invalid: {e}")
-        });
-        DeepAgents {
-            mapping: Arc::new(m),
-        }
-    }
-}
+mapping_adapter!(DeepAgents, "deepagents");
 
 impl Adapter for DeepAgents {
-    fn name(&self) -> &'static str {
-        "deepagents"
-    }
-    fn versions(&self) -> &str {
-        &self.mapping.file.adapter.covers
-    }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        self.mapping.detect(shape)
-    }
+    mapping_adapter_items!(DeepAgents, "deepagents");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let mut run = MappingRun::new(&self.mapping, files);
         let mut states = Vec::new();
         for_each_document(main, |doc, line| {
@@ -69,14 +45,6 @@ impl Adapter for DeepAgents {
             add_final_files(&mut run, &file, line, at, &fs);
         }
         Ok(run.finish())
-    }
-    fn mapping(&self) -> Option<&Mapping> {
-        Some(&self.mapping)
-    }
-    fn with_mapping(&self, mapping: Mapping) -> Option<Box<dyn Adapter>> {
-        Some(Box::new(DeepAgents {
-            mapping: Arc::new(mapping),
-        }))
     }
 }
 

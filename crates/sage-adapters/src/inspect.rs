@@ -62,9 +62,7 @@ pub(crate) fn normalize_sample(
     files: &[SourceFile],
     index: usize,
 ) -> Result<CanonicalTrace, AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let mut head = [0u8; 4];
     let is_zip = std::fs::File::open(&main.path)
         .and_then(|mut f| f.read_exact(&mut head))

@@ -6,6 +6,58 @@
 //! data in `adapters/*.toml` (embedded, overridable with `--adapter FILE`); formats that need
 //! real parsing are code.
 
+/// A mapping-backed adapter (its field paths in `mappings/NAME.toml`): the struct and its
+/// `embedded()` constructor.
+macro_rules! mapping_adapter {
+    ($(#[$meta:meta])* $ty:ident, $name:literal) => {
+        $(#[$meta])*
+        pub struct $ty {
+            mapping: std::sync::Arc<crate::mapping::Mapping>,
+        }
+
+        impl $ty {
+            /// The adapter with its embedded mapping file.
+            pub fn embedded() -> Self {
+                let m = crate::embedded_mapping($name).unwrap_or_else(|e| {
+                    // Embedded mappings are checked by unit tests; never reached in a release.
+                    panic!("embedded mappings/{}.toml is invalid: {e}", $name)
+                });
+                $ty {
+                    mapping: std::sync::Arc::new(m),
+                }
+            }
+        }
+    };
+}
+
+/// The `Adapter` items every mapping-backed adapter shares (all but `normalize`): its name,
+/// the versions it covers (the mapping's `covers`, the one source), detection by the mapping's
+/// `[[detect]]` rules, and the mapping itself, replaceable by `--adapter FILE`.
+macro_rules! mapping_adapter_items {
+    ($ty:ident, $name:literal) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn versions(&self) -> &str {
+            &self.mapping.file.adapter.covers
+        }
+        fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+            self.mapping.detect(shape)
+        }
+        fn mapping(&self) -> Option<&crate::mapping::Mapping> {
+            Some(&self.mapping)
+        }
+        fn with_mapping(
+            &self,
+            mapping: crate::mapping::Mapping,
+        ) -> Option<Box<dyn crate::Adapter>> {
+            Some(Box::new($ty {
+                mapping: std::sync::Arc::new(mapping),
+            }))
+        }
+    };
+}
+
 pub mod ag2;
 pub mod aider;
 pub mod atif;
@@ -349,9 +401,7 @@ pub fn normalize_opts(
     files: &[SourceFile],
     opts: NormalizeOptions,
 ) -> Result<CanonicalTrace, AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     // Every adapter may stream its files: only regular files within the size limit get
     // that far (a FIFO blocks, `/dev/zero` has no end and no newline).
     let limit = sage_trace::safe::max_input_bytes();
@@ -440,9 +490,7 @@ pub(crate) fn normalize_run(
     files: &[SourceFile],
     n: usize,
 ) -> Result<CanonicalTrace, AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     check_run(adapter.name(), main, n)?;
     match adapter.name() {
         _ if n == 1 => adapter.normalize(files),
@@ -595,9 +643,7 @@ pub fn normalize_seen_run(
     framework: Option<&str>,
     run: Option<usize>,
 ) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let adapter = match framework {
         Some(n) => crate::by_name(n).ok_or_else(|| {
             AdapterError::new(

@@ -373,9 +373,7 @@ impl Mapping {
 
     /// Normalize one trace file with this mapping.
     pub fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let mut run = MappingRun::new(self, files);
         for_each_document(main, |doc, line| {
             run.feed_document(&doc, line);

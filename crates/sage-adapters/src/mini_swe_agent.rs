@@ -34,9 +34,7 @@ impl Adapter for MiniSweAgent {
 pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let v = read_json(main)?;
     let (messages, base) = match &v {
         Value::Array(a) => (a, String::new()),

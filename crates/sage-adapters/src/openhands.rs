@@ -32,23 +32,12 @@ impl Adapter for OpenHands {
          evaluation output records and output.jsonl"
     }
     fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        // This agent's run exported as a Claude-stream-like list (SusVibes): recognised, so
-        // `--framework` may name the agent, and handed to its reader in `normalize`; the
-        // stream adapter scores higher, so detection picks it.
-        if crate::claude_stream::is_stream(shape) {
-            return Some((
-                5,
-                "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
-            ));
-        }
-        crate::detect::DetectRules::current().best(self.name(), shape)
+        crate::claude_stream::detect_agent_or_stream(self.name(), shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
-        if let Some(main) = files.first() {
-            if crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
-                return crate::claude_stream::ClaudeStream::embedded().normalize(files);
-            }
+        if let Some(t) = crate::claude_stream::hand_over(files)? {
+            return Ok(t);
         }
         normalize_with_baselines(files).map(|(t, _)| t)
     }
@@ -60,9 +49,7 @@ impl Adapter for OpenHands {
 pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, Known), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let text = main.read_text()?;
     let lead = text.trim_start();
     let mut cx = Ctx::new(files);
@@ -115,9 +102,7 @@ pub(crate) fn normalize_record(
     files: &[SourceFile],
     line: usize,
 ) -> Result<(CanonicalTrace, Known), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let mut cx = Ctx::new(files);
     let mut found = false;
     for_each_json_line(main, |n, v| {

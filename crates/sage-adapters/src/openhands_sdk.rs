@@ -34,9 +34,7 @@ impl Adapter for OpenHandsSdk {
 pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, String>), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let mut cx = Ctx::new(files);
     // One event per file: every file is an event.
     if files.len() > 1 {

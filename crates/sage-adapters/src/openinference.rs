@@ -35,9 +35,7 @@ impl Adapter for OpenInference {
         "OpenInference spans: Arize Phoenix JSON / JSON Lines exports, TRAIL trace files (child_spans)"
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let text = main.read_text()?;
         // (line, pointer, span) in reading order.
         let mut spans: Vec<(Option<usize>, String, Value)> = Vec::new();

@@ -31,9 +31,7 @@ impl Adapter for OtelGenAi {
          JSON, whole documents or one export per line"
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        let main = files
-            .first()
-            .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+        let main = crate::support::main_file(files)?;
         let text = main.read_text()?;
         let mut docs: Vec<(Option<usize>, Value)> = Vec::new();
         match serde_json::from_str::<Value>(&text) {

@@ -69,7 +69,7 @@ pub(crate) fn for_each_json_line(
             break;
         }
         n += 1;
-        let line = trim_ascii(&buf);
+        let line = buf.trim_ascii();
         if line.is_empty() {
             continue;
         }
@@ -82,34 +82,19 @@ pub(crate) fn for_each_json_line(
     Ok(())
 }
 
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let mut s = 0;
-    let mut e = b.len();
-    while s < e && b[s].is_ascii_whitespace() {
-        s += 1;
-    }
-    while e > s && b[e - 1].is_ascii_whitespace() {
-        e -= 1;
-    }
-    &b[s..e]
-}
-
-/// The first non-blank line of `head` parsed as JSON (detection of JSON Lines formats; the
-/// line may be cut by the detection window, so only a prefix is required to be present).
-pub fn first_line(head: &[u8]) -> &str {
-    let text = std::str::from_utf8(head).unwrap_or_else(|e| {
-        // The window may cut a multi-byte character.
-        std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or("")
-    });
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
-}
-
 /// `head` as text (cut at the last complete character).
 pub(crate) fn head_text(head: &[u8]) -> &str {
     match std::str::from_utf8(head) {
         Ok(t) => t,
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
     }
+}
+
+/// The main file of a trace (the first given): every adapter reads it first.
+pub(crate) fn main_file(files: &[SourceFile]) -> Result<&SourceFile, AdapterError> {
+    files
+        .first()
+        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))
 }
 
 /// The one turn builder of every adapter: numbers turns, ties each tool result to the turn

@@ -27,23 +27,12 @@ impl Adapter for SweAgent {
          edit_replace, str_replace_editor); info.submission as final patch"
     }
     fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        // This agent's run exported as a Claude-stream-like list (SusVibes): recognised, so
-        // `--framework` may name the agent, and handed to its reader in `normalize`; the
-        // stream adapter scores higher, so detection picks it.
-        if crate::claude_stream::is_stream(shape) {
-            return Some((
-                5,
-                "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
-            ));
-        }
-        crate::detect::DetectRules::current().best(self.name(), shape)
+        crate::claude_stream::detect_agent_or_stream(self.name(), shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
-        if let Some(main) = files.first() {
-            if crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
-                return crate::claude_stream::ClaudeStream::embedded().normalize(files);
-            }
+        if let Some(t) = crate::claude_stream::hand_over(files)? {
+            return Ok(t);
         }
         normalize_with_baselines(files).map(|(t, _)| t)
     }
@@ -55,9 +44,7 @@ impl Adapter for SweAgent {
 pub(crate) fn normalize_with_baselines(
     files: &[SourceFile],
 ) -> Result<(CanonicalTrace, BTreeMap<String, NumberedView>), AdapterError> {
-    let main = files
-        .first()
-        .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
+    let main = crate::support::main_file(files)?;
     let text = main.read_text()?;
     if text.trim_start().starts_with('#') || text.starts_with("history:") {
         return Err(AdapterError::new(

@@ -151,18 +151,10 @@ fn inherited(fragment: &str, baseline: Option<&str>) -> bool {
 /// `baseline` inserts or replaces, without blank lines at their ends. Hunks only one
 /// unchanged line apart are one hunk.
 pub fn changed_hunks(baseline: &str, fin: &str) -> Vec<(usize, usize)> {
-    use similar::{Algorithm, DiffTag, TextDiff};
-    let diff = TextDiff::configure()
-        .algorithm(Algorithm::Patience)
-        .diff_lines(baseline, fin);
     let lines: Vec<&str> = fin.lines().collect();
     let blank = |i: usize| lines.get(i - 1).is_none_or(|l| l.trim().is_empty());
     let mut out: Vec<(usize, usize)> = Vec::new();
-    for op in diff.ops() {
-        if !matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
-            continue;
-        }
-        let r = op.new_range();
+    for r in sage_patch::changed_lines(baseline, fin) {
         let (mut a, mut b) = (r.start + 1, r.end);
         while a <= b && blank(a) {
             a += 1;

@@ -9,7 +9,8 @@
 //! `reasoning_content`), their tool calls the calls, the observation results the results
 //! (matched by `source_call_id`); user steps are the task (dropped), system steps are
 //! administrative. Writes are the plain shell edits of shell-like calls; other tools' effects
-//! are not in the format. `subagent_trajectories` are noted, not mapped.
+//! are not in the format. Delegated subagent trajectories (`subagent_trajectory_ref` of a
+//! result: other files, by session id) are noted, not read.
 
 use crate::support::*;
 use crate::{Adapter, AdapterError, SourceFile};
@@ -127,14 +128,59 @@ impl Adapter for Atif {
                 ),
             }
         }
-        if let Some(n) = doc
-            .get("subagent_trajectories")
-            .and_then(Value::as_array)
-            .map(Vec::len)
-            .filter(|n| *n > 0)
-        {
-            b.note(format!("{n} subagent trajectories not mapped"));
+        // RFC 0001: a result may reference the trajectories of subagents it delegated to,
+        // each its own file; this trace holds only what the parent agent did.
+        let refs: Vec<&str> = steps
+            .iter()
+            .filter_map(|st| st.pointer("/observation/results").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|r| r.get("subagent_trajectory_ref").and_then(Value::as_array))
+            .flatten()
+            .map(|x| s(x, "session_id").unwrap_or("?"))
+            .collect();
+        if !refs.is_empty() {
+            b.note(format!(
+                "{} delegated subagent trajector{} not read (session {}): each is its own ATIF file",
+                refs.len(),
+                if refs.len() == 1 { "y" } else { "ies" },
+                refs.join(", ")
+            ));
         }
         Ok(b.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delegated_subagent_trajectory_is_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("trajectory.json");
+        std::fs::write(
+            &p,
+            r#"{"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"},
+ "steps": [
+  {"step_id": 1, "source": "user", "message": "Summarise the repo."},
+  {"step_id": 2, "source": "agent", "message": "Delegating.",
+   "tool_calls": [{"tool_call_id": "d1", "function_name": "delegate", "arguments": {}}],
+   "observation": {"results": [{"source_call_id": "d1",
+     "subagent_trajectory_ref": [{"session_id": "sub-1", "trajectory_path": "sub-1.json"}]}]}}
+ ]}"#,
+        )
+        .unwrap();
+        let t = Atif
+            .normalize(&[SourceFile::new("trajectory.json", &p)])
+            .unwrap();
+        assert_eq!(t.turns.len(), 1);
+        assert_eq!(t.turns[0].tool_results.len(), 1);
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.contains("1 delegated subagent trajectory not read (session sub-1)")),
+            "{:?}",
+            t.notes
+        );
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::support::*;
 use crate::{Adapter, AdapterError, SourceFile};
-use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, Turn, TurnKind, Write, WriteOp};
+use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem, Turn, TurnKind, WriteOp};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -385,39 +385,10 @@ impl Ctx {
     }
 }
 
-/// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`), read by
-/// [`crate::edits::parse_apply_patch`]; a move comes back as `Err`.
-pub(crate) fn apply_patch_writes(
-    patch: &str,
-    roots: &PathRoots,
-    raw: &RawRef,
-) -> Vec<Result<Write, String>> {
-    let parsed = crate::edits::parse_apply_patch(patch);
-    let mut out: Vec<Result<Write, String>> = parsed
-        .edits
-        .into_iter()
-        .map(|e| {
-            Ok(write(
-                roots.rel(&e.path),
-                e.op,
-                "apply_patch",
-                false,
-                raw.clone(),
-            ))
-        })
-        .collect();
-    out.extend(
-        parsed
-            .uninterpreted
-            .into_iter()
-            .map(|u| Err(format!("apply_patch: {}: {}", u.reason, u.text))),
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sage_trace::Write;
 
     #[test]
     fn apply_patch_format() {

@@ -753,6 +753,31 @@ pub(crate) fn shell_writes_in(
             _ => roots.rel(p),
         }
     };
+    // `apply_patch <<'EOF' *** Begin Patch ... EOF` (Codex's patch tool called from a shell;
+    // other agents copy the habit): the patch's own writes, whatever the framework.
+    if invokes_apply_patch(cmd) {
+        let parsed = crate::edits::parse_apply_patch(cmd);
+        let mut out: Vec<Result<Write, String>> = parsed
+            .edits
+            .into_iter()
+            .map(|e| {
+                Ok(write(
+                    name(&e.path),
+                    e.op,
+                    "apply_patch",
+                    false,
+                    raw.clone(),
+                ))
+            })
+            .collect();
+        out.extend(
+            parsed
+                .uninterpreted
+                .into_iter()
+                .map(|u| Err(format!("apply_patch: {}: {}", u.reason, u.text))),
+        );
+        return out;
+    }
     let parsed = crate::edits::shell_edits(cmd);
     let mut out: Vec<Result<Write, String>> = Vec::new();
     for e in parsed.edits {
@@ -768,6 +793,48 @@ pub(crate) fn shell_writes_in(
         out.push(Err(format!("{}: {}", u.reason, u.text)));
     }
     out
+}
+
+/// The writes of an `apply_patch` patch (`*** Begin Patch` … `*** End Patch`), read by
+/// [`crate::edits::parse_apply_patch`]; a move comes back as `Err`.
+pub(crate) fn apply_patch_writes(
+    patch: &str,
+    roots: &PathRoots,
+    raw: &RawRef,
+) -> Vec<Result<Write, String>> {
+    let parsed = crate::edits::parse_apply_patch(patch);
+    let mut out: Vec<Result<Write, String>> = parsed
+        .edits
+        .into_iter()
+        .map(|e| {
+            Ok(write(
+                roots.rel(&e.path),
+                e.op,
+                "apply_patch",
+                false,
+                raw.clone(),
+            ))
+        })
+        .collect();
+    out.extend(
+        parsed
+            .uninterpreted
+            .into_iter()
+            .map(|u| Err(format!("apply_patch: {}: {}", u.reason, u.text))),
+    );
+    out
+}
+
+/// Whether a shell command runs `apply_patch` (or `applypatch`) on a `*** Begin Patch` text,
+/// possibly after `cd DIR &&`.
+fn invokes_apply_patch(cmd: &str) -> bool {
+    if !cmd.contains("*** Begin Patch") {
+        return false;
+    }
+    cmd.split(['\n', ';'])
+        .flat_map(|l| l.split("&&"))
+        .map(str::trim_start)
+        .any(|c| c.starts_with("apply_patch") || c.starts_with("applypatch"))
 }
 
 #[cfg(test)]
@@ -847,6 +914,35 @@ mod tests {
         assert!(shell_writes(r#"sed -i "s/a.*b/c/" f"#, &r, raw)
             .iter()
             .all(|x| x.is_err()));
+    }
+
+    #[test]
+    fn apply_patch_heredoc_in_any_shell() {
+        let r = PathRoots::new(["/testbed"]);
+        let raw = RawRef::lines("t", 1, 1);
+        let cmd = "cd /testbed && applypatch <<'EOF'\n*** Begin Patch\n*** Update File: src/app.py\n@@\n-x = 1\n+x = 2\n*** End Patch\nEOF";
+        let w: Vec<Write> = shell_writes(cmd, &r, raw.clone())
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].artefact, "src/app.py");
+        assert_eq!(w[0].via, "apply_patch");
+        // Run in a folder: the patch's relative names are the folder's.
+        let w: Vec<Write> = shell_writes_in(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: new.txt\n+hi\n*** End Patch\nEOF",
+            &r,
+            Some("/testbed/pkg"),
+            raw.clone(),
+        )
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+        assert_eq!(w[0].artefact, "pkg/new.txt");
+        // A patch printed, not applied, is no write.
+        assert!(
+            shell_writes("cat <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF", &r, raw).is_empty()
+        );
     }
 
     #[test]

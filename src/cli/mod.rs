@@ -263,11 +263,11 @@ fn data_overrides() {
         match std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e}", path.display()))
             .and_then(|t| {
-                sage_adapters::detect::DetectRules::parse(&t, &path.display().to_string())
+                sage_adapters::rules::DetectRules::parse(&t, &path.display().to_string())
                     .map_err(|e| e.to_string())
             }) {
             Ok(r) => {
-                sage_adapters::detect::DetectRules::set_current(r);
+                sage_adapters::rules::DetectRules::set_current(r);
             }
             Err(e) => eprintln!("sage: SAGE_DETECT_RULES ignored: {e}"),
         }

@@ -54,7 +54,7 @@ pub(crate) fn detect_agent_or_stream(
             "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
         ));
     }
-    crate::detect::DetectRules::current().best(agent, shape)
+    crate::rules::DetectRules::current().best(agent, shape)
 }
 
 /// The trace of a Claude-stream-like export handed over by the agent adapter it was forced

@@ -80,7 +80,7 @@ pub struct AdapterMeta {
     pub default_kind: Option<String>,
 }
 
-pub use crate::detect::DetectRule;
+pub use crate::rules::DetectRule;
 
 /// Where messages are and which of their fields mean what (JSON pointers, first present wins).
 #[derive(Debug, Clone, Deserialize)]
@@ -368,7 +368,7 @@ impl Mapping {
 
     /// The score of this mapping's best `[[detect]]` rule on `shape`, with its evidence.
     pub fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        crate::detect::best_rule(&self.file.detect, shape)
+        crate::rules::best_rule(&self.file.detect, shape)
     }
 
     /// Normalize one trace file with this mapping.
@@ -1216,6 +1216,50 @@ fn is_error(doc: &Value, base: &str, rm: &ToolResultMap) -> bool {
             .map(|x| value_text(x) == *v)
             .unwrap_or(false),
         _ => false,
+    }
+}
+
+/// The embedded mapping files, by adapter name.
+pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
+    ("ag2", include_str!("../mappings/ag2.toml")),
+    (
+        "who-and-when",
+        include_str!("../mappings/who-and-when.toml"),
+    ),
+    ("camel", include_str!("../mappings/camel.toml")),
+    ("deepagents", include_str!("../mappings/deepagents.toml")),
+    (
+        "claude-stream",
+        include_str!("../mappings/claude-stream.toml"),
+    ),
+];
+
+/// The embedded mapping named `name`, parsed. Embedded mappings are checked by tests, so a
+/// failure here is a build defect, reported as an adapter error rather than a panic.
+pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
+    // Parsed (and its regexes compiled) once per process: every case's detection builds the
+    // registry, and compiling the mappings' regexes per case used to be most of a small
+    // case's cost. A clone shares the compiled regexes.
+    static PARSED: std::sync::OnceLock<Vec<(&'static str, Result<Mapping, String>)>> =
+        std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        EMBEDDED_MAPPINGS
+            .iter()
+            .map(|(n, text)| {
+                let m = Mapping::parse(text, &format!("mappings/{n}.toml (embedded)"))
+                    .map_err(|e| e.to_string());
+                (*n, m)
+            })
+            .collect()
+    });
+    match parsed.iter().find(|(n, _)| *n == name) {
+        Some((_, Ok(m))) => Ok(m.clone()),
+        Some((_, Err(e))) => Err(AdapterError::new("-", None, e.clone())),
+        None => Err(AdapterError::new(
+            "-",
+            None,
+            format!("no embedded mapping {name:?}"),
+        )),
     }
 }
 

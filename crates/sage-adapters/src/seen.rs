@@ -4,7 +4,7 @@
 //! takes baselines from it, `sage case check` compares baselines and replays with it.
 //!
 //! Every adapter that records pre-edit views reports them in this one shape
-//! ([`crate::normalize_seen`]); the others report nothing (and `case check` says that it could
+//! (`adapters::normalize_seen`); the others report nothing (and `case check` says that it could
 //! not compare).
 
 use sage_trace::{RawRef, TextItem};

@@ -12,13 +12,15 @@
 //! windows spread over the file, see [`sample`]); a zip archive by its member
 //! names; anything else as text lines of the sample.
 
-use crate::{AdapterError, DETECT_BYTES};
+use crate::AdapterError;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::Path;
 
+/// How many bytes of the main file detection looks at.
+pub const DETECT_BYTES: usize = 64 * 1024;
 /// How many windows beyond the head are sampled.
 pub const WINDOWS: usize = 8;
 /// The size of one window.

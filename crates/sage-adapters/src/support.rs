@@ -99,7 +99,7 @@ pub(crate) fn main_file(files: &[SourceFile]) -> Result<&SourceFile, AdapterErro
 
 /// The one turn builder of every adapter: numbers turns, ties each tool result to the turn
 /// of its call, and records what was dropped and why. Turn kinds are set afterwards, once,
-/// by [`crate::finish`] (the one classifier), whatever built the trace.
+/// by `adapters::finish` (the one classifier), whatever built the trace.
 pub struct TraceBuilder {
     pub trace: CanonicalTrace,
     /// call id → index (0-based) of the turn holding the call.
@@ -216,7 +216,7 @@ impl TraceBuilder {
         self.trace.notes.push(n.into());
     }
 
-    /// The trace built (its turns' kinds are set by [`crate::finish`]).
+    /// The trace built (its turns' kinds are set by `adapters::finish`).
     pub fn finish(self) -> CanonicalTrace {
         self.trace
     }

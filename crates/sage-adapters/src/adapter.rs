@@ -1,0 +1,33 @@
+//! What an adapter is.
+
+use crate::mapping::Mapping;
+use crate::{rules, shape, AdapterError, SourceFile};
+use sage_trace::CanonicalTrace;
+
+/// A trace format.
+pub trait Adapter: Send + Sync {
+    /// The name used by `--framework` and in case manifests (`aider`, `ag2`, ...).
+    fn name(&self) -> &'static str;
+    /// The framework versions and format eras this adapter covers, for `sage adapters` (for
+    /// an adapter with a mapping file: its `covers`, the one source).
+    fn versions(&self) -> &str;
+    /// How sure the adapter is that the file whose structure is `shape` is its format
+    /// (0 = not mine, 100 = certain), and the rule that says so: the best of its rules in
+    /// `mappings/detect.toml` (or its mapping file's `[[detect]]` rules); `None` when no rule
+    /// holds.
+    fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
+        rules::DetectRules::current().best(self.name(), shape)
+    }
+    /// Normalize the trace whose files are `files` (the first is the main trace).
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
+    /// The embedded mapping file this adapter reads its field paths from, if any
+    /// (`adapters/NAME.toml`), for `sage adapters` and `--adapter FILE`.
+    fn mapping(&self) -> Option<&Mapping> {
+        None
+    }
+    /// This adapter with its field paths taken from `mapping` instead of the embedded file
+    /// (`--adapter FILE`); `None` when the format is parsed by code only.
+    fn with_mapping(&self, _mapping: Mapping) -> Option<Box<dyn Adapter>> {
+        None
+    }
+}

@@ -1,0 +1,562 @@
+//! Detection and normalization of a trace: the one path every command takes from files to a
+//! canonical trace (forced or detected adapter, `--run N`, the no-empty-trace rule, the
+//! submissions and turn kinds every trace gets), and the raw-pointer check.
+
+use crate::detect::{self};
+use crate::mapping::Mapping;
+use crate::shape::DETECT_BYTES;
+use crate::{by_name, inspect, kinds, openhands, registry, seen, Adapter, AdapterError};
+use crate::{MappingAdapter, SourceFile};
+use sage_trace::{CanonicalTrace, RawStore};
+use std::path::Path;
+
+/// Detect the format of `path` from its content (a sample across the whole file, see
+/// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
+/// file is or which adapters tie.
+pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
+    let name = path.display().to_string();
+    let reg = registry();
+    let d = detect::detect_file(&reg, path, &name)?;
+    // A file that is not a trace is told by its first line(s); no verdict concerns the file
+    // as a whole.
+    let at = if d.not_a_trace.is_some() {
+        "line 1"
+    } else {
+        "whole file"
+    };
+    let best = d
+        .verdict()
+        .map_err(|e| AdapterError::new(&name, Some(at.into()), e.to_string()))?
+        .framework
+        .clone();
+    reg.into_iter()
+        .find(|a| a.name() == best)
+        .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
+}
+
+/// Normalize a trace, with the named adapter or the detected one.
+pub fn normalize(
+    files: &[SourceFile],
+    framework: Option<&str>,
+) -> Result<CanonicalTrace, AdapterError> {
+    normalize_with(files, framework, None)
+}
+
+/// Read the first [`DETECT_BYTES`] of a file.
+pub fn read_head(path: &Path, name: &str) -> Result<Vec<u8>, AdapterError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(DETECT_BYTES);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(DETECT_BYTES as u64).read_to_end(&mut head))
+        .map_err(|e| AdapterError::new(name, None, format!("cannot read: {e}")))?;
+    Ok(head)
+}
+
+/// How to normalize a trace.
+#[derive(Debug, Clone, Default)]
+pub struct NormalizeOptions {
+    /// Force this adapter instead of detecting one; refused when its detector does not
+    /// recognise the file (the detector's evidence is in the error).
+    pub framework: Option<String>,
+    /// Field paths replacing the embedded mapping of the adapter it names (`--adapter FILE`);
+    /// the user's mapping is trusted, so the structural check of a forced framework is skipped.
+    pub mapping: Option<Mapping>,
+    /// Accept a trace with no agent-authored turn (else it is an error naming what was found).
+    pub allow_empty: bool,
+    /// The run to read from a file that holds several (1-based): the Nth record of an
+    /// OpenHands `output.jsonl`, the Nth sample of an Inspect log. `None` reads the first and
+    /// reports every other run as a dropped record.
+    pub run: Option<usize>,
+}
+
+/// Normalize the trace a case manifest names (`trace`: its framework, forced when given, and
+/// the run to read from a file that holds several).
+pub fn normalize_spec(
+    files: &[SourceFile],
+    spec: &sage_trace::case::TraceSpec,
+) -> Result<CanonicalTrace, AdapterError> {
+    normalize_opts(
+        files,
+        NormalizeOptions {
+            framework: spec.framework.clone(),
+            run: spec.run,
+            ..NormalizeOptions::default()
+        },
+    )
+}
+
+/// Normalize a trace, with the named adapter or the detected one, its field paths taken from
+/// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
+/// adapter it names, or defines a new format. A trace without an agent-authored turn is an
+/// error (see [`normalize_opts`] for `allow_empty`).
+pub fn normalize_with(
+    files: &[SourceFile],
+    framework: Option<&str>,
+    mapping: Option<Mapping>,
+) -> Result<CanonicalTrace, AdapterError> {
+    normalize_opts(
+        files,
+        NormalizeOptions {
+            framework: framework.map(String::from),
+            mapping,
+            allow_empty: false,
+            run: None,
+        },
+    )
+}
+
+/// Normalize a trace with `opts`.
+pub fn normalize_opts(
+    files: &[SourceFile],
+    opts: NormalizeOptions,
+) -> Result<CanonicalTrace, AdapterError> {
+    let main = crate::support::main_file(files)?;
+    // Every adapter may stream its files: only regular files within the size limit get
+    // that far (a FIFO blocks, `/dev/zero` has no end and no newline).
+    let limit = sage_trace::safe::max_input_bytes();
+    for f in files {
+        let meta = std::fs::metadata(&f.path)
+            .map_err(|e| AdapterError::new(&f.name, None, format!("cannot read: {e}")))?;
+        if !meta.is_file() {
+            return Err(AdapterError::new(&f.name, None, "not a regular file"));
+        }
+        if meta.len() > limit {
+            return Err(AdapterError::new(
+                &f.name,
+                None,
+                format!(
+                    "{} bytes, larger than the input limit of {limit} bytes (set SAGE_MAX_INPUT_MB to raise it)",
+                    meta.len()
+                ),
+            ));
+        }
+    }
+    let framework = opts.framework.as_deref();
+    let trace = if let Some(m) = opts.mapping {
+        let target = framework.unwrap_or(m.name()).to_string();
+        let adapter: Box<dyn Adapter> = match by_name(&target) {
+            Some(a) => match a.with_mapping(m) {
+                Some(b) => b,
+                None => {
+                    return Err(AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("the {target} format is parsed by code; it takes no mapping file"),
+                    ))
+                }
+            },
+            None => Box::new(MappingAdapter::new(m)),
+        };
+        if opts.run.is_some_and(|n| n != 1) {
+            return Err(AdapterError::new(
+                &main.name,
+                None,
+                "--run takes no mapping file (runs are told apart by the OpenHands and Inspect readers)",
+            ));
+        }
+        adapter.normalize(files)?
+    } else {
+        let adapter = match framework {
+            Some(n) => {
+                let a = by_name(n).ok_or_else(|| {
+                    AdapterError::new(
+                        &main.name,
+                        None,
+                        format!("unknown framework {n:?}; see `sage adapters`"),
+                    )
+                })?;
+                check_forced(a.as_ref(), main)?;
+                a
+            }
+            None => detect(&main.path).map_err(|mut e| {
+                e.file = main.name.clone();
+                e
+            })?,
+        };
+        match opts.run {
+            Some(n) => normalize_run(adapter.as_ref(), files, n)?,
+            None => adapter.normalize(files)?,
+        }
+    };
+    let trace = finish(trace);
+    if !opts.allow_empty {
+        if let Some(why) = no_agent_turn(&trace) {
+            return Err(AdapterError::new(
+                &main.name,
+                Some("whole file".into()),
+                why,
+            ));
+        }
+    }
+    Ok(trace)
+}
+
+/// Run `n` (1-based) of a file that may hold several runs: the Nth record of an OpenHands
+/// `output.jsonl`, the Nth sample of an Inspect log. Every other format holds one run per
+/// file, so only `n = 1` is accepted there.
+pub(crate) fn normalize_run(
+    adapter: &dyn Adapter,
+    files: &[SourceFile],
+    n: usize,
+) -> Result<CanonicalTrace, AdapterError> {
+    let main = crate::support::main_file(files)?;
+    check_run(adapter.name(), main, n)?;
+    match adapter.name() {
+        _ if n == 1 => adapter.normalize(files),
+        "openhands" => openhands::normalize_record(files, record_line(main, n)?).map(|(t, _)| t),
+        _ => inspect::normalize_sample(files, n - 1),
+    }
+}
+
+/// Whether `--run n` makes sense for the format.
+fn check_run(framework: &str, main: &SourceFile, n: usize) -> Result<(), AdapterError> {
+    if n == 0 {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            "--run counts runs from 1",
+        ));
+    }
+    if n > 1 && !matches!(framework, "openhands" | "inspect-ai") {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!(
+                "a {framework} file holds one run; --run N reads the Nth record of an OpenHands \
+                 output.jsonl or the Nth sample of an Inspect log"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The line (1-based) of the `n`th record of a JSON Lines file.
+fn record_line(main: &SourceFile, n: usize) -> Result<usize, AdapterError> {
+    let text = main.read_text()?;
+    let mut records = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if count < 2 {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds one run (not an output.jsonl of several records), no run {n}"),
+        ));
+    }
+    records.nth(n - 1).map(|(i, _)| i + 1).ok_or_else(|| {
+        AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds {count} runs (one per line), no run {n}"),
+        )
+    })
+}
+
+/// What every adapter's output goes through, whatever the format: submitted final states
+/// leave the turns ([`CanonicalTrace::separate_submissions`]) and every agent turn's kind is
+/// set from what it did by the one classifier of [`kinds`].
+pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
+    trace.separate_submissions();
+    kinds::classify_trace(&mut trace);
+    trace
+}
+
+/// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
+/// export would otherwise give a made-up trace.
+fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> {
+    let reg = registry();
+    let d = detect::detect_file(&reg, &main.path, &main.name)?;
+    if let Some(what) = &d.not_a_trace {
+        return Err(AdapterError::new(
+            &main.name,
+            Some("line 1".into()),
+            format!("not a trace: {what}"),
+        ));
+    }
+    if d.score_of(a.name()) > 0 {
+        return Ok(());
+    }
+    let found = if d.candidates.is_empty() {
+        format!(
+            "no adapter recognises it (the file is {})",
+            d.structure.join("; ")
+        )
+    } else {
+        d.candidates
+            .iter()
+            .take(3)
+            .map(|c| format!("{} scores {} ({})", c.framework, c.score, c.evidence))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Err(AdapterError::new(
+        &main.name,
+        Some("whole file".into()),
+        format!(
+            "--framework {} refused: its detector does not recognise this file's structure; {found}",
+            a.name()
+        ),
+    ))
+}
+
+/// `Some(what was found instead)` when `trace` has no agent-authored turn.
+pub(crate) fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
+    let agent = trace
+        .turns
+        .iter()
+        .filter(|t| t.kind != sage_trace::TurnKind::Administrative)
+        .count();
+    if agent > 0 {
+        return None;
+    }
+    let admin = trace.turns.len();
+    let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+    for d in &trace.dropped {
+        *reasons.entry(d.reason.as_str()).or_default() += 1;
+    }
+    let mut found = format!(
+        "{admin} administrative turns, {} dropped records",
+        trace.dropped.len()
+    );
+    let top: Vec<String> = {
+        let mut r: Vec<_> = reasons.into_iter().collect();
+        r.sort_by_key(|x| std::cmp::Reverse(x.1));
+        r.into_iter()
+            .take(3)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect()
+    };
+    if !top.is_empty() {
+        found.push_str(&format!(" ({})", top.join("; ")));
+    }
+    Some(format!(
+        "no agent-authored turn in this {} trace: found {found}; is it the right format? (--allow-empty accepts it)",
+        trace.framework
+    ))
+}
+
+/// Normalize a trace and report what it shows besides its turns. `framework` forces the
+/// adapter (else detected from content).
+pub fn normalize_seen(
+    files: &[SourceFile],
+    framework: Option<&str>,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    normalize_seen_run(files, framework, None)
+}
+
+/// [`normalize_seen`] of run `run` (see [`NormalizeOptions::run`]).
+pub fn normalize_seen_run(
+    files: &[SourceFile],
+    framework: Option<&str>,
+    run: Option<usize>,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    let main = crate::support::main_file(files)?;
+    let adapter = match framework {
+        Some(n) => crate::by_name(n).ok_or_else(|| {
+            AdapterError::new(
+                &main.name,
+                None,
+                format!("unknown framework {n:?}; see `sage adapters`"),
+            )
+        })?,
+        None => crate::detect(&main.path).map_err(|mut e| {
+            e.file = main.name.clone();
+            e
+        })?,
+    };
+    if let Some(n) = run {
+        check_run(adapter.name(), main, n)?;
+    }
+    let run = run.filter(|n| *n > 1);
+    // Adapters forced onto the stream shape hand it over, so ask the stream adapter directly.
+    if matches!(adapter.name(), "claude-stream" | "openhands" | "swe-agent")
+        && crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?)
+    {
+        let m = match adapter.mapping().filter(|m| m.name() == "claude-stream") {
+            Some(m) => m.clone(),
+            None => crate::embedded_mapping("claude-stream")?,
+        };
+        let (t, seen) = crate::claude_stream::normalize_seen(&m, files)?;
+        return Ok((finish(t), seen));
+    }
+    let whole = |m: std::collections::BTreeMap<String, String>,
+                 how: &str|
+     -> std::collections::BTreeMap<String, seen::ShownFile> {
+        m.into_iter()
+            .map(|(a, content)| {
+                let raw = sage_trace::RawRef::synthetic(&main.name, format!("{how} of {a}"));
+                (
+                    a,
+                    seen::ShownFile {
+                        content,
+                        raw,
+                        how: how.to_string(),
+                    },
+                )
+            })
+            .collect()
+    };
+    let partial = |m: std::collections::BTreeMap<String, crate::support::NumberedView>| -> Vec<seen::ShownView> {
+        m.into_iter()
+            .map(|(a, v)| seen::ShownView {
+                raw: sage_trace::RawRef::synthetic(
+                    &main.name,
+                    format!("lines of {a} shown before its first write"),
+                ),
+                artefact: a,
+                after_writes: 0,
+                lines: v.lines,
+                snippet: false,
+            })
+            .collect()
+    };
+    let (trace, seen) = match adapter.name() {
+        "openhands" => {
+            let (t, (full, part)) = match run {
+                Some(n) => crate::openhands::normalize_record(files, record_line(main, n)?)?,
+                None => crate::openhands::normalize_with_baselines(files)?,
+            };
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "full view or old_content"),
+                    views: partial(part),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "claude-code" => {
+            let (t, full) = crate::claude_code::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "whole-file Read or originalFile"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "openhands-sdk" => {
+            let (t, full) = crate::openhands_sdk::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "old_content"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "swe-agent" => {
+            let (t, part) = crate::swe_agent::normalize_with_baselines(files)?;
+            let full = part
+                .iter()
+                .filter_map(|(a, v)| v.full_text().map(|c| (a.clone(), c)))
+                .collect();
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "window showing the whole file"),
+                    views: partial(part),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        "mini-swe-agent" => {
+            let (t, full) = crate::mini_swe_agent::normalize_with_baselines(files)?;
+            (
+                t,
+                seen::Seen {
+                    full: whole(full, "cat of the whole file"),
+                    reports_views: true,
+                    ..seen::Seen::default()
+                },
+            )
+        }
+        _ => match run {
+            Some(n) => (
+                normalize_run(adapter.as_ref(), files, n)?,
+                seen::Seen::default(),
+            ),
+            None => (adapter.normalize(files)?, seen::Seen::default()),
+        },
+    };
+    Ok((finish(trace), seen))
+}
+
+/// Check that every item of `trace` points to raw text that holds it: each text item of each
+/// turn (message, tool-call arguments, tool results, write contents) must resolve through
+/// [`RawStore::resolve`] to text that contains the item's text, and every dropped record's
+/// pointer must resolve. Returns one line per failure (empty = all verified). Judges' quotes
+/// are verified through the same pointers, so an item that fails here can never be quoted.
+///
+/// Writes derived from a form that does not keep the new text verbatim (`*** Begin Patch`
+/// hunks, whose lines carry `+`/` ` prefixes; LangGraph v1 file states, stored as a list of
+/// lines) are checked line by line.
+pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<String> {
+    let mut bad = Vec::new();
+    for t in &trace.turns {
+        for (text, raw) in t.text_items() {
+            match store.resolve(raw) {
+                Ok(r) if r.contains(text) => {}
+                Ok(r) if text.lines().all(|l| r.contains(l)) && is_derived_write(t, raw) => {}
+                Ok(_) => bad.push(format!(
+                    "turn {}: {} does not contain the item's text ({:?}...)",
+                    t.index,
+                    raw.display(),
+                    text.chars().take(60).collect::<String>()
+                )),
+                Err(sage_trace::RawError::Synthetic { .. }) => {}
+                Err(e) => bad.push(format!("turn {}: {e}", t.index)),
+            }
+        }
+    }
+    for d in &trace.dropped {
+        if let Err(e) = store.resolve(&d.raw) {
+            bad.push(format!("dropped record: {e}"));
+        }
+    }
+    for w in &trace.submissions {
+        match store.resolve(&w.raw) {
+            Ok(_) | Err(sage_trace::RawError::Synthetic { .. }) => {}
+            Err(e) => bad.push(format!("submission of {}: {e}", w.artefact)),
+        }
+    }
+    bad
+}
+
+fn is_derived_write(t: &sage_trace::Turn, raw: &sage_trace::RawRef) -> bool {
+    t.writes.iter().any(|w| &w.raw == raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{embedded_mapping, EMBEDDED_MAPPINGS};
+
+    #[test]
+    fn embedded_mappings_parse_and_names_are_unique() {
+        for (name, _) in EMBEDDED_MAPPINGS {
+            let m = embedded_mapping(name).unwrap();
+            assert_eq!(m.name(), *name);
+        }
+        let names: Vec<_> = registry().iter().map(|a| a.name()).collect();
+        let mut dedup = names.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(names.len(), dedup.len(), "{names:?}");
+    }
+
+    #[test]
+    fn unknown_content_is_not_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.txt");
+        std::fs::write(&p, "hello world").unwrap();
+        let e = detect(&p).err().unwrap();
+        assert!(e.to_string().contains("not recognized"), "{e}");
+    }
+}

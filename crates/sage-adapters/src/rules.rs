@@ -1,0 +1,208 @@
+//! Detection rules as data: what a rule says of a file's [`Shape`], and the rules of the
+//! adapters that are code (`mappings/detect.toml`, replaceable with `SAGE_DETECT_RULES`).
+
+use crate::shape::Shape;
+use crate::AdapterError;
+
+/// The embedded detection rules of the adapters that are code (mapping-backed adapters keep
+/// theirs in their mapping file, in the same form).
+pub const DEFAULT_DETECT_RULES: &str = include_str!("../mappings/detect.toml");
+
+/// One detection rule: when every condition holds, the file scores `score` for the adapter.
+///
+/// Structural conditions (`has`, `has_any`, `lacks`) name key paths of the parsed JSON
+/// (`/a/*/b`, `*` any one segment, `**` any number) optionally with a test on the string value
+/// there (`PATH = V`, `PATH ^= PREFIX`, `PATH *= PART`); `lines` are regular expressions each
+/// of which some line of the sampled text must match; `all` / `any` / `none` are plain
+/// substrings of the sampled text, the form older mapping files use.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectRule {
+    /// The adapter the rule is for (in `mappings/detect.toml`; a mapping's own rules omit it).
+    #[serde(default)]
+    pub adapter: Option<String>,
+    /// The file forms the rule applies to (`document`, `lines`, `zip`, `text`); any if empty.
+    #[serde(default)]
+    pub form: Vec<String>,
+    /// Conditions that must all hold.
+    #[serde(default)]
+    pub has: Vec<String>,
+    /// Conditions of which one must hold (if any are given).
+    #[serde(default)]
+    pub has_any: Vec<String>,
+    /// Conditions none of which may hold.
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Regular expressions each matched by some sampled line.
+    #[serde(default)]
+    pub lines: Vec<LineRegex>,
+    /// Substrings that must all be in the sampled text.
+    #[serde(default)]
+    pub all: Vec<String>,
+    /// Substrings one of which must be in the sampled text (if any are given).
+    #[serde(default)]
+    pub any: Vec<String>,
+    /// Substrings none of which may be in the sampled text.
+    #[serde(default)]
+    pub none: Vec<String>,
+    /// The score (0-100) the rule gives.
+    pub score: u8,
+    /// What the rule recognises, in a few words (shown as evidence).
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+/// A line pattern of a rule, compiled when the rule is read.
+#[derive(Debug, Clone)]
+pub struct LineRegex(pub regex::Regex);
+
+impl<'de> serde::Deserialize<'de> for LineRegex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        regex::RegexBuilder::new(&s)
+            .multi_line(true)
+            .build()
+            .map(LineRegex)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A condition of a rule, parsed.
+enum Cond<'a> {
+    Path(&'a str),
+    Eq(&'a str, &'a str),
+    Prefix(&'a str, &'a str),
+    Contains(&'a str, &'a str),
+}
+
+fn cond(c: &str) -> Cond<'_> {
+    if let Some((p, v)) = c.split_once(" ^= ") {
+        Cond::Prefix(p.trim(), v)
+    } else if let Some((p, v)) = c.split_once(" *= ") {
+        Cond::Contains(p.trim(), v)
+    } else if let Some((p, v)) = c.split_once(" = ") {
+        Cond::Eq(p.trim(), v)
+    } else {
+        Cond::Path(c.trim())
+    }
+}
+
+fn holds(shape: &Shape, c: &str) -> bool {
+    match cond(c) {
+        Cond::Path(p) => shape.count(p) > 0,
+        Cond::Eq(p, v) => shape.has_value(p, |x| x == v),
+        Cond::Prefix(p, v) => shape.has_value(p, |x| x.starts_with(v)),
+        Cond::Contains(p, v) => shape.has_value(p, |x| x.contains(v)),
+    }
+}
+
+impl DetectRule {
+    /// Whether the rule holds for `shape`.
+    pub fn matches(&self, shape: &Shape) -> bool {
+        (self.form.is_empty() || self.form.iter().any(|f| f == shape.form.name()))
+            && self.has.iter().all(|c| holds(shape, c))
+            && (self.has_any.is_empty() || self.has_any.iter().any(|c| holds(shape, c)))
+            && !self.lacks.iter().any(|c| holds(shape, c))
+            && self.lines.iter().all(|r| r.0.is_match(&shape.text))
+            && self.all.iter().all(|n| shape.text.contains(n.as_str()))
+            && (self.any.is_empty() || self.any.iter().any(|n| shape.text.contains(n.as_str())))
+            && !self.none.iter().any(|n| shape.text.contains(n.as_str()))
+    }
+
+    /// The rule as evidence: what it recognises and the conditions that held.
+    pub fn evidence(&self, shape: &Shape) -> String {
+        let mut parts = Vec::new();
+        if !self.form.is_empty() {
+            parts.push(format!("form {}", shape.form.name()));
+        }
+        if !self.has.is_empty() {
+            parts.push(format!("has {}", self.has.join(", ")));
+        }
+        let any: Vec<&str> = self
+            .has_any
+            .iter()
+            .filter(|c| holds(shape, c))
+            .map(String::as_str)
+            .collect();
+        if !any.is_empty() {
+            parts.push(format!("has {}", any.join(", ")));
+        }
+        if !self.lacks.is_empty() {
+            parts.push(format!("lacks {}", self.lacks.join(", ")));
+        }
+        if !self.lines.is_empty() {
+            let l: Vec<&str> = self.lines.iter().map(|r| r.0.as_str()).collect();
+            parts.push(format!("lines {}", l.join(", ")));
+        }
+        if !self.all.is_empty() {
+            parts.push(format!("text holds {:?}", self.all));
+        }
+        let why = self.why.as_deref().unwrap_or("rule");
+        format!("{why}: {}", parts.join("; "))
+    }
+}
+
+/// The best rule of `rules` for `shape`: its score and evidence.
+pub fn best_rule<'a>(
+    rules: impl IntoIterator<Item = &'a DetectRule>,
+    shape: &Shape,
+) -> Option<(u8, String)> {
+    rules
+        .into_iter()
+        .filter(|r| r.score > 0 && r.matches(shape))
+        .max_by_key(|r| r.score)
+        .map(|r| (r.score, r.evidence(shape)))
+}
+
+/// The rules file of the code adapters.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectRules {
+    /// The rules' version (`detect-N`), reported by `sage adapters`.
+    pub version: String,
+    /// Every rule, each naming its adapter.
+    pub rule: Vec<DetectRule>,
+}
+
+static CURRENT_RULES: std::sync::OnceLock<DetectRules> = std::sync::OnceLock::new();
+
+impl DetectRules {
+    /// Parse a rules file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<DetectRules, AdapterError> {
+        let r: DetectRules = toml::from_str(text).map_err(|e| {
+            AdapterError::new(origin, None, format!("invalid detection rules: {e}"))
+        })?;
+        if let Some(bad) = r.rule.iter().find(|x| x.adapter.is_none()) {
+            return Err(AdapterError::new(
+                origin,
+                None,
+                format!("a rule names no adapter (score {})", bad.score),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The rules in use: the embedded file unless [`DetectRules::set_current`] replaced it.
+    pub fn current() -> &'static DetectRules {
+        CURRENT_RULES.get_or_init(|| {
+            DetectRules::parse(DEFAULT_DETECT_RULES, "mappings/detect.toml (embedded)")
+                .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
+        })
+    }
+
+    /// Use `r` for the rest of the process (the CLI's `SAGE_DETECT_RULES=FILE`). False when
+    /// rules were already in use.
+    pub fn set_current(r: DetectRules) -> bool {
+        CURRENT_RULES.set(r).is_ok()
+    }
+
+    /// The best rule for `adapter` on `shape`.
+    pub fn best(&self, adapter: &str, shape: &Shape) -> Option<(u8, String)> {
+        best_rule(
+            self.rule
+                .iter()
+                .filter(|r| r.adapter.as_deref() == Some(adapter)),
+            shape,
+        )
+    }
+}

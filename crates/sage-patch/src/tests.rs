@@ -1,4 +1,5 @@
 use super::*;
+use crate::paths::split_git_header;
 use proptest::prelude::*;
 
 const GIT: &str = "\

@@ -16,46 +16,11 @@
 //! code the agent wrote has no finding, but it lies in a changed hunk.
 
 use crate::py::PyFile;
+pub use crate::report::{Proposal, Provenance};
 use crate::sarif_in::ExternalFinding;
 use crate::{l3, CaseResult, Report, Unit};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use tree_sitter::Point;
-
-/// New code or code the baseline already had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provenance {
-    New,
-    Inherited,
-}
-
-/// One proposed anchor (the fields of `sage.case/1`'s `anchor`, plus where it came from).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Proposal {
-    /// 1-based rank within the run (best first).
-    pub rank: usize,
-    pub artefact: String,
-    /// The statement as it stands in the final file.
-    pub fragment: String,
-    /// 1-based lines of the fragment in the final file.
-    pub start_line: usize,
-    pub end_line: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwe: Option<String>,
-    /// `defence-absent`, `defence-insufficient` or `vulnerability-introduced`; absent when
-    /// the evidence does not decide (left for the annotator).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    pub provenance: Provenance,
-    /// The finding's text.
-    pub description: String,
-    /// Which finding: `bandit:B602`, `l3:SNK_EVAL`, `sarif:<tool>:<rule>`.
-    pub finding: String,
-    /// The finding's CWE shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub target_family: bool,
-}
 
 /// Kinds of evidence, strongest first (the rank's second key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

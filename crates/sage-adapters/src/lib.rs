@@ -49,8 +49,8 @@ pub use input::{AdapterError, SourceFile};
 pub(crate) use mapping::embedded_mapping;
 pub use mapping::EMBEDDED_MAPPINGS;
 pub use normalize::{
-    detect, finish, normalize, normalize_opts, normalize_seen, normalize_seen_run, normalize_spec,
-    normalize_with, read_head, verify_raw_refs, NormalizeOptions,
+    case_sources, detect, finish, normalize, normalize_opts, normalize_seen, normalize_seen_run,
+    normalize_spec, normalize_with, read_head, verify_raw_refs, NormalizeOptions,
 };
 pub use registry::{by_name, registry, MappingAdapter};
 pub use shape::DETECT_BYTES;

@@ -69,14 +69,23 @@ pub struct NormalizeOptions {
     pub run: Option<usize>,
 }
 
-/// Normalize the trace a case manifest names (`trace`: its framework, forced when given, and
-/// the run to read from a file that holds several).
+/// The files of the trace a case or run manifest names (`trace.files`, relative to its
+/// folder `dir`; the first is the main trace).
+pub fn case_sources(dir: &Path, spec: &sage_trace::case::TraceSpec) -> Vec<SourceFile> {
+    spec.files
+        .iter()
+        .map(|f| SourceFile::new(f.clone(), dir.join(f)))
+        .collect()
+}
+
+/// Normalize the trace a case or run manifest names in folder `dir` (`trace`: its files, its
+/// framework, forced when given, and the run to read from a file that holds several).
 pub fn normalize_spec(
-    files: &[SourceFile],
+    dir: &Path,
     spec: &sage_trace::case::TraceSpec,
 ) -> Result<CanonicalTrace, AdapterError> {
     normalize_opts(
-        files,
+        &case_sources(dir, spec),
         NormalizeOptions {
             framework: spec.framework.clone(),
             run: spec.run,

@@ -5,7 +5,6 @@
 //! entry naming the case, the stage and the reason; every other case still runs.
 
 use crate::results::*;
-use sage_adapters::{self, SourceFile};
 use sage_history::origin::{self, RuleInput};
 use sage_history::{self, ArtefactHistory, ProvenanceResult};
 use sage_judge::{self, Judge, TraceScores};
@@ -160,14 +159,7 @@ fn anchor_touched(
 /// Load, normalize and reconstruct one case.
 pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
-    let sources: Vec<SourceFile> = case
-        .manifest
-        .trace
-        .files
-        .iter()
-        .map(|f| SourceFile::new(f.clone(), case.dir.join(f)))
-        .collect();
-    let mut trace = sage_adapters::normalize_spec(&sources, &case.manifest.trace)
+    let mut trace = sage_adapters::normalize_spec(&case.dir, &case.manifest.trace)
         .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));

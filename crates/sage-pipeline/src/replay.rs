@@ -107,14 +107,7 @@ type Finals = BTreeMap<String, Option<String>>;
 /// into a canonical trace and `history::reconstruct` applies every write to the baselines.
 /// Writes that could not be applied are returned as notes (the final state may be off).
 fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
-    let files: Vec<sage_adapters::SourceFile> = c
-        .manifest
-        .trace
-        .files
-        .iter()
-        .map(|f| sage_adapters::SourceFile::new(f.clone(), c.dir.join(f)))
-        .collect();
-    let trace = sage_adapters::normalize_spec(&files, &c.manifest.trace)
+    let trace = sage_adapters::normalize_spec(&c.dir, &c.manifest.trace)
         .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
     let h = sage_history::reconstruct(&c.baselines, &trace);
     let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();

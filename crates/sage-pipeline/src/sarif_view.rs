@@ -144,13 +144,7 @@ pub fn to_sarif(set: &ResultSet) -> Value {
         );
         let run = Run::load(Path::new(&r.case_dir)).ok();
         let trace = run.as_ref().and_then(|run| {
-            let files: Vec<sage_adapters::SourceFile> = run
-                .manifest
-                .trace
-                .files
-                .iter()
-                .map(|f| sage_adapters::SourceFile::new(f.clone(), run.dir.join(f)))
-                .collect();
+            let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
             sage_adapters::normalize(&files, Some(&r.framework)).ok()
         });
         let mut region = None;

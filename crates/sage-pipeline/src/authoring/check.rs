@@ -10,7 +10,6 @@
 
 use super::closest;
 use sage_adapters::seen::Seen;
-use sage_adapters::SourceFile;
 use sage_history::{self as history, ArtefactHistory};
 use sage_trace::case::Case;
 use sage_trace::CanonicalTrace;
@@ -89,13 +88,7 @@ pub fn check_case(dir: &Path) -> CaseCheck {
             return c;
         }
     };
-    let files: Vec<SourceFile> = case
-        .manifest
-        .trace
-        .files
-        .iter()
-        .map(|f| SourceFile::new(f.clone(), case.dir.join(f)))
-        .collect();
+    let files = sage_adapters::case_sources(&case.dir, &case.manifest.trace);
     let (trace, seen) = match sage_adapters::normalize_seen_run(
         &files,
         case.manifest.trace.framework.as_deref(),

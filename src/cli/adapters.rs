@@ -11,6 +11,9 @@ pub struct Args {
     /// Output format (also after `detect`).
     #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write what would be printed to FILE instead (replaced whole; also after `detect`).
+    #[arg(long = "output", short = 'o', global = true, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// Print the embedded mapping file of this adapter (a starting point for `--adapter`).
     #[arg(long)]
     pub show: Option<String>,
@@ -37,12 +40,14 @@ pub enum Format {
 
 pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     if let Some(Action::Detect { files }) = &args.action {
-        return Ok(detect(files, args.format));
+        let (text, rc) = detect(files, args.format);
+        super::print_or_write(args.output.as_deref(), &text)?;
+        return Ok(rc);
     }
     if let Some(name) = &args.show {
         return match EMBEDDED_MAPPINGS.iter().find(|(n, _)| n == name) {
             Some((_, text)) => {
-                print!("{text}");
+                super::print_or_write(args.output.as_deref(), text)?;
                 Ok(super::ExitStatus::Ok)
             }
             None => {
@@ -63,30 +68,33 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
             (a.name().to_string(), mapping, a.versions().to_string())
         })
         .collect();
-    match args.format {
+    let text = match args.format {
         Format::Table => {
             let mut t = Table::new();
             t.set_header(vec!["framework", "mapping", "versions and formats covered"]);
             for (n, m, v) in &rows {
                 t.add_row(vec![n, m, v]);
             }
-            println!("{t}");
+            format!("{t}\n")
         }
         Format::Json => {
             let v: Vec<_> = rows
                 .iter()
                 .map(|(n, m, v)| serde_json::json!({"framework": n, "mapping": m, "versions": v}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
         }
-    }
+    };
+    super::print_or_write(args.output.as_deref(), &text)?;
     Ok(super::ExitStatus::Ok)
 }
 
-fn detect(files: &[std::path::PathBuf], format: Format) -> super::ExitStatus {
+/// The evidence of each file (text or JSON) and the exit status (1 when a file has no verdict).
+fn detect(files: &[std::path::PathBuf], format: Format) -> (String, super::ExitStatus) {
     let reg = sage_adapters::registry();
     let mut rc = super::ExitStatus::Ok;
     let mut all = Vec::new();
+    let mut text = String::new();
     for f in files {
         let name = f.display().to_string();
         match sage_adapters::detect::detect_file(&reg, f, &name) {
@@ -95,7 +103,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> super::ExitStatus {
                     rc = super::ExitStatus::InputFailed;
                 }
                 match format {
-                    Format::Table => print!("{}", d.report()),
+                    Format::Table => text.push_str(&d.report()),
                     Format::Json => all.push(d),
                 }
             }
@@ -117,7 +125,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> super::ExitStatus {
                 j
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
     }
-    rc
+    (text, rc)
 }

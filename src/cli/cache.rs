@@ -19,8 +19,10 @@ pub struct CacheArgs {
 pub enum CacheAction {
     /// Entries, tokens and cost per backend, model and rubric version.
     Stats {
-        /// Print JSON instead of a table.
-        #[arg(long)]
+        #[command(flatten)]
+        out: super::OutputArgs,
+        /// The same as `--format json` (kept for scripts written before `--format`).
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// Remove entries; conditions combine (all must hold). Leftover temporary files from
@@ -91,9 +93,56 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
                 Err(e) => Err(e.into()),
             }
         }
-        CacheAction::Stats { json } => {
+        CacheAction::Stats { mut out, json } => {
             let st = ledger.stats()?;
             if json {
+                out.format = super::TableOrJson::Json;
+            }
+            let table = || {
+                let mut t = Table::new();
+                t.set_header(vec![
+                    "backend",
+                    "model",
+                    "rubric",
+                    "entries",
+                    "batch",
+                    "prompt tok",
+                    "cached",
+                    "output tok",
+                    "cost USD",
+                    "mean latency ms",
+                    "size",
+                ]);
+                for ((b, m, r), g) in &st.groups {
+                    t.add_row(vec![
+                        b.clone(),
+                        m.clone(),
+                        r.clone(),
+                        g.entries.to_string(),
+                        g.from_batch.to_string(),
+                        g.input_tokens.to_string(),
+                        g.cached_input_tokens.to_string(),
+                        g.output_tokens.to_string(),
+                        format!("{:.4}", g.cost_usd),
+                        (g.latency_ms / g.entries.max(1)).to_string(),
+                        human_bytes(g.bytes),
+                    ]);
+                }
+                let mut s = format!("ledger {}\n", args.ledger.display());
+                if st.groups.is_empty() {
+                    s.push_str("(empty)\n");
+                } else {
+                    s.push_str(&format!("{t}\n"));
+                }
+                if st.temp_files > 0 || st.unreadable > 0 {
+                    s.push_str(&format!(
+                        "{} leftover temporary file(s), {} unreadable entr(ies): `sage cache prune --unreadable` removes them\n",
+                        st.temp_files, st.unreadable
+                    ));
+                }
+                s
+            };
+            let json = || {
                 let groups: Vec<_> = st
                     .groups
                     .iter()
@@ -106,58 +155,14 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
                         })
                     })
                     .collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "ledger": args.ledger.display().to_string(),
-                        "groups": groups,
-                        "temp_files": st.temp_files,
-                        "unreadable": st.unreadable,
-                    }))?
-                );
-                return Ok(super::ExitStatus::Ok);
-            }
-            let mut t = Table::new();
-            t.set_header(vec![
-                "backend",
-                "model",
-                "rubric",
-                "entries",
-                "batch",
-                "prompt tok",
-                "cached",
-                "output tok",
-                "cost USD",
-                "mean latency ms",
-                "size",
-            ]);
-            for ((b, m, r), g) in &st.groups {
-                t.add_row(vec![
-                    b.clone(),
-                    m.clone(),
-                    r.clone(),
-                    g.entries.to_string(),
-                    g.from_batch.to_string(),
-                    g.input_tokens.to_string(),
-                    g.cached_input_tokens.to_string(),
-                    g.output_tokens.to_string(),
-                    format!("{:.4}", g.cost_usd),
-                    (g.latency_ms / g.entries.max(1)).to_string(),
-                    human_bytes(g.bytes),
-                ]);
-            }
-            println!("ledger {}", args.ledger.display());
-            if st.groups.is_empty() {
-                println!("(empty)");
-            } else {
-                println!("{t}");
-            }
-            if st.temp_files > 0 || st.unreadable > 0 {
-                println!(
-                    "{} leftover temporary file(s), {} unreadable entr(ies): `sage cache prune --unreadable` removes them",
-                    st.temp_files, st.unreadable
-                );
-            }
+                serde_json::json!({
+                    "ledger": args.ledger.display().to_string(),
+                    "groups": groups,
+                    "temp_files": st.temp_files,
+                    "unreadable": st.unreadable,
+                })
+            };
+            out.emit(table, json)?;
             Ok(super::ExitStatus::Ok)
         }
         CacheAction::Prune {

@@ -103,6 +103,8 @@ pub struct CheckArgs {
     /// Case folders, or folders searched recursively for case.json.
     #[arg(required = true)]
     pub cases: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -126,14 +128,16 @@ pub struct ShowArgs {
     /// Print the diff the write (or the turn) made instead of the snapshot.
     #[arg(long)]
     pub diff: bool,
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
-    Ok(match a.command {
-        Sub::Init(i) => run_init(i),
+    match a.command {
+        Sub::Init(i) => Ok(run_init(i)),
         Sub::Check(c) => run_check(c),
         Sub::Show(s) => run_show(s),
-    })
+    }
 }
 
 fn run_init(a: InitArgs) -> super::ExitStatus {
@@ -230,7 +234,7 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
     }
 }
 
-fn run_check(a: CheckArgs) -> super::ExitStatus {
+fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
     let mut dirs = Vec::new();
     let mut failed = false;
     for p in &a.cases {
@@ -249,44 +253,54 @@ fn run_check(a: CheckArgs) -> super::ExitStatus {
             }
         }
     }
-    let mut n_bad = 0;
-    for d in &dirs {
-        let c = check::check_case(d);
-        if c.problems.is_empty() {
-            println!(
-                "{}: ok{}",
-                c.dir,
-                if c.verified.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", c.verified.join("; "))
+    let checks: Vec<check::CaseCheck> = dirs.iter().map(|d| check::check_case(d)).collect();
+    let n_bad = checks.iter().filter(|c| !c.problems.is_empty()).count();
+    let table = || {
+        let mut s = String::new();
+        for c in &checks {
+            if c.problems.is_empty() {
+                s.push_str(&format!(
+                    "{}: ok{}\n",
+                    c.dir,
+                    if c.verified.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", c.verified.join("; "))
+                    }
+                ));
+            } else {
+                s.push_str(&format!("{}: {} problem(s)\n", c.dir, c.problems.len()));
+                for p in &c.problems {
+                    s.push_str(&format!("  ✗ {}\n    fix: {}\n", p.what, p.fix));
                 }
-            );
-        } else {
-            n_bad += 1;
-            println!("{}: {} problem(s)", c.dir, c.problems.len());
-            for p in &c.problems {
-                println!("  ✗ {}", p.what);
-                println!("    fix: {}", p.fix);
+            }
+            for n in &c.notes {
+                s.push_str(&format!("  note: {n}\n"));
             }
         }
-        for n in &c.notes {
-            println!("  note: {n}");
-        }
-    }
+        s
+    };
+    let json = || {
+        serde_json::json!({
+            "cases": checks,
+            "checked": checks.len(),
+            "with_problems": n_bad,
+        })
+    };
+    a.out.emit(table, json)?;
     eprintln!(
         "sage: {} case(s) checked, {} with problems",
         dirs.len(),
         n_bad
     );
-    if failed || n_bad > 0 {
+    Ok(if failed || n_bad > 0 {
         EXIT_INPUT_FAILED
     } else {
         EXIT_OK
-    }
+    })
 }
 
-fn run_show(a: ShowArgs) -> super::ExitStatus {
+fn run_show(a: ShowArgs) -> anyhow::Result<super::ExitStatus> {
     let at = match (a.write, a.at) {
         (Some(n), _) => show::At::Write(n),
         (None, Some(t)) => show::At::Turn(t),
@@ -294,12 +308,25 @@ fn run_show(a: ShowArgs) -> super::ExitStatus {
     };
     match show::show(&a.case, &at, a.artefact.as_deref(), a.diff) {
         Ok(text) => {
-            print!("{text}");
-            EXIT_OK
+            let json = || {
+                let (key, n) = match at {
+                    show::At::Write(n) => ("write", n),
+                    show::At::Turn(n) => ("turn", n),
+                };
+                serde_json::json!({
+                    "case": a.case.display().to_string(),
+                    "after": {key: n},
+                    "artefact": a.artefact,
+                    "shows": if a.diff { "diff" } else { "snapshot" },
+                    "text": text,
+                })
+            };
+            a.out.emit(|| text.clone(), json)?;
+            Ok(EXIT_OK)
         }
         Err(e) => {
             eprintln!("sage: error: {e}");
-            EXIT_INPUT_FAILED
+            Ok(EXIT_INPUT_FAILED)
         }
     }
 }

@@ -494,8 +494,6 @@ impl OutputArgs {
         table: impl FnOnce() -> String,
         json: impl FnOnce() -> serde_json::Value,
     ) -> anyhow::Result<()> {
-        use anyhow::Context as _;
-        use std::io::Write as _;
         let mut text = match self.format {
             TableOrJson::Table => table(),
             TableOrJson::Json => serde_json::to_string_pretty(&json())?,
@@ -503,11 +501,6 @@ impl OutputArgs {
         if !text.ends_with('\n') {
             text.push('\n');
         }
-        match &self.output {
-            Some(p) => sage_pipeline::report::write_atomic(p, text.as_bytes())
-                .with_context(|| format!("writing {}", p.display()))?,
-            None => std::io::stdout().write_all(text.as_bytes())?,
-        }
-        Ok(())
+        print_or_write(self.output.as_deref(), &text)
     }
 }

@@ -22,6 +22,9 @@ pub struct Args {
     pub adapter: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    /// Write the trace (or the summary) to FILE instead of stdout (replaced whole).
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Read run N (from 1) of a file that holds several: the Nth record of an OpenHands
     /// `output.jsonl`, the Nth sample of an Inspect log (default: the first, the others
     /// reported as dropped records).
@@ -70,16 +73,17 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
             return Ok(super::ExitStatus::InputFailed);
         }
     };
-    match args.format {
+    let text = match args.format {
         Format::Json => match serde_json::to_string_pretty(&trace) {
-            Ok(s) => println!("{}", sage_llm::secrets::scrub(&s)),
+            Ok(s) => sage_llm::secrets::scrubbed(&s) + "\n",
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(super::ExitStatus::Fatal);
             }
         },
-        Format::Summary => print!("{}", sage_llm::secrets::scrub(&turn_lines(&trace))),
-    }
+        Format::Summary => sage_llm::secrets::scrubbed(turn_lines(&trace)),
+    };
+    super::print_or_write(args.output.as_deref(), &text)?;
     eprint!("{}", counts_summary(&trace));
     // Every item must point at raw text that holds it (quotes are verified that way).
     match RawStore::load(&trace, std::path::Path::new("")) {

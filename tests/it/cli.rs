@@ -3,6 +3,7 @@
 //! from the real command definition.
 
 use assert_cmd::Command;
+use std::path::Path;
 
 fn sage() -> Command {
     let mut c = Command::cargo_bin("sage").unwrap();
@@ -296,4 +297,70 @@ fn agree_szz_and_explain_write_their_result_with_o() {
         .stdout("");
     let t = std::fs::read_to_string(&f).unwrap();
     assert!(t.contains(&a[..12]) && t.contains("B-SZZ"), "{t}");
+}
+
+/// The commands that print a result and lacked one of the two flags take `--format
+/// table|json` and `-o FILE` like every other: `cache stats` (`--json` kept, hidden),
+/// `normalize` and `adapters` (`-o`), `case check` and `case show` (`--format`).
+#[test]
+fn result_commands_take_format_and_output() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
+    let case = corpus.join("ag2-fig1a-aes-ecb");
+    let dir = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = sage().args(args).output().unwrap();
+        assert!(
+            out.status.success() || out.status.code() == Some(1),
+            "{args:?}"
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let ledger = dir.path().join("ledger");
+    let l = ledger.to_str().unwrap();
+    for flag in [&["--format", "json"][..], &["--json"][..]] {
+        let mut a = vec!["cache", "--ledger", l, "stats"];
+        a.extend_from_slice(flag);
+        let v = json(&a);
+        assert_eq!(v["groups"], serde_json::json!([]), "{v}");
+    }
+    let c = case.to_str().unwrap();
+    let v = json(&["case", "check", c, "--format", "json"]);
+    assert_eq!(v["checked"], 1);
+    assert_eq!(v["cases"][0]["problems"], serde_json::json!([]));
+    let v = json(&[
+        "case", "show", c, "--write", "1", "--diff", "--format", "json",
+    ]);
+    assert_eq!(v["shows"], "diff");
+    assert!(v["text"].as_str().unwrap().contains("AES.MODE_ECB"));
+    // -o writes what would be printed, and prints nothing.
+    for (args, file, must) in [
+        (
+            vec!["normalize", "--format", "summary"],
+            "normalize.txt",
+            "engineer",
+        ),
+        (
+            vec!["adapters", "--format", "json"],
+            "adapters.json",
+            "\"framework\"",
+        ),
+        (vec!["adapters", "detect"], "detect.txt", "verdict: ag2"),
+    ] {
+        let o = dir.path().join(file);
+        let mut cmd = sage();
+        cmd.args(&args);
+        if args[0] != "adapters" || args.len() > 1 && args[1] == "detect" {
+            cmd.arg(case.join("chat.json"));
+        }
+        let out = cmd.arg("-o").arg(&o).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+        let text = std::fs::read_to_string(&o).unwrap();
+        assert!(text.contains(must), "{args:?}: {text}");
+    }
 }

@@ -17,14 +17,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// One problem and how to fix it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Problem {
     pub what: String,
     pub fix: String,
 }
 
 /// The check of one case.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CaseCheck {
     pub dir: String,
     pub problems: Vec<Problem>,

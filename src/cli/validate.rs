@@ -44,6 +44,16 @@ pub struct Args {
     /// Config file with named judges (default: ./sage.toml when present).
     #[arg(long, value_name = "FILE", env = "SAGE_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Judgment ledger directory: every answer is kept and reused on re-runs (the same
+    /// ledger `sage localize` uses; entries are keyed by the step rubric's version).
+    #[arg(long, value_name = "DIR", env = "SAGE_LEDGER", default_value = sage_judge::llm::ledger::DEFAULT_LEDGER_DIR)]
+    pub ledger: PathBuf,
+    /// Keep no ledger (nothing written, nothing reused).
+    #[arg(long, conflicts_with = "offline")]
+    pub no_ledger: bool,
+    /// Answer only from the ledger: a step not in it stops the validation (exit 2).
+    #[arg(long)]
+    pub offline: bool,
     #[command(flatten)]
     pub out: super::OutputArgs,
 }
@@ -167,16 +177,21 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             let rubric = Arc::new(rubric.clone());
             let sem = Arc::new(tokio::sync::Semaphore::new(a.concurrency));
             let (gt, attempts) = (a.with_ground_truth, a.max_attempts);
+            let calls = Arc::new(validate::Calls {
+                ledger: (!a.no_ledger).then(|| sage_judge::llm::ledger::Ledger::new(&a.ledger)),
+                offline: a.offline,
+            });
             let rt = super::runtime()?;
             let res: Vec<Result<Prediction, sage_judge::JudgeError>> = rt.block_on(async {
                 let mut set = tokio::task::JoinSet::new();
                 for (i, l) in logs.iter().cloned().enumerate() {
-                    let (s, rubric, sem) = (s.clone(), rubric.clone(), sem.clone());
+                    let (s, rubric, sem, calls) =
+                        (s.clone(), rubric.clone(), sem.clone(), calls.clone());
                     set.spawn(async move {
                         let _permit = sem.acquire_owned().await;
                         (
                             i,
-                            validate::step_by_step(&s, &rubric, &l, gt, attempts).await,
+                            validate::step_by_step(&s, &rubric, &l, gt, attempts, &calls).await,
                         )
                     });
                 }

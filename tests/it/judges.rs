@@ -1416,6 +1416,8 @@ fn validate_step_by_step_with_a_scripted_judge() {
     });
     let server = FakeServer::with_faults(Duration::ZERO, plan);
     let logs = super::need::shared_path("traces/who-and-when");
+    let work = tempfile::tempdir().unwrap();
+    let ledger = work.path().join("ledger");
     let out = assert_cmd::Command::cargo_bin("sage")
         .unwrap()
         .env("OPENAI_BASE_URL", server.openai_base())
@@ -1426,7 +1428,9 @@ fn validate_step_by_step_with_a_scripted_judge() {
             "openai:fake-model",
             "--format",
             "json",
+            "--ledger",
         ])
+        .arg(&ledger)
         .arg(&logs)
         .output()
         .unwrap();
@@ -1476,4 +1480,37 @@ fn validate_step_by_step_with_a_scripted_judge() {
             assert!(!r.body.contains(label), "a label reached the judge");
         }
     }
+    // Every answer is in the ledger: the validation replays offline, with no server and no
+    // key, to the same figures; without the ledger, offline stops (exit 2).
+    let sent = reqs.len();
+    let replay = |ledger: &std::path::Path| {
+        assert_cmd::Command::cargo_bin("sage")
+            .unwrap()
+            .env_remove("OPENAI_API_KEY")
+            .env("OPENAI_BASE_URL", "http://127.0.0.1:9")
+            .args([
+                "validate",
+                "--judge",
+                "openai:fake-model",
+                "--format",
+                "json",
+                "--offline",
+                "--ledger",
+            ])
+            .arg(ledger)
+            .arg(&logs)
+            .output()
+            .unwrap()
+    };
+    let again = replay(&ledger);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(again.stdout, out.stdout);
+    assert_eq!(server.requests().len(), sent, "the replay sent a request");
+    let none = replay(&work.path().join("empty"));
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("not in the ledger"));
 }

@@ -379,6 +379,69 @@ pub(crate) fn check_verdict(v: &Value, turn: &Turn) -> Result<bool, String> {
     }
 }
 
+/// Where a validation's judge calls are kept: the judges' ledger (`--ledger`), so a re-run
+/// pays for no call twice and a validation replays offline exactly as it ran.
+#[derive(Debug, Clone, Default)]
+pub struct Calls {
+    /// The ledger (`None`: `--no-ledger`, nothing kept or reused).
+    pub ledger: Option<crate::llm::ledger::Ledger>,
+    /// Only answers already in the ledger; a call not in it is a fatal error.
+    pub offline: bool,
+}
+
+/// Ask about one step: the answer stored under the same request in the ledger, else sent (and
+/// stored). The key is the one every judge call uses: backend, model, rubric version, the
+/// request body's hash, run 0 and the attempt.
+async fn ask(
+    s: &LlmSettings,
+    rubric: &StepRubric,
+    user: &str,
+    schema: &Value,
+    attempt: u32,
+    calls: &Calls,
+) -> Result<Value, JudgeError> {
+    use crate::llm::ledger::{now_secs, LedgerEntry, LedgerKey, LEDGER_SCHEMA};
+    let body = sage_llm::client::json_request(s, &rubric.system, user, Some(schema));
+    let key = LedgerKey {
+        backend: s.provider.name().to_string(),
+        model: s.model.clone(),
+        rubric_version: rubric.version.clone(),
+        prompt_hash: hex::encode(Sha256::digest(body.as_bytes())),
+        run: 0,
+        attempt,
+    };
+    if let Some(e) = calls.ledger.as_ref().and_then(|l| l.get(&key)) {
+        if let Ok(a) = sage_llm::client::json_answer(s, e.response) {
+            return Ok(a.value);
+        }
+    }
+    if calls.offline {
+        return Err(JudgeError::Fatal(format!(
+            "{}: offline, and a step of this validation is not in the ledger",
+            s.who()
+        )));
+    }
+    let started = std::time::Instant::now();
+    let a = sage_llm::client::send_json_request(s, &body).await?;
+    if let Some(l) = &calls.ledger {
+        let entry = LedgerEntry {
+            schema: LEDGER_SCHEMA.into(),
+            id: key.id(),
+            key,
+            source: "api".into(),
+            response: a.raw.clone(),
+            usage: a.usage,
+            cost_usd: s.price.map(|p| p.cost(&a.usage)),
+            latency_ms: started.elapsed().as_millis() as u64,
+            http_retries: 0,
+            recorded_at: now_secs(),
+        };
+        l.put(&entry)
+            .map_err(|e| JudgeError::Fatal(format!("cannot record the answer: {e}")))?;
+    }
+    Ok(a.value)
+}
+
 /// Run the step-by-step method with an LLM judge on one log.
 pub async fn step_by_step(
     s: &LlmSettings,
@@ -386,6 +449,7 @@ pub async fn step_by_step(
     l: &Labeled,
     with_ground_truth: bool,
     max_attempts: u32,
+    calls: &Calls,
 ) -> Result<Prediction, JudgeError> {
     let mut p = Prediction {
         id: l.id.clone(),
@@ -402,13 +466,11 @@ pub async fn step_by_step(
         let (user, k) = rubric.render(l, i, with_ground_truth);
         let mut feedback = String::new();
         let mut verdict = None;
-        for _ in 0..max_attempts.max(1) {
+        for attempt in 0..max_attempts.max(1) {
             let text = format!("{user}{feedback}");
-            let a = sage_llm::client::complete_json(s, &rubric.system, &text, Some(&schema))
-                .await
-                .map_err(JudgeError::from);
+            let a = ask(s, rubric, &text, &schema, attempt, calls).await;
             let v = match a {
-                Ok(a) => check_verdict(&a.value, turn),
+                Ok(a) => check_verdict(&a, turn),
                 Err(JudgeError::Invalid(m)) => Err(m),
                 Err(e) => return Err(e),
             };

@@ -26,14 +26,12 @@ pub async fn complete_json(
     user: &str,
     schema: Option<&Value>,
 ) -> Result<JsonAnswer, LlmError> {
-    let key = s
-        .api_key
-        .as_ref()
-        .ok_or_else(|| LlmError::Fatal(format!("{}: {} is not set", s.who(), s.key_var)))?;
-    let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
-    let url = s
-        .endpoint_url()
-        .map_err(|m| LlmError::Fatal(format!("{}: {m}", s.who())))?;
+    send_json_request(s, &json_request(s, system, user, schema)).await
+}
+
+/// The request body [`complete_json`] sends (secrets scrubbed): what a ledger keys a call
+/// by, so a caller can look the answer up before sending it.
+pub fn json_request(s: &LlmSettings, system: &str, user: &str, schema: Option<&Value>) -> String {
     let prompt = Prompt {
         system: system.to_string(),
         cache_system: false,
@@ -50,18 +48,36 @@ pub async fn complete_json(
     };
     let body = crate::request_body(s, &prompt, &out);
     // secrets are neither sent nor kept: scrubbed from the request and from the answer
-    let bytes =
-        crate::secrets::scrubbed(serde_json::to_string(&body).expect("a JSON value serializes"));
+    crate::secrets::scrubbed(serde_json::to_string(&body).expect("a JSON value serializes"))
+}
+
+/// Send a body made by [`json_request`] and parse the answer.
+pub async fn send_json_request(s: &LlmSettings, body: &str) -> Result<JsonAnswer, LlmError> {
+    let key = s
+        .api_key
+        .as_ref()
+        .ok_or_else(|| LlmError::Fatal(format!("{}: {} is not set", s.who(), s.key_var)))?;
+    let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
+    let url = s
+        .endpoint_url()
+        .map_err(|m| LlmError::Fatal(format!("{}: {m}", s.who())))?;
     let ok = transport
         .post(
             &url,
             &crate::auth_headers(s, key),
-            bytes.as_bytes(),
+            body.as_bytes(),
             &s.who(),
             &s.key_var,
         )
         .await?;
-    let raw = crate::secrets::scrubbed(String::from_utf8_lossy(&ok.body));
+    json_answer(
+        s,
+        crate::secrets::scrubbed(String::from_utf8_lossy(&ok.body)),
+    )
+}
+
+/// Parse a provider's raw response body (live, or kept in a ledger) as one JSON answer.
+pub fn json_answer(s: &LlmSettings, raw: String) -> Result<JsonAnswer, LlmError> {
     let c = crate::parse_response(s.provider, raw.as_bytes())
         .map_err(|e| LlmError::Transient(format!("{}: {e}", s.who())))?;
     let value = match c.answer.map_err(LlmError::Invalid)? {

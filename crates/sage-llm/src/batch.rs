@@ -190,21 +190,14 @@ pub async fn submit(
                 "endpoint": "/v1/chat/completions",
                 "completion_window": "24h",
             });
-            let ok = t
-                .post(
-                    &api_url(s, &["batches"])?,
-                    &headers,
-                    create.to_string().as_bytes(),
-                    &w,
-                    &s.key_var,
-                )
-                .await?;
-            let id = str_field(
-                &json_of(&ok.body, "batch creation", s)?,
-                "id",
-                "batch creation",
+            let id = create_batch(
                 s,
-            )?;
+                t,
+                &headers,
+                &["batches"],
+                create.to_string().as_bytes(),
+            )
+            .await?;
             Ok(Submitted {
                 id,
                 input_file_id: Some(file),
@@ -219,27 +212,33 @@ pub async fn submit(
                 body.extend_from_slice(request_line(s.provider, id, b).as_bytes());
             }
             body.extend_from_slice(b"]}");
-            let ok = t
-                .post(
-                    &api_url(s, &["messages", "batches"])?,
-                    &headers,
-                    &body,
-                    &w,
-                    &s.key_var,
-                )
-                .await?;
-            let id = str_field(
-                &json_of(&ok.body, "batch creation", s)?,
-                "id",
-                "batch creation",
-                s,
-            )?;
+            let id = create_batch(s, t, &headers, &["messages", "batches"], &body).await?;
             Ok(Submitted {
                 id,
                 input_file_id: None,
             })
         }
     }
+}
+
+/// POST a batch creation to the API path `path` and return the batch id the provider gave it
+/// (both APIs answer with an object whose `id` names the batch).
+async fn create_batch(
+    s: &LlmSettings,
+    t: &Transport,
+    headers: &[(&str, String)],
+    path: &[&str],
+    body: &[u8],
+) -> Result<String, LlmError> {
+    let ok = t
+        .post(&api_url(s, path)?, headers, body, &who(s), &s.key_var)
+        .await?;
+    str_field(
+        &json_of(&ok.body, "batch creation", s)?,
+        "id",
+        "batch creation",
+        s,
+    )
 }
 
 fn counts(v: &Value) -> String {

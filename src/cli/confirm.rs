@@ -64,8 +64,11 @@ pub struct ReportArgs {
     /// An R1×R2 count matrix (CSV, rows and columns TP, Partial, FP) instead of sheets.
     #[arg(long, conflicts_with_all = ["sheets", "export"])]
     pub counts: Option<PathBuf>,
-    /// Print JSON instead of Markdown.
-    #[arg(long)]
+    /// Table 3 as Markdown (table), or the agreement as JSON; `-o FILE` writes it instead.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
+    /// The same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true)]
     pub json: bool,
 }
 
@@ -154,11 +157,14 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             };
             match confirm::agreement(matrix) {
                 Ok(a) => {
+                    let mut out = x.out.clone();
                     if x.json {
-                        println!("{}", serde_json::to_string_pretty(&a)?);
-                    } else {
-                        print!("{}", confirm::render_markdown(&a, &r1, &r2));
+                        out.format = super::TableOrJson::Json;
                     }
+                    out.emit(
+                        || confirm::render_markdown(&a, &r1, &r2),
+                        || serde_json::to_value(&a).unwrap_or_default(),
+                    )?;
                     Ok(super::EXIT_OK)
                 }
                 Err(e) => input(e),

@@ -407,7 +407,7 @@ fn confirm_round_trip_on_susvibes_restores_the_confirmed_anchors() {
     }
     // R2 flipped the first packet of their sample: one disagreement of six.
     let out = sage()
-        .args(["confirm", "report", "--json", "--export"])
+        .args(["confirm", "report", "--format", "json", "--export"])
         .arg(&packets)
         .arg("--sheets")
         .arg(packets.join("sheet-R1.csv"))
@@ -498,6 +498,30 @@ fn confirm_report_reproduces_table_3_of_the_paper() {
         .stdout(predicates::str::contains("| Cohen's κ | 0.73 |"))
         .stdout(predicates::str::contains("| Gwet's AC1 | 0.85 |"))
         .stdout(predicates::str::contains("54 of 60 (90.00%; κ = 0.74)"));
+    // -o writes what would be printed; --json stays a hidden alias of --format json.
+    let md = d.path().join("table3b.md");
+    sage()
+        .args(["confirm", "report", "--counts"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&md)
+        .assert()
+        .success()
+        .stdout(predicates::str::is_empty());
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| Cohen's κ | 0.73 |"));
+    for args in [["--format", "json"].as_slice(), ["--json"].as_slice()] {
+        let out = sage()
+            .args(["confirm", "report", "--counts"])
+            .arg(&c)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(a["n"], 60, "{args:?}");
+    }
 }
 
 #[test]

@@ -830,16 +830,29 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
             store: &traces[0].1,
         }];
         let forecast = st.session.forecast(std::slice::from_ref(&st.judge), &items);
+        // The batch file written before the run holds the same requests the run sends.
+        let mut exported = Vec::new();
+        let export = sage_judge::llm::batch::export_requests(
+            st.judge.llm.as_ref().unwrap(),
+            &items,
+            1,
+            3,
+            &mut exported,
+        )
+        .unwrap();
         let out = score(&st, &traces, 1);
         assert!(out.stopped.is_none(), "{spec}: {:?}", out.stopped);
         let ts = out.get(0, 0, 0, 1).unwrap();
         let reqs = server.requests();
+        assert_eq!(export.requests, reqs.len(), "{spec}");
+        assert_eq!(export.overflow, 1, "{spec}");
         // The forecast fits requests exactly as the run does: same calls, same tokens.
         let f = &forecast.judges[0];
         assert_eq!(f.new_calls as usize, reqs.len(), "{spec}");
         assert_eq!(f.overflow, 1, "{spec}");
         let sent: u64 = reqs.iter().map(|r| (r.body.len() as u64).div_ceil(4)).sum();
         assert_eq!(f.prompt_tokens, sent, "{spec}");
+        assert_eq!(export.prompt_tokens, sent, "{spec}");
         // The fake server's simulated prefix cache is reported through the usage fields.
         let stats = st.session.stats();
         let cached = stats

@@ -5,8 +5,9 @@ use super::concurrent::{ScoreItem, ScoreOptions};
 use super::llm::ledger::{Ledger, DEFAULT_LEDGER_DIR};
 use super::llm::prompt::Rubric;
 use super::llm::{batch, LlmJudge, SessionParts, EXPECTED_OUTPUT_TOKENS};
-use super::{CallInfo, Judge, TurnRequest};
+use super::{Judge, TurnRequest};
 use crate::config::Config;
+use crate::prefix::PrefixChain;
 use sage_llm::cost::{price_for, CostMeter, RunStats};
 use sage_llm::http::RetryPolicy;
 use sage_llm::{model_family, ApiKey, LlmSettings, Provider};
@@ -356,32 +357,41 @@ impl JudgeSession {
                 judge: llm.settings().who(),
                 ..Default::default()
             };
-            for item in items {
-                for k in 1..=item.trace.turns.len() {
-                    let Some(req) = TurnRequest::prefix(item.task, item.trace, k) else {
-                        continue;
-                    };
-                    if !req.target().is_applicable() {
-                        continue;
-                    }
-                    for run in 0..runs {
-                        f.turns += 1;
-                        let Ok((stored, body_len)) = llm.probe(&req, CallInfo { run, attempt: 1 })
-                        else {
-                            f.overflow += 1;
-                            continue;
-                        };
-                        if stored {
-                            f.in_ledger += 1;
-                        } else {
-                            f.new_calls += 1;
-                            f.prompt_tokens += (body_len as u64).div_ceil(4);
-                            match llm.estimate_cost(body_len) {
-                                Some(c) => f.cost_usd += c,
-                                None => f.unpriced = true,
-                            }
-                        }
-                    }
+            // One chain per trace: the prompt hash and the digest lines are computed once per
+            // trace, as the live run does, so forecasting stays linear in the trace.
+            let chains: Vec<PrefixChain> = items
+                .iter()
+                .map(|i| PrefixChain::new(i.task, &i.trace.turns))
+                .collect();
+            let turns: Vec<(usize, usize)> = items
+                .iter()
+                .enumerate()
+                .flat_map(|(ii, i)| {
+                    (1..=i.trace.turns.len())
+                        .filter(|&k| i.trace.turns[k - 1].is_applicable())
+                        .map(move |k| (ii, k))
+                })
+                .collect();
+            let probes = on_every_core(&turns, |&(ii, k)| {
+                let item = &items[ii];
+                let req = TurnRequest::prefix(item.task, item.trace, k)?.with_chain(&chains[ii]);
+                llm.probe(&req, runs).ok()
+            });
+            // Summed in turn order, so the forecast is the same however the work was shared.
+            for p in probes {
+                f.turns += u64::from(runs);
+                let Some(p) = p else {
+                    f.overflow += u64::from(runs);
+                    continue;
+                };
+                f.in_ledger += u64::from(p.stored);
+                let new = u64::from(runs - p.stored);
+                f.new_calls += new;
+                f.prompt_tokens += new * (p.body_len as u64).div_ceil(4);
+                match llm.estimate_cost(p.body_len) {
+                    Some(c) => f.cost_usd += c * new as f64,
+                    None if new > 0 => f.unpriced = true,
+                    None => {}
                 }
             }
             f.output_tokens = f.new_calls * EXPECTED_OUTPUT_TOKENS;
@@ -390,6 +400,38 @@ impl JudgeSession {
         out.budget_usd = self.options.budget_usd;
         out
     }
+}
+
+/// `f` of every element of `xs`, in order, computed on every core (building a request is CPU
+/// work: the forecast builds every request of the run once).
+fn on_every_core<X: Sync, Y: Send>(xs: &[X], f: impl Fn(&X) -> Y + Sync) -> Vec<Y> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 || xs.len() < 2 {
+        return xs.iter().map(f).collect();
+    }
+    // Interleaved shares: a trace's later (longer) requests are spread over every thread.
+    let f = &f;
+    let mut shares: Vec<Vec<(usize, Y)>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..cores)
+            .map(|c| {
+                scope.spawn(move || {
+                    xs.iter()
+                        .enumerate()
+                        .skip(c)
+                        .step_by(cores)
+                        .map(|(i, x)| (i, f(x)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut all: Vec<(usize, Y)> = shares.drain(..).flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, y)| y).collect()
 }
 
 fn spec_name(spec: &JudgeSpec) -> String {

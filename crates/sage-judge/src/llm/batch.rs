@@ -10,6 +10,7 @@
 use super::ledger::{self, BatchRecord, Ledger, LedgerKey, BATCH_SCHEMA};
 use super::{BatchResults, LlmJudge, Lookup, Provider};
 use crate::concurrent::ScoreItem;
+use crate::prefix::PrefixChain;
 use crate::{retry_feedback, verify_judgment, CallInfo, JudgeError, TurnRequest};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -144,11 +145,14 @@ pub(crate) fn pending_calls(
     let mut rep = ExportReport::default();
     for item in items {
         let mut store = item.store.clone();
+        // As a live run: one chain per trace, so each digest line is computed once.
+        let chain = PrefixChain::new(item.task, &item.trace.turns);
         for run in 0..runs {
             for k in 1..=item.trace.turns.len() {
-                let Some(mut req) = TurnRequest::prefix(item.task, item.trace, k) else {
+                let Some(req) = TurnRequest::prefix(item.task, item.trace, k) else {
                     continue;
                 };
+                let mut req = req.with_chain(&chain);
                 let turn = req.target();
                 if !turn.is_applicable() {
                     continue;

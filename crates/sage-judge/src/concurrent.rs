@@ -13,7 +13,8 @@ use futures::StreamExt;
 use sage_llm::cost::RunStats;
 use sage_trace::case::TaskContext;
 use sage_trace::{CanonicalTrace, RawStore};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Where scoring progress is reported. The scorer never draws anything itself: the CLI
@@ -95,11 +96,51 @@ impl ScoredBatch {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
 struct Job {
     item: usize,
     judge: usize,
     run: u32,
     k: usize,
+}
+
+/// Run the scoring pool: `concurrency` request slots in all, shared out among one driver per
+/// core, each a thread of its own that polls its slots' futures on the caller's tokio runtime.
+/// A request's CPU work (building and measuring the prompt, hashing, parsing, verifying
+/// quotes) runs on the thread that polls it, so a single driver caps a long trace's
+/// throughput at one core's worth of prompt building however many requests are in flight.
+/// Without a multi-thread tokio runtime (a plain executor, as in unit tests) there is one
+/// driver on the calling thread.
+async fn run_drivers<F, Fut, T>(concurrency: usize, drive: &F) -> Vec<T>
+where
+    F: Fn(usize) -> Fut + Sync,
+    Fut: Future<Output = Vec<T>>,
+    T: Send,
+{
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let drivers = cores.min(concurrency);
+    let handle = match tokio::runtime::Handle::try_current() {
+        Ok(h) if drivers > 1 && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => h,
+        _ => return drive(concurrency).await,
+    };
+    // Blocking here is what block_in_place is for: the runtime moves its other work off
+    // this thread while the drivers run.
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..drivers)
+                .map(|i| {
+                    // slots shared out as evenly as possible, summing to `concurrency`
+                    let slots = concurrency / drivers + usize::from(i < concurrency % drivers);
+                    let h = handle.clone();
+                    scope.spawn(move || h.block_on(drive(slots)))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    })
 }
 
 /// Score every turn of every item with every judge, `opts.runs` times.
@@ -140,7 +181,14 @@ pub async fn score_traces_concurrently(
     }
     let stop = AtomicBool::new(false);
     let stopped: Mutex<Option<JudgeError>> = Mutex::new(None);
-    let results: Vec<(Job, Option<TurnOutcome>)> = futures::stream::iter(jobs)
+    // Jobs are taken in order from one shared queue by every driver below.
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        jobs.get(i).copied()
+    };
+    let drive = |slots: usize| {
+        futures::stream::iter(std::iter::from_fn(take))
         .map(|job| {
             let judge = judges[job.judge].as_ref();
             let item = items[job.item];
@@ -206,9 +254,10 @@ pub async fn score_traces_concurrently(
                 }
             }
         })
-        .buffer_unordered(opts.concurrency.max(1))
-        .collect()
-        .await;
+        .buffer_unordered(slots.max(1))
+        .collect::<Vec<(Job, Option<TurnOutcome>)>>()
+    };
+    let results = run_drivers(opts.concurrency.max(1), &drive).await;
     if let Some(b) = bar {
         b.finish();
     }

@@ -4,6 +4,7 @@
 //! shares them.
 
 use sage_trace::{Turn, TurnKind};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Characters of a turn's message kept in its digest line.
@@ -52,6 +53,48 @@ impl DigestCache {
             cached.push(Arc::new(Facts::of(t)));
         }
         cached[..earlier.len()].to_vec()
+    }
+}
+
+/// Each turn's rendered block and its token estimate under one rubric (keyed by its version,
+/// which covers the templates), computed once per trace and shared by every request that
+/// holds the turn whole: a request for turn k would otherwise render and fence every whole
+/// turn before it again. Like [`DigestCache`], it holds only turns some request handed it.
+#[derive(Debug, Default)]
+pub struct BlockCache {
+    blocks: Mutex<HashMap<String, Vec<Option<Arc<(usize, String, u64)>>>>>,
+}
+
+impl BlockCache {
+    /// The block of turn `t` at position `pos` (0-based) of the trace under rubric `version`,
+    /// rendered by `render` when not cached yet.
+    pub(crate) fn get(
+        &self,
+        version: &str,
+        pos: usize,
+        t: &Turn,
+        render: impl FnOnce() -> String,
+    ) -> Arc<(usize, String, u64)> {
+        {
+            let cache = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(Some(b)) = cache.get(version).and_then(|v| v.get(pos)) {
+                // never another turn's block: a mismatch is rendered afresh
+                if b.0 == t.index {
+                    return b.clone();
+                }
+            }
+        }
+        // rendered outside the lock, so the drivers do not wait on each other's rendering
+        let text = render();
+        let tokens = est(&text);
+        let b = Arc::new((t.index, text, tokens));
+        let mut cache = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        let v = cache.entry(version.to_string()).or_default();
+        if v.len() <= pos {
+            v.resize(pos + 1, None);
+        }
+        v[pos] = Some(b.clone());
+        b
     }
 }
 

@@ -49,6 +49,8 @@ pub struct PrefixChain {
     /// `hashes[k-1]` is the hash of the prefix ending at turn k.
     hashes: Vec<Digest32>,
     pub(crate) digest: std::sync::Arc<crate::digest_lines::DigestCache>,
+    /// The trace's rendered turn blocks (see [`crate::digest_lines::BlockCache`]).
+    pub(crate) blocks: std::sync::Arc<crate::digest_lines::BlockCache>,
 }
 
 impl PrefixChain {
@@ -63,6 +65,7 @@ impl PrefixChain {
         PrefixChain {
             hashes,
             digest: Default::default(),
+            blocks: Default::default(),
         }
     }
 

@@ -66,13 +66,24 @@ pub fn fit(
     let mut used = base_tokens;
     let mut blocks: Vec<(String, u64)> = Vec::new();
     let mut first_whole = k; // lowest turn that fits whole after turn k
-    for j in (1..k).rev() {
-        let block = rubric
-            .render(&req.part(j - 1, j))
-            .turns
-            .pop()
-            .unwrap_or_default();
-        let cost = est(&block);
+    let lo = req.offset; // 0 for a request of the trace; a part starts later
+    for j in (lo + 1..k).rev() {
+        // Turn j's block is the same in every request that holds it whole: taken from the
+        // trace's cache when the caller holds the trace's chain.
+        let turn = &req.turns[j - 1 - lo];
+        let (block, cost) = match req.chain {
+            Some(c) => {
+                let b = c
+                    .blocks
+                    .get(&rubric.version, j - 1, turn, || rubric.render_turn(turn));
+                (b.1.clone(), b.2)
+            }
+            None => {
+                let block = rubric.render_turn(turn);
+                let cost = est(&block);
+                (block, cost)
+            }
+        };
         if used + cost > budget {
             break;
         }
@@ -81,7 +92,14 @@ pub fn fit(
         first_whole = j;
     }
     if first_whole == 1 {
-        let full = rubric.render(req);
+        // Every earlier turn fits whole: the plain prefix, i.e. what `rubric.render(req)`
+        // gives, assembled from the blocks already rendered.
+        let mut turns: Vec<String> = blocks.iter().rev().map(|(b, _)| b.clone()).collect();
+        turns.extend(base.turns.iter().cloned());
+        let full = RenderedPrompt {
+            turns,
+            ..base.clone()
+        };
         let tokens = measure(&full);
         if tokens <= budget {
             return Ok(Fitted {

@@ -202,6 +202,15 @@ pub const EXPECTED_OUTPUT_TOKENS: u64 = 400;
 /// Output tokens kept free in the context budget when the judge sets no `max_tokens`.
 pub const DEFAULT_OUTPUT_ALLOWANCE: u32 = 2048;
 
+/// What the forecast learns of one turn's first attempt, sending nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe {
+    /// Runs whose first attempt the ledger (or an imported batch) already answers.
+    pub stored: u32,
+    /// The exact request body's length in bytes.
+    pub body_len: usize,
+}
+
 /// A request ready to send.
 #[derive(Debug, Clone)]
 pub struct BuiltRequest {
@@ -414,20 +423,24 @@ impl LlmJudge {
 
     /// Whether the call is already answered (ledger or imported batch), and the size of its
     /// request body; no side effects. `Err` for a turn that overflows the context budget.
-    pub(crate) fn probe(
-        &self,
-        req: &TurnRequest<'_>,
-        call: CallInfo,
-    ) -> Result<(bool, usize), JudgeError> {
+    pub(crate) fn probe(&self, req: &TurnRequest<'_>, runs: u32) -> Result<Probe, JudgeError> {
+        // The body is the same for every run (the run is only in the ledger key): built once.
         let (body, hash) = self.request_body(req)?;
-        let key = self.ledger_key(&hash, call);
-        let stored = self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))
-            || self
-                .parts
-                .imports
-                .as_ref()
-                .is_some_and(|m| m.contains_key(&key.id()));
-        Ok((stored, body.len()))
+        let stored = (0..runs.max(1))
+            .filter(|&run| {
+                let key = self.ledger_key(&hash, CallInfo { run, attempt: 1 });
+                self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))
+                    || self
+                        .parts
+                        .imports
+                        .as_ref()
+                        .is_some_and(|m| m.contains_key(&key.id()))
+            })
+            .count() as u32;
+        Ok(Probe {
+            stored,
+            body_len: body.len(),
+        })
     }
 
     /// Look the call up in the ledger and in imported batch results, sending nothing.
@@ -504,13 +517,16 @@ impl LlmJudge {
     async fn call(&self, req: &TurnRequest<'_>, call: CallInfo) -> Result<JudgeAnswer, JudgeError> {
         // At most two rounds: the second only after the server refused json_schema.
         for _ in 0..2 {
-            let (id, body, context) = match self.lookup(req, call) {
+            let (id, key, body, context) = match self.lookup(req, call) {
                 Lookup::Stored(a) => return a,
                 Lookup::Miss {
-                    id, body, context, ..
-                } => (id, body, context),
+                    id,
+                    key,
+                    body,
+                    context,
+                } => (id, key, body, context),
             };
-            match self.send(req, call, id, body, context).await {
+            match self.send(req, call, id, key, body, context).await {
                 Err(JudgeError::Invalid(m))
                     if self.s.provider == Provider::OpenAi
                         && self.schema_ok.load(Ordering::Relaxed)
@@ -537,6 +553,7 @@ impl LlmJudge {
         req: &TurnRequest<'_>,
         call: CallInfo,
         id: String,
+        ledger_key: LedgerKey,
         body: Vec<u8>,
         context: Option<crate::ContextUse>,
     ) -> Result<JudgeAnswer, JudgeError> {
@@ -632,12 +649,13 @@ impl LlmJudge {
         self.parts.meter.settle(estimate, Some(cost.unwrap_or(0.0)));
         self.parts.stats.api_calls.fetch_add(1, Ordering::Relaxed);
         self.parts.stats.add_usage(&parsed.usage, cost);
-        let hash = hex::encode(Sha256::digest(&body));
+        // the key carries the body's hash, computed when the body was built
+        let hash = ledger_key.prompt_hash.clone();
         if let Some(l) = &self.parts.ledger {
             let entry = LedgerEntry {
                 schema: LEDGER_SCHEMA.into(),
                 id,
-                key: self.ledger_key(&hash, call),
+                key: ledger_key,
                 source: "api".into(),
                 response: scrubbed(String::from_utf8_lossy(&ok.body)),
                 usage: parsed.usage,

@@ -297,7 +297,8 @@ impl Rubric {
         }
     }
 
-    fn render_turn(&self, t: &Turn) -> String {
+    /// One turn's block, the same in every request that holds the turn.
+    pub(crate) fn render_turn(&self, t: &Turn) -> String {
         let actor = field(&match &t.actor.role {
             Some(r) => format!("{} ({r})", t.actor.name),
             None => t.actor.name.clone(),

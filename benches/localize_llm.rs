@@ -9,8 +9,8 @@
 //! 3. The longest real trace bundled in ../shared (a Claude Code session), under the same
 //!    budget: every turn scored or context-overflow, never a request over the budget.
 //!
-//! Run: `cargo bench --profile dev --bench localize_llm` (I/O-bound: the dev profile is
-//! enough). SAGE_BENCH_LATENCY_MS (default 1000), SAGE_BENCH_QUICK=1 skips concurrency 1.
+//! Run: `cargo bench --bench localize_llm` (optimized: an unoptimized build is CPU-bound on
+//! building request bodies before it is latency-bound). SAGE_BENCH_LATENCY_MS (default 1000), SAGE_BENCH_QUICK=1 skips concurrency 1.
 
 use sage_llm::fake::FakeServer;
 use std::path::{Path, PathBuf};
@@ -202,10 +202,7 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     let (one, _) = long_case(&work.path().join("one"), 200);
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora");
-    for (name, dir) in [
-        ("one 200-turn trace", &one),
-        ("bundled corpus (15 cases)", &corpus),
-    ] {
+    for (name, dir) in [("one 200-turn trace", &one), ("bundled corpus", &corpus)] {
         for c in [1usize, 16, 64] {
             if quick && c == 1 {
                 continue;

@@ -120,7 +120,11 @@ where
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let drivers = cores.min(concurrency);
     let handle = match tokio::runtime::Handle::try_current() {
-        Ok(h) if drivers > 1 && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => h,
+        Ok(h)
+            if drivers > 1 && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+        {
+            h
+        }
         _ => return drive(concurrency).await,
     };
     // Blocking here is what block_in_place is for: the runtime moves its other work off
@@ -189,73 +193,75 @@ pub async fn score_traces_concurrently(
     };
     let drive = |slots: usize| {
         futures::stream::iter(std::iter::from_fn(take))
-        .map(|job| {
-            let judge = judges[job.judge].as_ref();
-            let item = items[job.item];
-            let store = &stores[job.item];
-            let chain = &chains[job.item];
-            let (stop, stopped, stats) = (&stop, &stopped, &opts.stats);
-            async move {
-                if stop.load(Ordering::Relaxed) {
-                    return (job, None);
-                }
-                let out = score_turn_with(
-                    judge,
-                    item.task,
-                    item.trace,
-                    Some(chain),
-                    job.k,
-                    job.run,
-                    opts.max_attempts,
-                    |turn, j| {
-                        let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
-                        verify_judgment(&mut s, turn, j)
-                    },
-                )
-                .await;
-                if let Some(b) = bar {
-                    b.advance(1);
-                }
-                match out {
-                    Ok(o) => {
-                        if let Some(st) = stats {
-                            let c = match &o {
-                                TurnOutcome::Scored(s) => {
-                                    st.judgment_retries.fetch_add(
-                                        u64::from(s.attempts.saturating_sub(1)),
-                                        Ordering::Relaxed,
-                                    );
-                                    Some(&st.turns_scored)
+            .map(|job| {
+                let judge = judges[job.judge].as_ref();
+                let item = items[job.item];
+                let store = &stores[job.item];
+                let chain = &chains[job.item];
+                let (stop, stopped, stats) = (&stop, &stopped, &opts.stats);
+                async move {
+                    if stop.load(Ordering::Relaxed) {
+                        return (job, None);
+                    }
+                    let out = score_turn_with(
+                        judge,
+                        item.task,
+                        item.trace,
+                        Some(chain),
+                        job.k,
+                        job.run,
+                        opts.max_attempts,
+                        |turn, j| {
+                            let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
+                            verify_judgment(&mut s, turn, j)
+                        },
+                    )
+                    .await;
+                    if let Some(b) = bar {
+                        b.advance(1);
+                    }
+                    match out {
+                        Ok(o) => {
+                            if let Some(st) = stats {
+                                let c = match &o {
+                                    TurnOutcome::Scored(s) => {
+                                        st.judgment_retries.fetch_add(
+                                            u64::from(s.attempts.saturating_sub(1)),
+                                            Ordering::Relaxed,
+                                        );
+                                        Some(&st.turns_scored)
+                                    }
+                                    TurnOutcome::Failed { attempts, .. } => {
+                                        st.judgment_retries.fetch_add(
+                                            u64::from(attempts.saturating_sub(1)),
+                                            Ordering::Relaxed,
+                                        );
+                                        Some(&st.turns_failed)
+                                    }
+                                    TurnOutcome::ContextOverflow { .. } => {
+                                        Some(&st.turns_overflowed)
+                                    }
+                                    TurnOutcome::Administrative { .. } => None,
+                                };
+                                if let Some(c) = c {
+                                    c.fetch_add(1, Ordering::Relaxed);
                                 }
-                                TurnOutcome::Failed { attempts, .. } => {
-                                    st.judgment_retries.fetch_add(
-                                        u64::from(attempts.saturating_sub(1)),
-                                        Ordering::Relaxed,
-                                    );
-                                    Some(&st.turns_failed)
-                                }
-                                TurnOutcome::ContextOverflow { .. } => Some(&st.turns_overflowed),
-                                TurnOutcome::Administrative { .. } => None,
-                            };
-                            if let Some(c) = c {
-                                c.fetch_add(1, Ordering::Relaxed);
                             }
+                            (job, Some(o))
                         }
-                        (job, Some(o))
-                    }
-                    Err(e) => {
-                        stop.store(true, Ordering::Relaxed);
-                        let mut s = stopped.lock().unwrap_or_else(|p| p.into_inner());
-                        if s.is_none() {
-                            *s = Some(e);
+                        Err(e) => {
+                            stop.store(true, Ordering::Relaxed);
+                            let mut s = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                            if s.is_none() {
+                                *s = Some(e);
+                            }
+                            (job, None)
                         }
-                        (job, None)
                     }
                 }
-            }
-        })
-        .buffer_unordered(slots.max(1))
-        .collect::<Vec<(Job, Option<TurnOutcome>)>>()
+            })
+            .buffer_unordered(slots.max(1))
+            .collect::<Vec<(Job, Option<TurnOutcome>)>>()
     };
     let results = run_drivers(opts.concurrency.max(1), &drive).await;
     if let Some(b) = bar {

@@ -62,8 +62,11 @@ impl DigestCache {
 /// turn before it again. Like [`DigestCache`], it holds only turns some request handed it.
 #[derive(Debug, Default)]
 pub struct BlockCache {
-    blocks: Mutex<HashMap<String, Vec<Option<Arc<(usize, String, u64)>>>>>,
+    blocks: Mutex<HashMap<String, Vec<Option<Arc<Block>>>>>,
 }
+
+/// A turn's rendered block: (turn index, text, token estimate).
+pub(crate) type Block = (usize, String, u64);
 
 impl BlockCache {
     /// The block of turn `t` at position `pos` (0-based) of the trace under rubric `version`,
@@ -74,7 +77,7 @@ impl BlockCache {
         pos: usize,
         t: &Turn,
         render: impl FnOnce() -> String,
-    ) -> Arc<(usize, String, u64)> {
+    ) -> Arc<Block> {
         {
             let cache = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(Some(b)) = cache.get(version).and_then(|v| v.get(pos)) {

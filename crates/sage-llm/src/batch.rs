@@ -190,14 +190,8 @@ pub async fn submit(
                 "endpoint": "/v1/chat/completions",
                 "completion_window": "24h",
             });
-            let id = create_batch(
-                s,
-                t,
-                &headers,
-                &["batches"],
-                create.to_string().as_bytes(),
-            )
-            .await?;
+            let id =
+                create_batch(s, t, &headers, &["batches"], create.to_string().as_bytes()).await?;
             Ok(Submitted {
                 id,
                 input_file_id: Some(file),

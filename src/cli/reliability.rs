@@ -101,19 +101,8 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         level,
     );
     // Annotated cases missing from the results are reported, not silently dropped.
-    let known: BTreeSet<&str> = input.cases.iter().map(|c| c.case_id.as_str()).collect();
-    for a in &input.annotators {
-        let unknown = a
-            .labels
-            .iter()
-            .filter(|l| !known.contains(l.case_id.as_str()))
-            .count();
-        if unknown > 0 {
-            eprintln!(
-                "warning: {unknown} case(s) annotated by {} are not in the results",
-                a.annotator
-            );
-        }
+    for (annotator, unknown) in labels_outside(&input) {
+        eprintln!("warning: {unknown} case(s) annotated by {annotator} are not in the results");
     }
     let mut report = build(&input);
     report.notes.extend(notes);
@@ -142,6 +131,25 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         return Ok(super::ExitStatus::Fatal);
     }
     Ok(super::failed_if(failed))
+}
+
+/// Per annotator, how many of their labelled cases the results do not hold (only those
+/// with some), in the order of the input.
+pub fn labels_outside(input: &sage_reliability::report::ReportInput) -> Vec<(String, usize)> {
+    let known: BTreeSet<&str> = input.cases.iter().map(|c| c.case_id.as_str()).collect();
+    input
+        .annotators
+        .iter()
+        .map(|a| {
+            let unknown = a
+                .labels
+                .iter()
+                .filter(|l| !known.contains(l.case_id.as_str()))
+                .count();
+            (a.annotator.clone(), unknown)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// Human annotation files (docs/annotations.md), merged per annotator. Every bad row or file

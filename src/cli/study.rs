@@ -338,21 +338,11 @@ fn tables_6_7(
         a.seed,
         sage_reliability::Level::Nominal,
     );
-    let known: std::collections::BTreeSet<&str> =
-        input.cases.iter().map(|c| c.case_id.as_str()).collect();
-    for an in &input.annotators {
-        let unknown = an
-            .labels
-            .iter()
-            .filter(|l| !known.contains(l.case_id.as_str()))
-            .count();
-        if unknown > 0 {
-            eprintln!(
-                "sage: warning: {unknown} case(s) labelled by {} are not confirmed cases of \
-                 this study",
-                an.annotator
-            );
-        }
+    for (annotator, unknown) in super::reliability::labels_outside(&input) {
+        eprintln!(
+            "sage: warning: {unknown} case(s) labelled by {annotator} are not confirmed cases \
+             of this study"
+        );
     }
     let mut report = sage_reliability::report::build(&input);
     report.notes.extend(more);

@@ -178,7 +178,7 @@ fn unreadable_inputs_are_named_and_the_rest_still_reported() {
     let ann = dir.path().join("ann.csv");
     std::fs::write(
         &ann,
-        "case_id,annotator,provenance,introducing_write\nx,R1,maybe,none\n",
+        "case_id,annotator,provenance,introducing_write\nx,R1,maybe,none\nnowhere,R1,inherited,none\n",
     )
     .expect("write");
     let out = dir.path().join("report");
@@ -192,7 +192,12 @@ fn unreadable_inputs_are_named_and_the_rest_still_reported() {
         .assert()
         .code(1)
         .stderr(
-            predicate::str::contains("bad.json").and(predicate::str::contains("ann.csv line 2")),
+            predicate::str::contains("bad.json")
+                .and(predicate::str::contains("ann.csv line 2"))
+                // a readable label of a case the results lack is counted, not dropped silently
+                .and(predicate::str::contains(
+                    "1 case(s) annotated by R1 are not in the results",
+                )),
         );
     assert!(out.join("reliability.md").is_file());
 

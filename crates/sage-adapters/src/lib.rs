@@ -262,6 +262,13 @@ pub fn registry() -> Vec<Box<dyn Adapter>> {
     v
 }
 
+/// [`registry`] built once per process: building it clones every embedded mapping, which
+/// was a tenth of a small case's cost when every case built it two or three times.
+fn shared_registry() -> &'static [Box<dyn Adapter>] {
+    static REGISTRY: std::sync::OnceLock<Vec<Box<dyn Adapter>>> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(registry)
+}
+
 /// The adapter named `name`.
 pub fn by_name(name: &str) -> Option<Box<dyn Adapter>> {
     registry().into_iter().find(|a| a.name() == name)
@@ -274,9 +281,19 @@ pub const DETECT_BYTES: usize = 64 * 1024;
 /// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
 /// file is or which adapters tie.
 pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
+    let best = detect_shared(path)?.name();
     let name = path.display().to_string();
-    let reg = registry();
-    let d = detect::detect_file(&reg, path, &name)?;
+    registry()
+        .into_iter()
+        .find(|a| a.name() == best)
+        .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
+}
+
+/// [`detect`] among the [`shared_registry`].
+fn detect_shared(path: &Path) -> Result<&'static dyn Adapter, AdapterError> {
+    let name = path.display().to_string();
+    let reg = shared_registry();
+    let d = detect::detect_file(reg, path, &name)?;
     // A file that is not a trace is told by its first line(s); no verdict concerns the file
     // as a whole.
     let at = if d.not_a_trace.is_some() {
@@ -289,8 +306,9 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
         .map_err(|e| AdapterError::new(&name, Some(at.into()), e.to_string()))?
         .framework
         .clone();
-    reg.into_iter()
+    reg.iter()
         .find(|a| a.name() == best)
+        .map(|a| a.as_ref())
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
 }
 
@@ -425,25 +443,29 @@ pub fn normalize_opts(
         }
         adapter.normalize(files)?
     } else {
-        let adapter = match framework {
+        let adapter: &dyn Adapter = match framework {
             Some(n) => {
-                let a = by_name(n).ok_or_else(|| {
+                let a = shared_registry()
+                    .iter()
+                    .find(|a| a.name() == n)
+                    .map(|a| a.as_ref())
+                    .ok_or_else(|| {
                     AdapterError::new(
                         &main.name,
                         None,
                         format!("unknown framework {n:?}; see `sage adapters`"),
                     )
                 })?;
-                check_forced(a.as_ref(), main)?;
+                check_forced(a, main)?;
                 a
             }
-            None => detect(&main.path).map_err(|mut e| {
+            None => detect_shared(&main.path).map_err(|mut e| {
                 e.file = main.name.clone();
                 e
             })?,
         };
         match opts.run {
-            Some(n) => normalize_run(adapter.as_ref(), files, n)?,
+            Some(n) => normalize_run(adapter, files, n)?,
             None => adapter.normalize(files)?,
         }
     };
@@ -537,8 +559,7 @@ pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
 /// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
 /// export would otherwise give a made-up trace.
 fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> {
-    let reg = registry();
-    let d = detect::detect_file(&reg, &main.path, &main.name)?;
+    let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
             &main.name,

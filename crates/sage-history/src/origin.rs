@@ -192,7 +192,32 @@ pub struct RuleInput<'a> {
     pub stop_identifiers: &'a [String],
     /// Every CWE's distinctive vocabulary, `(term, CWE)`: a quote naming another weakness's
     /// term concerns that weakness.
-    pub weakness_vocabulary: &'a [(String, String)],
+    pub weakness_vocabulary: &'a WeaknessVocabulary,
+}
+
+/// Every CWE's distinctive vocabulary, `(term, CWE)`, compiled into one [`TermSet`] once for
+/// a run: compiling it for every case was a fifth of a corpus run of small cases. Each case
+/// masks out the anchor's own terms ([`Linker`]) instead of compiling the rest anew.
+#[derive(Debug, Clone)]
+pub struct WeaknessVocabulary {
+    terms: Vec<(String, String)>,
+    /// Each term's CWE, normalized (`CWE-22`).
+    cwes: Vec<Option<String>>,
+    set: TermSet,
+}
+
+impl WeaknessVocabulary {
+    /// Compile `(term, CWE)` pairs (the lexicon's `weakness_vocabulary`), in their order.
+    pub fn new(terms: Vec<(String, String)>) -> WeaknessVocabulary {
+        WeaknessVocabulary {
+            cwes: terms
+                .iter()
+                .map(|(_, c)| sage_trace::text::normalize_cwe(c))
+                .collect(),
+            set: TermSet::new(&terms.iter().map(|(t, _)| t).collect::<Vec<_>>()),
+            terms,
+        }
+    }
 }
 
 /// Distinctive identifiers of a fragment (and the words inside its string literals): three or
@@ -233,10 +258,9 @@ struct Linker<'a> {
     /// The anchor's vocabulary without its common words, in the lexicon's order.
     weakness: Vec<&'a String>,
     weakness_set: TermSet,
-    /// Other weaknesses' terms (another CWE, not in the anchor's vocabulary), as
-    /// `term (CWE)`, in the lexicon's order.
-    others: Vec<String>,
-    others_set: TermSet,
+    /// Per term of the weakness vocabulary: another weakness's term (another CWE, not in
+    /// the anchor's vocabulary).
+    other: Vec<bool>,
     /// Distinctive identifiers of the fragment that are not common words.
     ids: Vec<String>,
     ids_set: TermSet,
@@ -259,17 +283,18 @@ impl<'a> Linker<'a> {
             .iter()
             .filter(|t| !is_common(t))
             .collect();
-        let others: Vec<(&String, &String)> = input
-            .weakness_vocabulary
+        let vocabulary = input.weakness_vocabulary;
+        let other: Vec<bool> = vocabulary
+            .terms
             .iter()
-            .filter(|(t, cwe)| {
-                sage_trace::text::normalize_cwe(cwe) != anchor_cwe
+            .zip(&vocabulary.cwes)
+            .map(|((t, _), cwe)| {
+                *cwe != anchor_cwe
                     && !input
                         .weakness_terms
                         .iter()
                         .any(|a| a.eq_ignore_ascii_case(t))
             })
-            .map(|(t, c)| (t, c))
             .collect();
         let ids: Vec<String> = input
             .anchor
@@ -282,11 +307,7 @@ impl<'a> Linker<'a> {
             .collect();
         Linker {
             weakness_set: TermSet::new(&weakness),
-            others_set: TermSet::new(&others.iter().map(|(t, _)| *t).collect::<Vec<_>>()),
-            others: others
-                .iter()
-                .map(|(t, cwe)| format!("{t} ({cwe})"))
-                .collect(),
+            other,
             ids_set: TermSet::new(&ids),
             ids,
             anchor_cwe_term: anchor_cwe.as_ref().map(|id| id.to_lowercase()),
@@ -376,11 +397,13 @@ impl<'a> Linker<'a> {
             let terms = self.names_weakness(&q);
             // Another weakness: a CWE id other than the anchor's, or a distinctive term of
             // another CWE's vocabulary that the anchor's vocabulary does not share.
-            let other: Vec<String> = self
-                .others_set
+            let vocabulary = input.weakness_vocabulary;
+            let other: Vec<String> = vocabulary
+                .set
                 .matching(&q)
                 .into_iter()
-                .map(|i| self.others[i].clone())
+                .filter(|&i| self.other[i])
+                .map(|i| format!("{} ({})", vocabulary.terms[i].0, vocabulary.terms[i].1))
                 .chain(
                     sage_trace::text::cwe_ids(&q)
                         .into_iter()
@@ -858,10 +881,12 @@ mod tests {
             .filter(|(_, c)| *c == cwe)
             .map(|(t, _)| t.to_string())
             .collect();
-        let vocabulary: Vec<(String, String)> = VOCAB
-            .iter()
-            .map(|(t, c)| (t.to_string(), c.to_string()))
-            .collect();
+        let vocabulary = WeaknessVocabulary::new(
+            VOCAB
+                .iter()
+                .map(|(t, c)| (t.to_string(), c.to_string()))
+                .collect(),
+        );
         localize(&RuleInput {
             trace: &b.trace,
             history: &b.history,

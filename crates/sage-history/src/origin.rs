@@ -198,12 +198,15 @@ pub struct RuleInput<'a> {
 /// Every CWE's distinctive vocabulary, `(term, CWE)`, compiled into one [`TermSet`] once for
 /// a run: compiling it for every case was a fifth of a corpus run of small cases. Each case
 /// masks out the anchor's own terms ([`Linker`]) instead of compiling the rest anew.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct WeaknessVocabulary {
     terms: Vec<(String, String)>,
     /// Each term's CWE, normalized (`CWE-22`).
     cwes: Vec<Option<String>>,
     set: TermSet,
+    /// An anchor's own vocabulary compiled, by its terms: the cases of a corpus share a
+    /// handful of CWEs, and compiling it per case was most of what linking cost them.
+    anchors: std::sync::Mutex<std::collections::HashMap<Vec<String>, std::sync::Arc<TermSet>>>,
 }
 
 impl WeaknessVocabulary {
@@ -216,7 +219,18 @@ impl WeaknessVocabulary {
                 .collect(),
             set: TermSet::new(&terms.iter().map(|(t, _)| t).collect::<Vec<_>>()),
             terms,
+            anchors: Default::default(),
         }
+    }
+
+    /// `TermSet::new(weakness)`, compiled once per distinct list.
+    fn anchor_set(&self, weakness: &[&String]) -> std::sync::Arc<TermSet> {
+        let key: Vec<String> = weakness.iter().map(|t| t.to_string()).collect();
+        let mut cache = self.anchors.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry(key)
+            .or_insert_with(|| std::sync::Arc::new(TermSet::new(weakness)))
+            .clone()
     }
 }
 
@@ -257,7 +271,7 @@ struct Linker<'a> {
     anchor_cwe_term: Option<String>,
     /// The anchor's vocabulary without its common words, in the lexicon's order.
     weakness: Vec<&'a String>,
-    weakness_set: TermSet,
+    weakness_set: std::sync::Arc<TermSet>,
     /// Per term of the weakness vocabulary: another weakness's term (another CWE, not in
     /// the anchor's vocabulary).
     other: Vec<bool>,
@@ -306,7 +320,7 @@ impl<'a> Linker<'a> {
             .filter(|id| !is_common(id))
             .collect();
         Linker {
-            weakness_set: TermSet::new(&weakness),
+            weakness_set: input.weakness_vocabulary.anchor_set(&weakness),
             other,
             ids_set: TermSet::new(&ids),
             ids,

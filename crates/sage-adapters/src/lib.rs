@@ -450,12 +450,12 @@ pub fn normalize_opts(
                     .find(|a| a.name() == n)
                     .map(|a| a.as_ref())
                     .ok_or_else(|| {
-                    AdapterError::new(
-                        &main.name,
-                        None,
-                        format!("unknown framework {n:?}; see `sage adapters`"),
-                    )
-                })?;
+                        AdapterError::new(
+                            &main.name,
+                            None,
+                            format!("unknown framework {n:?}; see `sage adapters`"),
+                        )
+                    })?;
                 check_forced(a, main)?;
                 a
             }

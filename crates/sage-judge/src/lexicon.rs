@@ -403,8 +403,7 @@ impl LexiconJudge {
             .iter()
             .any(|k| TurnKind::parse(k) == Some(turn.kind));
         let write_ok = rule.on_write && turn.writes.iter().any(|w| !w.final_state);
-        let terms_ok = rule.on_terms
-            && flags.iter().any(|f| f.cwe || f.generic);
+        let terms_ok = rule.on_terms && flags.iter().any(|f| f.cwe || f.generic);
         j.security_opportunity = kind_ok || write_ok || terms_ok;
         j
     }

@@ -2,11 +2,15 @@
 //! generated long traces (AG2 and Aider, 100 / 1,000 / 10,000 turns) and generated corpora
 //! (100 / 1,000 / 10,000 cases), side by side with a plain parse of the same files.
 //!
-//! Run: `cargo bench --bench localize` (add `-- --quick` to skip the 10,000 sizes).
-//! Prints wall time, turns/s, peak memory (VmHWM of the sage process), the plain parse time of
+//! Run: `cargo bench --bench localize` (add `-- --quick` to skip the 10,000 sizes;
+//! `SAGE_BENCH_BIN=PATH` runs another build of sage on the same inputs, to compare).
+//! Prints wall time, CPU time (user + system of the sage process: steadier than wall time on a
+//! shared machine), turns/s, peak memory (VmHWM of the sage process), the plain parse time of
 //! the same trace files (JSON: `serde_json::from_slice::<Value>`; Markdown: reading and
-//! splitting lines), the ratio of the two, and the growth factor per 10× size. Inputs are
-//! built from the bundled corpus's cases, so every turn is a real turn shape of its format.
+//! splitting lines), the ratio of the two, the growth factor per 10× size, and for a single
+//! trace a second reference: `sage normalize` of the same files (the adapter's parse into
+//! canonical turns, with process start-up, as localize has it). Inputs are built from the
+//! bundled corpus's cases, so every turn is a real turn shape of its format.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -148,10 +152,46 @@ fn plain_parse(files: &[PathBuf]) -> Duration {
     t.elapsed()
 }
 
-/// Run `sage localize DIR --no-write`; wall time and the process's peak RSS in KiB.
-fn localize(dir: &Path) -> (Duration, u64, usize) {
+/// The sage binary to measure: this build, or `SAGE_BENCH_BIN`.
+fn sage_bin() -> String {
+    std::env::var("SAGE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sage").to_string())
+}
+
+/// CPU time (user + system) of this process's waited-for children so far, from
+/// `/proc/self/stat` (`cutime`, `cstime`, in clock ticks of 1/100 s on Linux).
+fn children_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // cutime and cstime are fields 16 and 17 of the whole line: 14 and 15 after `)`.
+    let ticks = f.get(13).copied().unwrap_or(0) + f.get(14).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// `sage normalize` of a single trace's files: the adapter's parse, with process start-up.
+fn normalize(files: &[PathBuf]) -> Duration {
     let t = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sage"))
+    let status = Command::new(sage_bin())
+        .arg("normalize")
+        .args(files)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "sage normalize failed on {files:?}");
+    t.elapsed()
+}
+
+/// Run `sage localize DIR --no-write`; wall time, CPU time, the process's peak RSS in KiB
+/// and the number of turns.
+fn localize(dir: &Path) -> (Duration, Duration, u64, usize) {
+    let t = Instant::now();
+    let cpu = children_cpu();
+    let mut child = Command::new(sage_bin())
         .args([
             "localize",
             dir.to_str().unwrap(),
@@ -188,9 +228,12 @@ fn localize(dir: &Path) -> (Duration, u64, usize) {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        reader.join().unwrap()
+        let out = reader.join().unwrap();
+        child.wait().unwrap();
+        out
     };
     let elapsed = t.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu);
     let set: serde_json::Value = serde_json::from_str(&out).expect("localize printed JSON");
     let turns: usize = set["results"]
         .as_array()
@@ -198,7 +241,7 @@ fn localize(dir: &Path) -> (Duration, u64, usize) {
         .iter()
         .map(|r| r["turns"].as_array().map_or(0, Vec::len))
         .sum();
-    (elapsed, peak, turns)
+    (elapsed, cpu, peak, turns)
 }
 
 fn main() {
@@ -210,8 +253,18 @@ fn main() {
     };
     let tmp = tempfile::tempdir().unwrap();
     println!(
-        "{:<16} {:>8} {:>10} {:>12} {:>9} {:>10} {:>8} {:>9}",
-        "input", "turns", "localize", "turns/s", "peak MB", "parse", "× parse", "growth"
+        "{:<16} {:>8} {:>10} {:>8} {:>10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8}",
+        "input",
+        "turns",
+        "localize",
+        "cpu",
+        "turns/s",
+        "peak MB",
+        "parse",
+        "× parse",
+        "normalize",
+        "× norm",
+        "growth"
     );
     type Make = fn(&Path, usize) -> PathBuf;
     let kinds: [(&str, Make); 3] = [
@@ -225,18 +278,30 @@ fn main() {
             let dir = make(tmp.path(), n);
             let files = trace_files(&dir);
             let parse = plain_parse(&files);
-            let (t, peak, turns) = localize(&dir);
+            // One process per trace: for a corpus that would measure process start-up.
+            let norm = (kind != "corpus").then(|| normalize(&files));
+            let (t, cpu, peak, turns) = localize(&dir);
             let secs = t.as_secs_f64();
             let growth = prev.map_or("-".to_string(), |p| format!("{:.1}×", secs / p));
+            let (norm_s, norm_x) = match norm {
+                Some(d) => (
+                    format!("{:.3}s", d.as_secs_f64()),
+                    format!("{:.1}", secs / d.as_secs_f64().max(1e-9)),
+                ),
+                None => ("-".into(), "-".into()),
+            };
             println!(
-                "{:<16} {:>8} {:>9.3}s {:>12.0} {:>9.1} {:>9.3}s {:>8.1} {:>9}",
+                "{:<16} {:>8} {:>9.3}s {:>7.2}s {:>10.0} {:>9.1} {:>8.3}s {:>8.1} {:>9} {:>8} {:>8}",
                 format!("{kind} {n}"),
                 turns,
                 secs,
+                cpu.as_secs_f64(),
                 turns as f64 / secs,
                 peak as f64 / 1024.0,
                 parse.as_secs_f64(),
                 secs / parse.as_secs_f64().max(1e-9),
+                norm_s,
+                norm_x,
                 growth
             );
             prev = Some(secs);

@@ -177,7 +177,7 @@ fn module_of(src: &Path, f: &Path) -> String {
 
 #[test]
 fn no_module_import_cycle_inside_a_crate() {
-    let re = regex::Regex::new(r"crate::([a-z_][a-z0-9_]*)").unwrap();
+    let re = regex::Regex::new(r"crate::([A-Za-z_][A-Za-z0-9_]*)").unwrap();
     let names = regex::Regex::new(r"crate::\{([^}]*)\}").unwrap();
     for dir in crates() {
         let src = dir.join("src");

@@ -4,6 +4,7 @@
 
 use crate::detect::{self};
 use crate::mapping::Mapping;
+use crate::registry::shared_registry;
 use crate::shape::DETECT_BYTES;
 use crate::{by_name, inspect, kinds, openhands, registry, seen, Adapter, AdapterError};
 use crate::{MappingAdapter, SourceFile};
@@ -14,9 +15,19 @@ use std::path::Path;
 /// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
 /// file is or which adapters tie.
 pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
+    let best = detect_shared(path)?.name();
     let name = path.display().to_string();
-    let reg = registry();
-    let d = detect::detect_file(&reg, path, &name)?;
+    registry()
+        .into_iter()
+        .find(|a| a.name() == best)
+        .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
+}
+
+/// [`detect`] among the adapters built once per process.
+fn detect_shared(path: &Path) -> Result<&'static dyn Adapter, AdapterError> {
+    let name = path.display().to_string();
+    let reg = shared_registry();
+    let d = detect::detect_file(reg, path, &name)?;
     // A file that is not a trace is told by its first line(s); no verdict concerns the file
     // as a whole.
     let at = if d.not_a_trace.is_some() {
@@ -29,8 +40,9 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
         .map_err(|e| AdapterError::new(&name, Some(at.into()), e.to_string()))?
         .framework
         .clone();
-    reg.into_iter()
+    reg.iter()
         .find(|a| a.name() == best)
+        .map(|a| a.as_ref())
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
 }
 
@@ -165,25 +177,29 @@ pub fn normalize_opts(
         }
         adapter.normalize(files)?
     } else {
-        let adapter = match framework {
+        let adapter: &dyn Adapter = match framework {
             Some(n) => {
-                let a = by_name(n).ok_or_else(|| {
-                    AdapterError::new(
-                        &main.name,
-                        None,
-                        format!("unknown framework {n:?}; see `sage adapters`"),
-                    )
-                })?;
-                check_forced(a.as_ref(), main)?;
+                let a = shared_registry()
+                    .iter()
+                    .find(|a| a.name() == n)
+                    .map(|a| a.as_ref())
+                    .ok_or_else(|| {
+                        AdapterError::new(
+                            &main.name,
+                            None,
+                            format!("unknown framework {n:?}; see `sage adapters`"),
+                        )
+                    })?;
+                check_forced(a, main)?;
                 a
             }
-            None => detect(&main.path).map_err(|mut e| {
+            None => detect_shared(&main.path).map_err(|mut e| {
                 e.file = main.name.clone();
                 e
             })?,
         };
         match opts.run {
-            Some(n) => normalize_run(adapter.as_ref(), files, n)?,
+            Some(n) => normalize_run(adapter, files, n)?,
             None => adapter.normalize(files)?,
         }
     };
@@ -275,8 +291,7 @@ pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
 /// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
 /// export would otherwise give a made-up trace.
 fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> {
-    let reg = registry();
-    let d = detect::detect_file(&reg, &main.path, &main.name)?;
+    let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
             &main.name,

@@ -192,7 +192,46 @@ pub struct RuleInput<'a> {
     pub stop_identifiers: &'a [String],
     /// Every CWE's distinctive vocabulary, `(term, CWE)`: a quote naming another weakness's
     /// term concerns that weakness.
-    pub weakness_vocabulary: &'a [(String, String)],
+    pub weakness_vocabulary: &'a WeaknessVocabulary,
+}
+
+/// Every CWE's distinctive vocabulary, `(term, CWE)`, compiled into one [`TermSet`] once for
+/// a run: compiling it for every case was a fifth of a corpus run of small cases. Each case
+/// masks out the anchor's own terms ([`Linker`]) instead of compiling the rest anew.
+#[derive(Debug)]
+pub struct WeaknessVocabulary {
+    terms: Vec<(String, String)>,
+    /// Each term's CWE, normalized (`CWE-22`).
+    cwes: Vec<Option<String>>,
+    set: TermSet,
+    /// An anchor's own vocabulary compiled, by its terms: the cases of a corpus share a
+    /// handful of CWEs, and compiling it per case was most of what linking cost them.
+    anchors: std::sync::Mutex<std::collections::HashMap<Vec<String>, std::sync::Arc<TermSet>>>,
+}
+
+impl WeaknessVocabulary {
+    /// Compile `(term, CWE)` pairs (the lexicon's `weakness_vocabulary`), in their order.
+    pub fn new(terms: Vec<(String, String)>) -> WeaknessVocabulary {
+        WeaknessVocabulary {
+            cwes: terms
+                .iter()
+                .map(|(_, c)| sage_trace::text::normalize_cwe(c))
+                .collect(),
+            set: TermSet::new(&terms.iter().map(|(t, _)| t).collect::<Vec<_>>()),
+            terms,
+            anchors: Default::default(),
+        }
+    }
+
+    /// `TermSet::new(weakness)`, compiled once per distinct list.
+    fn anchor_set(&self, weakness: &[&String]) -> std::sync::Arc<TermSet> {
+        let key: Vec<String> = weakness.iter().map(|t| t.to_string()).collect();
+        let mut cache = self.anchors.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry(key)
+            .or_insert_with(|| std::sync::Arc::new(TermSet::new(weakness)))
+            .clone()
+    }
 }
 
 /// Distinctive identifiers of a fragment (and the words inside its string literals): three or
@@ -232,11 +271,10 @@ struct Linker<'a> {
     anchor_cwe_term: Option<String>,
     /// The anchor's vocabulary without its common words, in the lexicon's order.
     weakness: Vec<&'a String>,
-    weakness_set: TermSet,
-    /// Other weaknesses' terms (another CWE, not in the anchor's vocabulary), as
-    /// `term (CWE)`, in the lexicon's order.
-    others: Vec<String>,
-    others_set: TermSet,
+    weakness_set: std::sync::Arc<TermSet>,
+    /// Per term of the weakness vocabulary: another weakness's term (another CWE, not in
+    /// the anchor's vocabulary).
+    other: Vec<bool>,
     /// Distinctive identifiers of the fragment that are not common words.
     ids: Vec<String>,
     ids_set: TermSet,
@@ -259,17 +297,18 @@ impl<'a> Linker<'a> {
             .iter()
             .filter(|t| !is_common(t))
             .collect();
-        let others: Vec<(&String, &String)> = input
-            .weakness_vocabulary
+        let vocabulary = input.weakness_vocabulary;
+        let other: Vec<bool> = vocabulary
+            .terms
             .iter()
-            .filter(|(t, cwe)| {
-                sage_trace::text::normalize_cwe(cwe) != anchor_cwe
+            .zip(&vocabulary.cwes)
+            .map(|((t, _), cwe)| {
+                *cwe != anchor_cwe
                     && !input
                         .weakness_terms
                         .iter()
                         .any(|a| a.eq_ignore_ascii_case(t))
             })
-            .map(|(t, c)| (t, c))
             .collect();
         let ids: Vec<String> = input
             .anchor
@@ -281,12 +320,8 @@ impl<'a> Linker<'a> {
             .filter(|id| !is_common(id))
             .collect();
         Linker {
-            weakness_set: TermSet::new(&weakness),
-            others_set: TermSet::new(&others.iter().map(|(t, _)| *t).collect::<Vec<_>>()),
-            others: others
-                .iter()
-                .map(|(t, cwe)| format!("{t} ({cwe})"))
-                .collect(),
+            weakness_set: input.weakness_vocabulary.anchor_set(&weakness),
+            other,
             ids_set: TermSet::new(&ids),
             ids,
             anchor_cwe_term: anchor_cwe.as_ref().map(|id| id.to_lowercase()),
@@ -376,11 +411,13 @@ impl<'a> Linker<'a> {
             let terms = self.names_weakness(&q);
             // Another weakness: a CWE id other than the anchor's, or a distinctive term of
             // another CWE's vocabulary that the anchor's vocabulary does not share.
-            let other: Vec<String> = self
-                .others_set
+            let vocabulary = input.weakness_vocabulary;
+            let other: Vec<String> = vocabulary
+                .set
                 .matching(&q)
                 .into_iter()
-                .map(|i| self.others[i].clone())
+                .filter(|&i| self.other[i])
+                .map(|i| format!("{} ({})", vocabulary.terms[i].0, vocabulary.terms[i].1))
                 .chain(
                     sage_trace::text::cwe_ids(&q)
                         .into_iter()
@@ -858,10 +895,12 @@ mod tests {
             .filter(|(_, c)| *c == cwe)
             .map(|(t, _)| t.to_string())
             .collect();
-        let vocabulary: Vec<(String, String)> = VOCAB
-            .iter()
-            .map(|(t, c)| (t.to_string(), c.to_string()))
-            .collect();
+        let vocabulary = WeaknessVocabulary::new(
+            VOCAB
+                .iter()
+                .map(|(t, c)| (t.to_string(), c.to_string()))
+                .collect(),
+        );
         localize(&RuleInput {
             trace: &b.trace,
             history: &b.history,

@@ -52,6 +52,10 @@ pub struct Rule {
 pub struct Rules {
     pub version: String,
     pub rules: Vec<Rule>,
+    /// Every rule's pattern in one set: which rules match a text is one pass over it (most
+    /// texts match none), then only those rules are searched for their spans. `None` when
+    /// the set is over the size limit: every rule is then searched.
+    set: Option<regex::RegexSet>,
 }
 
 /// One turn flagged as addressing the judge.
@@ -107,18 +111,26 @@ impl Rules {
                 re,
             });
         }
+        let set = regex::RegexSetBuilder::new(rules.iter().map(|r| r.re.as_str()))
+            .size_limit(1 << 24)
+            .build()
+            .ok();
         Ok(Rules {
             version: f.version.trim().to_string(),
             rules,
+            set,
         })
     }
 
     /// Every match in `text`: (rule id, byte range), in text order.
     pub fn find(&self, text: &str) -> Vec<(&str, std::ops::Range<usize>)> {
+        let hits = self.set.as_ref().map(|s| s.matches(text));
         let mut out: Vec<(&str, std::ops::Range<usize>)> = self
             .rules
             .iter()
-            .flat_map(|r| {
+            .enumerate()
+            .filter(|(i, _)| hits.as_ref().is_none_or(|h| h.matched(*i)))
+            .flat_map(|(_, r)| {
                 r.re.find_iter(text)
                     .map(move |m| (r.id.as_str(), m.range()))
             })

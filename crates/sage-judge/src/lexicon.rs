@@ -160,44 +160,63 @@ impl Lexicon {
     }
 }
 
-use sage_trace::text::TermSet;
+use sage_trace::text::TermSets;
 pub use sage_trace::text::{normalize_cwe, term_matches};
 
-/// The lexicon's vocabularies compiled once (one automaton each), so scoring a sentence is
-/// one pass per vocabulary whatever the number of terms.
+/// The lexicon's vocabularies compiled once into one automaton, so scoring a sentence is one
+/// pass over it whatever the number of terms and vocabularies (it was one pass per
+/// vocabulary, seven per sentence).
 #[derive(Debug, Clone)]
 struct Compiled {
-    cues: BTreeMap<Dimension, TermSet>,
-    generic: TermSet,
-    completeness: TermSet,
-    /// Normalized CWE id (`CWE-22`) → its vocabulary.
-    cwe: BTreeMap<String, TermSet>,
-    empty: TermSet,
+    all: TermSets,
+    /// Normalized CWE id (`CWE-22`) → the position of its vocabulary in `all`.
+    cwe: BTreeMap<String, usize>,
 }
+
+/// Positions in [`Compiled::all`]: the cues of each dimension (in [`Dimension::ALL`]
+/// order), then the generic and the completeness vocabularies, then one per CWE.
+const GENERIC: usize = 4;
+const COMPLETENESS: usize = 5;
 
 impl Compiled {
     fn new(l: &Lexicon) -> Compiled {
+        let mut sets: Vec<&[String]> = Dimension::ALL
+            .iter()
+            .map(|d| l.dimensions[d.as_str()].cues.as_slice())
+            .collect();
+        debug_assert_eq!(sets.len(), GENERIC);
+        sets.push(&l.generic);
+        sets.push(&l.completeness);
+        let mut cwe = BTreeMap::new();
+        for (k, v) in &l.cwe {
+            if let Some(id) = normalize_cwe(k) {
+                cwe.insert(id, sets.len());
+                sets.push(&v.terms);
+            }
+        }
         Compiled {
-            cues: Dimension::ALL
-                .iter()
-                .map(|d| (*d, TermSet::new(&l.dimensions[d.as_str()].cues)))
-                .collect(),
-            generic: TermSet::new(&l.generic),
-            completeness: TermSet::new(&l.completeness),
-            cwe: l
-                .cwe
-                .iter()
-                .filter_map(|(k, v)| Some((normalize_cwe(k)?, TermSet::new(&v.terms))))
-                .collect(),
-            empty: TermSet::new::<&str>(&[]),
+            all: TermSets::new(&sets),
+            cwe,
         }
     }
 
-    /// The vocabulary of a task's CWE (empty when the lexicon has none).
-    fn cwe(&self, cwe: Option<&str>) -> &TermSet {
+    /// The position of a task's CWE vocabulary (`None` when the lexicon has none).
+    fn cwe(&self, cwe: Option<&str>) -> Option<usize> {
         cwe.and_then(normalize_cwe)
-            .and_then(|id| self.cwe.get(&id))
-            .unwrap_or(&self.empty)
+            .and_then(|id| self.cwe.get(&id).copied())
+    }
+
+    /// Which vocabularies a lower-cased, normalized sentence matches.
+    fn flags(&self, lc: &str, cwe: Option<usize>) -> Flags {
+        let which = self.all.which(lc);
+        let mut cues = [false; 4];
+        cues.copy_from_slice(&which[..GENERIC]);
+        Flags {
+            cues,
+            cwe: cwe.is_some_and(|i| which[i]),
+            completeness: which[COMPLETENESS],
+            generic: which[GENERIC],
+        }
     }
 }
 
@@ -235,34 +254,13 @@ pub fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-/// One lower-cased, normalized sentence and which of the shared vocabularies it matches,
-/// each found on first use.
-struct Flags<'a> {
-    lc: &'a str,
-    cwe_terms: &'a TermSet,
-    cwe: std::cell::OnceCell<bool>,
-    completeness: std::cell::OnceCell<bool>,
-    generic: std::cell::OnceCell<bool>,
-}
-
-impl<'a> Flags<'a> {
-    fn new(lc: &'a str, cwe_terms: &'a TermSet) -> Flags<'a> {
-        Flags {
-            lc,
-            cwe_terms,
-            cwe: Default::default(),
-            completeness: Default::default(),
-            generic: Default::default(),
-        }
-    }
-
-    fn cwe(&self) -> bool {
-        self.get(&self.cwe, self.cwe_terms)
-    }
-
-    fn get(&self, cell: &std::cell::OnceCell<bool>, set: &TermSet) -> bool {
-        *cell.get_or_init(|| set.matches(self.lc))
-    }
+/// Which vocabularies one sentence matches.
+struct Flags {
+    /// The cues of each dimension, in [`Dimension::ALL`] order.
+    cues: [bool; 4],
+    cwe: bool,
+    completeness: bool,
+    generic: bool,
 }
 
 /// The offline lexicon judge.
@@ -288,19 +286,23 @@ impl LexiconJudge {
         &self.lexicon
     }
 
-    /// The score of one sentence on `d`, from its flags (each vocabulary searched at most
-    /// once per sentence, whatever the number of dimensions asking).
-    fn score_flags(&self, d: Dimension, f: &Flags<'_>) -> u8 {
-        if !self.compiled.cues[&d].matches(f.lc) {
+    /// The score of one sentence on `d`, from its flags (every vocabulary searched in one
+    /// pass per sentence, whatever the number of dimensions asking).
+    fn score_flags(d: Dimension, f: &Flags) -> u8 {
+        let cue = Dimension::ALL
+            .iter()
+            .position(|x| *x == d)
+            .is_some_and(|i| f.cues[i]);
+        if !cue {
             return 0;
         }
-        if f.cwe() {
-            if f.get(&f.completeness, &self.compiled.completeness) {
+        if f.cwe {
+            if f.completeness {
                 3
             } else {
                 2
             }
-        } else if f.get(&f.generic, &self.compiled.generic) {
+        } else if f.generic {
             1
         } else {
             0
@@ -332,7 +334,7 @@ impl LexiconJudge {
     /// Score the last turn of a prefix request.
     pub(crate) fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
         let turn = req.target();
-        let cwe_terms = self.compiled.cwe(req.task.cwe.as_deref());
+        let cwe = self.compiled.cwe(req.task.cwe.as_deref());
         let mut j = Judgment {
             applicable: turn.is_applicable(),
             ..Default::default()
@@ -343,7 +345,7 @@ impl LexiconJudge {
         let texts = Self::quotable(turn);
         // A sentence copied from the task (e.g. the input file's docstring, re-emitted in a
         // full-file write) is not the agent's own reasoning.
-        let task_text = sage_trace::normalize_ws(&req.task.description);
+        let task_text = normalized_task(&req.task.description);
         let all_sentences: Vec<&str> = texts
             .iter()
             .flat_map(|t| sentences(t))
@@ -357,12 +359,15 @@ impl LexiconJudge {
             .iter()
             .map(|s| sage_trace::normalize_ws(&s.to_lowercase()))
             .collect();
-        let flags: Vec<Flags<'_>> = lowered.iter().map(|lc| Flags::new(lc, cwe_terms)).collect();
+        let flags: Vec<Flags> = lowered
+            .iter()
+            .map(|lc| self.compiled.flags(lc, cwe))
+            .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
             let mut scoring: Vec<&str> = Vec::new();
             for (s, f) in all_sentences.iter().zip(&flags) {
-                let score = self.score_flags(d, f);
+                let score = Self::score_flags(d, f);
                 if score > 0 && !scoring.contains(s) {
                     scoring.push(s);
                 }
@@ -398,13 +403,31 @@ impl LexiconJudge {
             .iter()
             .any(|k| TurnKind::parse(k) == Some(turn.kind));
         let write_ok = rule.on_write && turn.writes.iter().any(|w| !w.final_state);
-        let terms_ok = rule.on_terms
-            && flags
-                .iter()
-                .any(|f| f.cwe() || f.get(&f.generic, &self.compiled.generic));
+        let terms_ok = rule.on_terms && flags.iter().any(|f| f.cwe || f.generic);
         j.security_opportunity = kind_ok || write_ok || terms_ok;
         j
     }
+}
+
+thread_local! {
+    /// The last task description seen on this thread and its normalized text: every turn
+    /// of a trace has the same task, which used to be normalized again for each turn.
+    static TASK: std::cell::RefCell<(String, std::rc::Rc<str>)> =
+        std::cell::RefCell::new((String::new(), std::rc::Rc::from("")));
+}
+
+/// `normalize_ws(description)`, remembered for the next turn of the same task.
+fn normalized_task(description: &str) -> std::rc::Rc<str> {
+    TASK.with(|cell| {
+        let mut c = cell.borrow_mut();
+        if c.0 != description {
+            *c = (
+                description.to_string(),
+                sage_trace::normalize_ws(description).into(),
+            );
+        }
+        c.1.clone()
+    })
 }
 
 impl Judge for LexiconJudge {

@@ -436,7 +436,8 @@ async fn ask(
             http_retries: 0,
             recorded_at: now_secs(),
         };
-        l.put(&entry)
+        crate::llm::put_off_thread(l, entry)
+            .await
             .map_err(|e| JudgeError::Fatal(format!("cannot record the answer: {e}")))?;
     }
     Ok(a.value)

@@ -207,10 +207,10 @@ pub(crate) fn conclude(
     p: &PreparedCase,
     scores: TraceScores,
     lexicon: &sage_judge::lexicon::Lexicon,
+    vocabulary: &origin::WeaknessVocabulary,
 ) -> CaseResult {
     let anchor = p.case.anchor();
     let weakness_terms = lexicon.cwe_terms(Some(&anchor.cwe)).to_vec();
-    let vocabulary = lexicon.weakness_vocabulary();
     let origin = origin::localize(&RuleInput {
         trace: &p.trace,
         history: &p.history,
@@ -220,7 +220,7 @@ pub(crate) fn conclude(
         weakness_terms: &weakness_terms,
         common_words: &lexicon.linking.common,
         stop_identifiers: &lexicon.linking.stop_identifiers,
-        weakness_vocabulary: &vocabulary,
+        weakness_vocabulary: vocabulary,
     });
     let mut checks = sage_history::checks_from(&p.fragment, &p.provenance);
     checks.extend(sage_history::independent_checks_from(
@@ -407,6 +407,8 @@ pub async fn localize_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<CaseOutput> 
         progress: opts.progress.clone(),
         stats: opts.stats.clone(),
     };
+    // Compiled once for the run, not once per case.
+    let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
     for dirs in dirs.chunks(chunk) {
         let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> =
             dirs.par_iter().map(|d| prepare_caught(d)).collect();
@@ -428,55 +430,71 @@ pub async fn localize_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<CaseOutput> 
                 .await;
         let stopped = batch.stopped.as_ref().map(|e| e.to_string());
         let mut scored = batch.scores.into_iter();
-        for (dir, p) in dirs.iter().zip(prepared) {
-            let (p, problems) = match p {
-                Ok(p) => p,
-                Err(s) => {
-                    outputs.push(CaseOutput {
-                        results: vec![],
-                        skipped: Some(s),
-                        problems: vec![],
-                    });
-                    continue;
+        let work: Vec<_> = dirs
+            .iter()
+            .zip(prepared)
+            .map(|(dir, p)| {
+                let slots = if p.is_ok() {
+                    scored.next().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                (dir, p, slots)
+            })
+            .collect();
+        // The origin rule and the checks of every case of the batch on all cores (in order:
+        // `par_iter` keeps it).
+        let concluded: Vec<CaseOutput> = work
+            .into_par_iter()
+            .map(|(dir, p, slots)| {
+                let (p, problems) = match p {
+                    Ok(p) => p,
+                    Err(s) => {
+                        return CaseOutput {
+                            results: vec![],
+                            skipped: Some(s),
+                            problems: vec![],
+                        }
+                    }
+                };
+                let problems = problems
+                    .into_iter()
+                    .map(|m| Problem {
+                        case: dir.display().to_string(),
+                        message: m,
+                    })
+                    .collect();
+                let mut results = Vec::new();
+                let mut unscored = Vec::new();
+                for (slot, scores) in slots.into_iter().enumerate() {
+                    match scores {
+                        Some(scores) => results.push(scores),
+                        None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
+                    }
                 }
-            };
-            let slots = scored.next().unwrap_or_default();
-            let problems = problems
-                .into_iter()
-                .map(|m| Problem {
-                    case: dir.display().to_string(),
-                    message: m,
-                })
-                .collect();
-            let mut results = Vec::new();
-            let mut unscored = Vec::new();
-            for (slot, scores) in slots.into_iter().enumerate() {
-                match scores {
-                    Some(scores) => results.push(scores),
-                    None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
+                let results: Vec<CaseResult> = results
+                    .into_par_iter()
+                    .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary))
+                    .collect();
+                let skipped = (!unscored.is_empty()).then(|| {
+                    skip(
+                        dir,
+                        "judge",
+                        format!(
+                            "{}: not every turn was scored: {}",
+                            unscored.join(", "),
+                            stopped.as_deref().unwrap_or("the scoring run stopped")
+                        ),
+                    )
+                });
+                CaseOutput {
+                    results,
+                    skipped,
+                    problems,
                 }
-            }
-            let results: Vec<CaseResult> = results
-                .into_par_iter()
-                .map(|scores| conclude(&p, scores, &opts.lexicon))
-                .collect();
-            let skipped = (!unscored.is_empty()).then(|| {
-                skip(
-                    dir,
-                    "judge",
-                    format!(
-                        "{}: not every turn was scored: {}",
-                        unscored.join(", "),
-                        stopped.as_deref().unwrap_or("the scoring run stopped")
-                    ),
-                )
-            });
-            outputs.push(CaseOutput {
-                results,
-                skipped,
-                problems,
-            });
-        }
+            })
+            .collect();
+        outputs.extend(concluded);
     }
     outputs
 }

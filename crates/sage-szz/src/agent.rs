@@ -19,13 +19,11 @@
 
 use crate::diff::ChangeKind;
 use crate::git::short;
-use crate::oracle::{
-    Anchor, HunkIntent, HunkView, PresenceQuery, Review, RootCause, RootCauseInput, SzzOracle,
-};
+use crate::oracle::{Anchor, HunkView, PresenceQuery, RootCause, RootCauseInput, SzzOracle};
+pub use crate::report::{AgentReport, AnchorTrace, HunkReport, TraceStep};
 use crate::tools::Toolbox;
 use crate::variants::{candidates, line_ratio, Fix, Options};
 use crate::{Candidate, Git, LineRef, SzzError, SzzResult};
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// MAS-SZZ's `MAX_TRACE_DEPTH`.
@@ -36,56 +34,6 @@ pub const MAX_REVIEW_ROUNDS: usize = 3;
 pub const MAX_ANCHORS: usize = 5;
 /// A statement maps into the parent commit when a deleted line is at least this similar.
 pub const MAP_RATIO: f64 = 0.6;
-
-/// A hunk with its intent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HunkReport {
-    pub index: usize,
-    pub path: String,
-    pub header: String,
-    #[serde(flatten)]
-    pub intent: HunkIntent,
-}
-
-/// One step of the walk back.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TraceStep {
-    pub commit: String,
-    pub path: String,
-    pub line: usize,
-    pub content: String,
-    pub present: bool,
-    pub reason: String,
-}
-
-/// The walk back from one anchor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AnchorTrace {
-    pub anchor: usize,
-    pub steps: Vec<TraceStep>,
-    pub result: Option<String>,
-    /// Why the walk stopped.
-    pub stop: String,
-}
-
-/// What the agent did.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-pub struct AgentReport {
-    pub oracle: String,
-    pub root_cause: Option<RootCause>,
-    pub review_rounds: usize,
-    pub review: Option<Review>,
-    pub hunks: Vec<HunkReport>,
-    pub anchors: Vec<Anchor>,
-    pub traces: Vec<AnchorTrace>,
-    /// (commit, votes), best first.
-    pub votes: Vec<(String, usize)>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
-    pub tool_calls: usize,
-    pub cache_hits: usize,
-    pub bytes_saved: usize,
-}
 
 /// The fix's hunks as the oracle sees them (files the fix adds have no pre-fix lines).
 pub(crate) fn hunk_views(fix: &Fix) -> Vec<HunkView> {

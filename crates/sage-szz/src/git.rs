@@ -455,6 +455,14 @@ fn run_raw(
     })
 }
 
+/// Open a repository with the default git timeout.
+pub fn open(
+    path: &std::path::Path,
+    timeout: Option<std::time::Duration>,
+) -> Result<Git, crate::error::SzzError> {
+    Git::open(path, timeout.unwrap_or(DEFAULT_TIMEOUT))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

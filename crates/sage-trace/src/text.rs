@@ -125,30 +125,13 @@ impl TermSet {
         let mut patterns = Vec::new();
         let mut compiled = Vec::new();
         for (index, t) in terms.iter().enumerate() {
-            let t = t.as_ref();
-            let (t, prefix) = match t.strip_suffix('*') {
-                Some(t) => (t, true),
-                None => (t, false),
-            };
-            let t = crate::normalize_ws(&t.to_lowercase());
-            if t.is_empty() {
-                continue;
+            if let Some((pattern, term)) = Term::compile(index, t.as_ref()) {
+                compiled.push(term);
+                patterns.push(pattern);
             }
-            compiled.push(Term {
-                index,
-                prefix,
-                starts_word: t.chars().next().is_some_and(is_word),
-                ends_word: t.chars().last().is_some_and(is_word),
-            });
-            patterns.push(t);
         }
-        // Building an automaton from valid UTF-8 patterns only fails past size limits far
-        // beyond any vocabulary; such a set then matches nothing rather than panicking.
-        let automaton = (!patterns.is_empty())
-            .then(|| aho_corasick::AhoCorasick::new(&patterns).ok())
-            .flatten();
         TermSet {
-            automaton,
+            automaton: automaton(&patterns),
             terms: compiled,
         }
     }
@@ -181,7 +164,46 @@ impl TermSet {
     }
 
     fn at_boundaries(&self, text_lc: &str, m: &aho_corasick::Match) -> bool {
-        let t = &self.terms[m.pattern().as_usize()];
+        self.terms[m.pattern().as_usize()].at_boundaries(text_lc, m)
+    }
+
+    /// True for a set with no (non-empty) term: it matches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+}
+
+/// Building an automaton from valid UTF-8 patterns only fails past size limits far beyond
+/// any vocabulary; such a set then matches nothing rather than panicking.
+fn automaton(patterns: &[String]) -> Option<aho_corasick::AhoCorasick> {
+    (!patterns.is_empty())
+        .then(|| aho_corasick::AhoCorasick::new(patterns).ok())
+        .flatten()
+}
+
+impl Term {
+    /// The pattern to search for `t` (lower-cased, whitespace-normalized, without a
+    /// trailing `*`) and its boundary rules; `None` for an empty term, which never matches.
+    fn compile(index: usize, t: &str) -> Option<(String, Term)> {
+        let (t, prefix) = match t.strip_suffix('*') {
+            Some(t) => (t, true),
+            None => (t, false),
+        };
+        let t = crate::normalize_ws(&t.to_lowercase());
+        if t.is_empty() {
+            return None;
+        }
+        let term = Term {
+            index,
+            prefix,
+            starts_word: t.chars().next().is_some_and(is_word),
+            ends_word: t.chars().last().is_some_and(is_word),
+        };
+        Some((t, term))
+    }
+
+    fn at_boundaries(&self, text_lc: &str, m: &aho_corasick::Match) -> bool {
+        let t = self;
         let before_ok = !t.starts_word
             || text_lc[..m.start()]
                 .chars()
@@ -195,10 +217,58 @@ impl TermSet {
                 .is_none_or(|c| !is_word(c));
         before_ok && after_ok
     }
+}
 
-    /// True for a set with no (non-empty) term: it matches nothing.
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
+/// Several vocabularies compiled into one automaton: [`TermSets::which`] tells, in one pass
+/// over a text, which of them match it ([`TermSet::matches`] of each, without a pass per
+/// vocabulary).
+#[derive(Debug, Clone)]
+pub struct TermSets {
+    automaton: Option<aho_corasick::AhoCorasick>,
+    /// Per pattern: its term; `Term::index` is the position of its vocabulary.
+    terms: Vec<Term>,
+    sets: usize,
+}
+
+impl TermSets {
+    /// Compile `sets` (terms as for [`TermSet::new`]).
+    pub fn new<S: AsRef<str>>(sets: &[&[S]]) -> TermSets {
+        let mut patterns = Vec::new();
+        let mut compiled = Vec::new();
+        for (set, terms) in sets.iter().enumerate() {
+            for t in terms.iter() {
+                if let Some((pattern, term)) = Term::compile(set, t.as_ref()) {
+                    compiled.push(term);
+                    patterns.push(pattern);
+                }
+            }
+        }
+        TermSets {
+            automaton: automaton(&patterns),
+            terms: compiled,
+            sets: sets.len(),
+        }
+    }
+
+    /// Per vocabulary (in the order given to [`TermSets::new`]): whether any of its terms
+    /// occurs in `text_lc` at word boundaries. `text_lc` as for [`TermSet::matches`].
+    pub fn which(&self, text_lc: &str) -> Vec<bool> {
+        let mut out = vec![false; self.sets];
+        let Some(ac) = &self.automaton else {
+            return out;
+        };
+        let mut left = self.sets;
+        for m in ac.find_overlapping_iter(text_lc) {
+            let t = &self.terms[m.pattern().as_usize()];
+            if !out[t.index] && t.at_boundaries(text_lc, &m) {
+                out[t.index] = true;
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+        out
     }
 }
 
@@ -250,6 +320,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn term_sets_equal_each_term_set(
+            sets in proptest::collection::vec(
+                proptest::collection::vec("[ab_ .]{0,4}\\*?", 0..4),
+                0..5,
+            ),
+            text in "[ab_ .é]{0,24}",
+        ) {
+            let text = crate::normalize_ws(&text);
+            let refs: Vec<&[String]> = sets.iter().map(Vec::as_slice).collect();
+            let each: Vec<bool> = sets.iter().map(|s| TermSet::new(s).matches(&text)).collect();
+            proptest::prop_assert_eq!(TermSets::new(&refs).which(&text), each);
+        }
+
         #[test]
         fn term_set_equals_term_matches(
             terms in proptest::collection::vec("[ab_ .]{0,4}\\*?", 0..6),

@@ -66,7 +66,7 @@ pub fn fit(
     let mut used = base_tokens;
     let mut blocks: Vec<(String, u64)> = Vec::new();
     let mut first_whole = k; // lowest turn that fits whole after turn k
-    let lo = req.offset; // 0 for a request of the trace; a part starts later
+    let lo = k - req.turns.len(); // 0 for a request of the trace; a part starts later
     for j in (lo + 1..k).rev() {
         // Turn j's block is the same in every request that holds it whole: taken from the
         // trace's cache when the caller holds the trace's chain.

@@ -664,7 +664,8 @@ impl LlmJudge {
                 http_retries: ok.retries,
                 recorded_at: ledger::now_secs(),
             };
-            l.put(&entry)
+            put_off_thread(l, entry)
+                .await
                 .map_err(|e| JudgeError::Fatal(format!("cannot record the judgment: {e}")))?;
         }
         self.answer(parsed, hash, context)
@@ -697,6 +698,21 @@ impl Judge for LlmJudge {
         call: CallInfo,
     ) -> BoxFuture<'a, Result<JudgeAnswer, JudgeError>> {
         Box::pin(self.call(req, call))
+    }
+}
+
+/// Store a ledger entry on the blocking pool: `put` syncs the file to disk (an answer already
+/// paid for must survive a crash), and a sync takes milliseconds; done on the task that
+/// drives every call in flight, it stalled them all (at `--concurrency 64` the scorer sent
+/// about half the requests it could).
+pub(crate) async fn put_off_thread(l: &Ledger, entry: LedgerEntry) -> Result<(), String> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return l.put(&entry).map(|_| ()).map_err(|e| e.to_string());
+    }
+    let l = l.clone();
+    match tokio::task::spawn_blocking(move || l.put(&entry)).await {
+        Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -258,34 +258,16 @@ fn input_limits() {
 /// (`SAGE_WORKSPACE_ROOTS=FILE`). A file that cannot be used is named on stderr and the
 /// embedded data stays in use.
 fn data_overrides() {
-    if let Some(p) = std::env::var_os("SAGE_DETECT_RULES") {
-        let path = std::path::PathBuf::from(p);
-        match std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|t| {
-                sage_adapters::rules::DetectRules::parse(&t, &path.display().to_string())
-                    .map_err(|e| e.to_string())
-            }) {
-            Ok(r) => {
-                sage_adapters::rules::DetectRules::set_current(r);
-            }
-            Err(e) => eprintln!("sage: SAGE_DETECT_RULES ignored: {e}"),
-        }
-    }
-    if let Some(p) = std::env::var_os("SAGE_TURN_KINDS") {
-        let path = std::path::PathBuf::from(p);
-        match std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|t| {
-                sage_adapters::kinds::Classifier::parse(&t, &path.display().to_string())
-                    .map_err(|e| e.to_string())
-            }) {
-            Ok(c) => {
-                sage_adapters::kinds::Classifier::set_current(c);
-            }
-            Err(e) => eprintln!("sage: SAGE_TURN_KINDS ignored: {e}"),
-        }
-    }
+    override_from("SAGE_DETECT_RULES", |t, origin| {
+        sage_adapters::rules::DetectRules::parse(t, origin)
+            .map(sage_adapters::rules::DetectRules::set_current)
+            .map_err(|e| e.to_string())
+    });
+    override_from("SAGE_TURN_KINDS", |t, origin| {
+        sage_adapters::kinds::Classifier::parse(t, origin)
+            .map(sage_adapters::kinds::Classifier::set_current)
+            .map_err(|e| e.to_string())
+    });
     if let Some(p) = std::env::var_os("SAGE_WORKSPACE_ROOTS") {
         let path = std::path::PathBuf::from(p);
         match std::fs::read_to_string(&path) {
@@ -297,6 +279,24 @@ fn data_overrides() {
                 path.display()
             ),
         }
+    }
+}
+
+/// Read the file named by the environment variable `var` and hand it to `install` (its text
+/// and the file's name for messages); a file that cannot be read or used is named on stderr
+/// and the embedded data stays in use.
+fn override_from(var: &str, install: impl FnOnce(&str, &str) -> Result<bool, String>) {
+    let Some(p) = std::env::var_os(var) else {
+        return;
+    };
+    let path = std::path::PathBuf::from(p);
+    let origin = path.display().to_string();
+    match std::fs::read_to_string(&path)
+        .map_err(|e| format!("{origin}: {e}"))
+        .and_then(|t| install(&t, &origin))
+    {
+        Ok(_) => {}
+        Err(e) => eprintln!("sage: {var} ignored: {e}"),
     }
 }
 

@@ -153,16 +153,7 @@ pub struct Shape {
 impl Shape {
     /// The shape of the file at `path`, given its detection sample.
     pub fn read(path: &Path, sample: &Sample) -> Shape {
-        let text = crate::support::head_text(&sample.bytes).to_string();
-        let mut shape = Shape {
-            form: Form::Text,
-            records: 0,
-            bad_lines: 0,
-            paths: HashMap::new(),
-            values: HashMap::new(),
-            text,
-            error: None,
-        };
+        let mut shape = Shape::of_text(crate::support::head_text(&sample.bytes).to_string());
         if sample.bytes.starts_with(b"PK\x03\x04") {
             shape.form = Form::Zip;
             if let Ok(names) = sage_trace::archive::member_names(path) {
@@ -224,21 +215,7 @@ impl Shape {
 
     /// The shape of JSON text already in memory (tests, rules' self-checks).
     pub fn of_json_text(text: &str) -> Shape {
-        let sample = Sample {
-            bytes: text.as_bytes().to_vec(),
-            file_bytes: text.len() as u64,
-            whole: true,
-            windows: vec![],
-        };
-        let mut shape = Shape {
-            form: Form::Text,
-            records: 0,
-            bad_lines: 0,
-            paths: HashMap::new(),
-            values: HashMap::new(),
-            text: text.to_string(),
-            error: None,
-        };
+        let mut shape = Shape::of_text(text.to_string());
         let lead = text.trim_start();
         if !(lead.starts_with('{') || lead.starts_with('[')) {
             return shape;
@@ -254,9 +231,22 @@ impl Shape {
             }
         } else {
             shape.form = Form::Document;
-            shape.walk(&sample.bytes);
+            shape.walk(text.as_bytes());
         }
         shape
+    }
+
+    /// A shape that is only text, before any JSON is walked.
+    fn of_text(text: String) -> Shape {
+        Shape {
+            form: Form::Text,
+            records: 0,
+            bad_lines: 0,
+            paths: HashMap::new(),
+            values: HashMap::new(),
+            text,
+            error: None,
+        }
     }
 
     /// Walk the JSON records of `bytes` (one for a line; one or several concatenated for a

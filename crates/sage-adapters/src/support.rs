@@ -756,27 +756,7 @@ pub(crate) fn shell_writes_in(
     // `apply_patch <<'EOF' *** Begin Patch ... EOF` (Codex's patch tool called from a shell;
     // other agents copy the habit): the patch's own writes, whatever the framework.
     if invokes_apply_patch(cmd) {
-        let parsed = crate::edits::parse_apply_patch(cmd);
-        let mut out: Vec<Result<Write, String>> = parsed
-            .edits
-            .into_iter()
-            .map(|e| {
-                Ok(write(
-                    name(&e.path),
-                    e.op,
-                    "apply_patch",
-                    false,
-                    raw.clone(),
-                ))
-            })
-            .collect();
-        out.extend(
-            parsed
-                .uninterpreted
-                .into_iter()
-                .map(|u| Err(format!("apply_patch: {}: {}", u.reason, u.text))),
-        );
-        return out;
+        return apply_patch_named(cmd, &name, &raw);
     }
     let parsed = crate::edits::shell_edits(cmd);
     let mut out: Vec<Result<Write, String>> = Vec::new();
@@ -802,13 +782,22 @@ pub(crate) fn apply_patch_writes(
     roots: &PathRoots,
     raw: &RawRef,
 ) -> Vec<Result<Write, String>> {
+    apply_patch_named(patch, &|p: &str| roots.rel(p), raw)
+}
+
+/// [`apply_patch_writes`] with each path named by `name` (a shell's folder, the roots).
+fn apply_patch_named(
+    patch: &str,
+    name: &dyn Fn(&str) -> String,
+    raw: &RawRef,
+) -> Vec<Result<Write, String>> {
     let parsed = crate::edits::parse_apply_patch(patch);
     let mut out: Vec<Result<Write, String>> = parsed
         .edits
         .into_iter()
         .map(|e| {
             Ok(write(
-                roots.rel(&e.path),
+                name(&e.path),
                 e.op,
                 "apply_patch",
                 false,

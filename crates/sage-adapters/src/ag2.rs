@@ -56,12 +56,8 @@ pub(crate) fn runtime_log(
         .map_err(|e| AdapterError::new(&main.name, None, format!("cannot read: {e}")))?;
     let reader = std::io::BufReader::new(f);
     let mut run = MappingRun::new(m, files);
-    let user = m
-        .file
-        .roles
-        .user_names
-        .as_deref()
-        .and_then(|p| regex::Regex::new(p).ok());
+    // The mapping's own compiled pattern (it was compiled again for every log).
+    let user = m.user_names();
     for (i, line) in reader.split(b'\n').enumerate() {
         let n = i + 1;
         let bytes = line.map_err(|e| {

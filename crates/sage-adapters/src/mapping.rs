@@ -366,6 +366,11 @@ impl Mapping {
         &self.file.adapter.name
     }
 
+    /// The compiled `roles.user_names` pattern (names of the user side).
+    pub(crate) fn user_names(&self) -> Option<&Regex> {
+        self.user_names.as_ref()
+    }
+
     /// The score of this mapping's best `[[detect]]` rule on `shape`, with its evidence.
     pub fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
         crate::rules::best_rule(&self.file.detect, shape)

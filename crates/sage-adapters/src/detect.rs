@@ -151,9 +151,11 @@ pub(crate) fn detect_shape(
     shape: &Shape,
     name: &str,
 ) -> Detection {
-    let mut structure = structure(s);
+    // A file small enough to be sampled whole is parsed once, for both readings below.
+    let whole = whole_json(s);
+    let mut structure = structure_of(s, whole.as_ref());
     structure.push(describe_shape(shape));
-    let not_a_trace = not_a_trace(s);
+    let not_a_trace = not_a_trace(s, whole.as_ref());
     let mut scored: Vec<Candidate> = candidates
         .iter()
         .filter_map(|a| {
@@ -224,6 +226,11 @@ fn whole_json(s: &Sample) -> Option<Value> {
 
 /// Structural facts: the shape, the top-level keys, the record types of JSON Lines.
 pub fn structure(s: &Sample) -> Vec<String> {
+    structure_of(s, whole_json(s).as_ref())
+}
+
+/// [`structure`], given the whole file's JSON when the sample is the whole file and parses.
+fn structure_of(s: &Sample, whole: Option<&Value>) -> Vec<String> {
     let t = text(&s.bytes);
     let lead = t.trim_start();
     let mut out = Vec::new();
@@ -231,8 +238,8 @@ pub fn structure(s: &Sample) -> Vec<String> {
         out.push("a zip archive".to_string());
         return out;
     }
-    if let Some(v) = whole_json(s) {
-        match &v {
+    if let Some(v) = whole {
+        match v {
             Value::Object(m) => {
                 out.push(format!("one JSON object, keys {}", keys(m.keys())));
                 for (k, x) in m {
@@ -337,7 +344,7 @@ fn quoted_keys(t: &str) -> impl Iterator<Item = &str> {
 
 /// What a file is when it is plainly not a trace: a JSON Schema, a patch, a benchmark report or
 /// prediction, a directory snapshot, a specification document.
-pub(crate) fn not_a_trace(s: &Sample) -> Option<String> {
+pub(crate) fn not_a_trace(s: &Sample, whole: Option<&Value>) -> Option<String> {
     let t = text(&s.bytes);
     let lead = t.trim_start();
     let first = lead.lines().next().unwrap_or("");
@@ -350,7 +357,7 @@ pub(crate) fn not_a_trace(s: &Sample) -> Option<String> {
     {
         return Some("a patch (unified diff), e.g. a submitted result, not a recorded run".into());
     }
-    if let Some(v) = whole_json(s) {
+    if let Some(v) = whole {
         if let Some(m) = v.as_object() {
             let has = |k: &str| m.contains_key(k);
             if let Some(sc) = m.get("schema").and_then(Value::as_str) {

@@ -259,9 +259,17 @@ fn input_limits() {
 /// embedded data stays in use.
 fn data_overrides() {
     override_from("SAGE_DETECT_RULES", |t, origin| {
-        sage_adapters::rules::DetectRules::parse(t, origin)
-            .map(sage_adapters::rules::DetectRules::set_current)
-            .map_err(|e| e.to_string())
+        let rules =
+            sage_adapters::rules::DetectRules::parse(t, origin).map_err(|e| e.to_string())?;
+        let known: Vec<&str> = sage_adapters::registry().iter().map(|a| a.name()).collect();
+        let unknown = rules.unknown_adapters(&known);
+        if !unknown.is_empty() {
+            return Err(format!(
+                "{origin}: rules for unknown adapter(s) {} (see `sage adapters`)",
+                unknown.join(", ")
+            ));
+        }
+        Ok(sage_adapters::rules::DetectRules::set_current(rules))
     });
     override_from("SAGE_TURN_KINDS", |t, origin| {
         sage_adapters::kinds::Classifier::parse(t, origin)

@@ -506,4 +506,14 @@ fn detection_rules_are_data_a_user_can_replace() {
     let (out, err) = detect(Some(&bad));
     assert!(err.contains("SAGE_DETECT_RULES ignored"), "{err}");
     assert!(out.contains("60  aider"), "{out}");
+    // A misspelt adapter name would leave its rules silently unused: refused, named.
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(
+        &typo,
+        "version = \"t\"\n[[rule]]\nadapter = \"aidr\"\nform = [\"text\"]\nlines = ['^MYAGENT v']\nscore = 95\n",
+    )
+    .unwrap();
+    let (out, err) = detect(Some(&typo));
+    assert!(err.contains("unknown adapter(s) aidr"), "{err}");
+    assert!(out.contains("60  aider"), "{out}");
 }

@@ -182,6 +182,20 @@ impl DetectRules {
         Ok(r)
     }
 
+    /// The adapters the rules name that are not in `known` (a misspelt name would leave its
+    /// rules silently unused).
+    pub fn unknown_adapters<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
+        let mut out: Vec<&str> = self
+            .rule
+            .iter()
+            .filter_map(|r| r.adapter.as_deref())
+            .filter(|a| !known.contains(a))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The rules in use: the embedded file unless [`DetectRules::set_current`] replaced it.
     pub fn current() -> &'static DetectRules {
         CURRENT_RULES.get_or_init(|| {

@@ -94,6 +94,14 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
             }
         }
         CacheAction::Stats { mut out, json } => {
+            // A mistyped --ledger would otherwise read as an empty ledger.
+            if !args.ledger.is_dir() {
+                eprintln!(
+                    "sage: error: {}: no ledger here (it is created by the first judged run)",
+                    args.ledger.display()
+                );
+                return Ok(super::ExitStatus::InputFailed);
+            }
             let st = ledger.stats()?;
             if json {
                 out.format = super::TableOrJson::Json;

@@ -318,6 +318,14 @@ fn result_commands_take_format_and_output() {
     };
     let ledger = dir.path().join("ledger");
     let l = ledger.to_str().unwrap();
+    // No ledger at that path is an error, not an empty table.
+    let out = sage()
+        .args(["cache", "--ledger", l, "stats"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ledger here"));
+    std::fs::create_dir_all(&ledger).unwrap();
     for flag in [&["--format", "json"][..], &["--json"][..]] {
         let mut a = vec!["cache", "--ledger", l, "stats"];
         a.extend_from_slice(flag);

@@ -198,42 +198,28 @@ impl Shape {
             return shape;
         }
         shape.form = Form::Document;
-        let bytes = if sample.whole {
-            sample.bytes.clone()
-        } else {
-            match sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes()) {
-                Ok(b) => b,
-                Err(e) => {
-                    shape.error = Some(format!("cannot read: {e}"));
-                    return shape;
-                }
+        if sample.whole {
+            shape.walk(&sample.bytes);
+            return shape;
+        }
+        match sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes()) {
+            Ok(bytes) => {
+                shape.walk(&bytes);
             }
-        };
-        shape.walk(&bytes);
+            Err(e) => shape.error = Some(format!("cannot read: {e}")),
+        }
         shape
     }
 
-    /// The shape of JSON text already in memory (tests, rules' self-checks).
-    pub fn of_json_text(text: &str) -> Shape {
-        let mut shape = Shape::of_text(text.to_string());
-        let lead = text.trim_start();
-        if !(lead.starts_with('{') || lead.starts_with('[')) {
-            return shape;
-        }
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let is_lines = lines.len() > 1 && is_json_record(lines[0].as_bytes());
-        if is_lines {
-            shape.form = Form::Lines;
-            for l in lines {
-                if !shape.walk(l.as_bytes()) {
-                    shape.bad_lines += 1;
-                }
-            }
-        } else {
-            shape.form = Form::Document;
-            shape.walk(text.as_bytes());
-        }
-        shape
+    /// The shape of `text` read as a file is (the product's path, through a temporary file):
+    /// for tests.
+    #[cfg(test)]
+    pub(crate) fn of_json_text(text: &str) -> Shape {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let p = dir.path().join("trace");
+        std::fs::write(&p, text).expect("a temporary file");
+        let s = sample(&p, "trace").expect("the file just written");
+        Shape::read(&p, &s)
     }
 
     /// A shape that is only text, before any JSON is walked.

@@ -31,7 +31,7 @@ pub fn man(a: ManArgs) -> anyhow::Result<super::ExitStatus> {
     let mut out = Vec::new();
     clap_mangen::Man::new(super::Cli::command()).render(&mut out)?;
     match &a.output {
-        Some(p) => sage_pipeline::report::write_atomic(p, &out)?,
+        Some(p) => sage_pipeline::sink::write_atomic(p, &out)?,
         None => std::io::stdout().write_all(&out)?,
     }
     Ok(super::EXIT_OK)

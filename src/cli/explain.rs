@@ -63,7 +63,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     }
     let mut text = String::new();
     if a.json || a.out.format == super::TableOrJson::Json {
-        text = sage_pipeline::report::pretty(&out.results);
+        text = sage_pipeline::sink::pretty(&out.results);
     } else {
         let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };

@@ -2,6 +2,9 @@
 
 use super::{build_run, runtime, JudgeFlags, EXIT_INPUT_FAILED, EXIT_OK};
 use anyhow::Context;
+use sage_pipeline::results::CaseResult;
+use sage_pipeline::sink::{write_entries, AtomicFile, Entries, ResultsDir, ResultsDoc};
+use std::io::BufWriter;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -95,71 +98,38 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         opts.progress = Some(std::sync::Arc::new(bar));
     }
     opts.stats = stats;
-    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&a.dir, &opts));
+    // Each case's results are written out as the case finishes and then dropped: only the
+    // summary rows and the lines printed at the end are kept (issue 19: memory stays flat
+    // over a corpus of any size).
+    let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
+    let runs = opts.runs.max(1);
+    let mut out = Outputs::open(&a, &judge_ids, runs)?;
+    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_dir_each(
+        &a.dir,
+        &opts,
+        |results| out.case(results),
+    ));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let summaries = tally.summaries();
+    let lines = out.finish(&tally, &summaries)?;
 
-    if !a.no_write {
-        sage_pipeline::report::write_results_dir(&a.out_dir, &set)
-            .with_context(|| format!("writing results to {}", a.out_dir.display()))?;
-    }
-    if let Some(path) = &a.output {
-        let text = sage_pipeline::report::pretty(&set);
-        sage_pipeline::report::write_atomic(path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &a.sarif {
-        let log = sage_pipeline::sarif_view::to_sarif(&set);
-        std::fs::write(path, sage_pipeline::report::pretty(&log))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    match a.format {
-        Format::Json => print!("{}", sage_pipeline::report::pretty(&set)),
-        Format::Table => {
-            for s in &set.summaries {
-                println!("{}", scrub(&sage_pipeline::report::render_summary(s)));
-            }
-            for r in &set.results {
-                for c in r.failed_checks() {
-                    println!(
-                        "check failed: {} ({}): {} — {}",
-                        r.case_id,
-                        r.judge,
-                        c.name,
-                        scrub(&c.detail)
-                    );
-                }
-                if let Some(e) = r.expected.as_ref().filter(|e| !e.matched) {
-                    println!(
-                        "expectation not met: {}: {}",
-                        r.case_id,
-                        e.mismatches.join("; ")
-                    );
-                }
-            }
-            // Flags are per case, the same under every judge: print each case once.
-            let mut shown = std::collections::BTreeSet::new();
-            for r in &set.results {
-                if !shown.insert(&r.case_id) {
-                    continue;
-                }
-                for f in &r.injection {
-                    println!(
-                        "addresses the judge: {} turn {} ({}): {}",
-                        r.case_id,
-                        f.turn,
-                        f.rule,
-                        scrub(&f.excerpt)
-                    );
-                }
-            }
-            if !a.no_write && !super::quiet() {
-                println!("per-case results written to {}", a.out_dir.display());
-            }
+    if a.format == Format::Table {
+        for s in &summaries {
+            println!("{}", scrub(&sage_pipeline::report::render_summary(s)));
+        }
+        for l in lines.notices.iter().chain(&lines.flags) {
+            println!("{l}");
+        }
+        if !a.no_write && !super::quiet() {
+            println!("per-case results written to {}", a.out_dir.display());
         }
     }
-    for s in &set.skipped {
+    for s in &tally.skipped {
         eprintln!(
             "sage: skipped {} ({}): {}",
             s.case,
@@ -167,7 +137,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             scrub(&s.message)
         );
     }
-    for p in &set.problems {
+    for p in &tally.problems {
         eprintln!("sage: problem: {}", scrub(&p.message));
     }
     // A fatal judge error (a dead endpoint, a refused key) stops the run: whatever finished
@@ -180,45 +150,209 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         eprintln!("sage: the run stopped: {}", scrub(&e.to_string()));
         return Ok(super::EXIT_FATAL);
     }
-    let cases = set
-        .results
-        .iter()
-        .map(|r| &r.case_id)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    if super::verbose() {
-        for r in &set.results {
-            eprintln!(
-                "sage: {} ({} run {}): {}, introducing write {}, origin {}",
-                r.case_id,
-                r.judge.name,
-                r.run,
-                r.provenance.provenance.as_str(),
-                r.provenance
-                    .introducing_write
-                    .map(|w| format!("turn {}", w.turn))
-                    .unwrap_or_else(|| "none".into()),
-                match &r.origin.outcome {
-                    sage_history::origin::Outcome::Localized {
-                        origin_turn,
-                        origin_type,
-                    } => format!("turn {origin_turn} ({})", origin_type.as_str()),
-                    sage_history::origin::Outcome::Undetermined { reason } => {
-                        format!("undetermined ({})", reason.as_str())
-                    }
-                }
-            );
-        }
+    for l in &lines.verbose {
+        eprintln!("{l}");
     }
     crate::note!(
         "sage: {} case(s) processed, {} skipped, {} problem(s)",
-        cases,
-        set.skipped.len(),
-        set.problems.len()
+        tally.cases.len(),
+        tally.skipped.len(),
+        tally.problems.len()
     );
-    Ok(if set.all_ok() {
+    Ok(if tally.all_ok() {
         EXIT_OK
     } else {
         EXIT_INPUT_FAILED
     })
+}
+
+/// Where the results go while the run goes: the results folder, `--output`, the JSON on
+/// stdout (`--format json`) and the SARIF view, plus the few lines printed at the end.
+struct Outputs {
+    dir: Option<ResultsDir>,
+    /// `--output`, renamed into place at the end.
+    file: Option<(PathBuf, ResultsDoc<AtomicFile>)>,
+    stdout: Option<ResultsDoc<BufWriter<std::io::StdoutLock<'static>>>>,
+    sarif: Option<(PathBuf, sage_pipeline::sarif_view::SarifLog)>,
+    out_dir: PathBuf,
+    lines: Lines,
+}
+
+/// What is printed after the run, from results that are no longer held.
+#[derive(Default)]
+struct Lines {
+    /// Failed checks and unmet expectations, per result in order.
+    notices: Vec<String>,
+    /// Turns addressing the judge, once per case.
+    flags: Vec<String>,
+    /// `--verbose`: one line per result.
+    verbose: Vec<String>,
+}
+
+impl Outputs {
+    fn open(a: &Args, judges: &[sage_judge::JudgeId], runs: u32) -> anyhow::Result<Outputs> {
+        let dir = if a.no_write {
+            None
+        } else {
+            Some(
+                ResultsDir::create(&a.out_dir, judges, runs)
+                    .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
+            )
+        };
+        let file = match &a.output {
+            Some(path) => {
+                let doc = AtomicFile::create(path)
+                    .and_then(|f| ResultsDoc::begin(f, judges, runs))
+                    .with_context(|| format!("writing {}", path.display()))?;
+                Some((path.clone(), doc))
+            }
+            None => None,
+        };
+        let stdout = match a.format {
+            Format::Json => Some(ResultsDoc::begin(
+                BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+                judges,
+                runs,
+            )?),
+            Format::Table => None,
+        };
+        Ok(Outputs {
+            dir,
+            file,
+            stdout,
+            sarif: a
+                .sarif
+                .clone()
+                .map(|p| (p, sage_pipeline::sarif_view::SarifLog::default())),
+            out_dir: a.out_dir.clone(),
+            lines: Lines::default(),
+        })
+    }
+
+    /// One case's results, written to every output (serialized once for all).
+    fn case(&mut self, results: Vec<CaseResult>) -> anyhow::Result<()> {
+        let Some(first) = results.first() else {
+            return Ok(());
+        };
+        let mut others: Vec<&mut dyn Entries> = Vec::new();
+        if let Some((_, doc)) = self.file.as_mut() {
+            others.push(doc);
+        }
+        if let Some(doc) = self.stdout.as_mut() {
+            others.push(doc);
+        }
+        let written = match self.dir.as_mut() {
+            Some(d) => d.case(&first.case_id, &results, &mut others),
+            None => write_entries(&results, &mut others),
+        };
+        if let Err(e) = written {
+            // Name the output that failed; a closed stdout stays a broken pipe (quiet).
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Err(e.into());
+            }
+            let mut names: Vec<String> = Vec::new();
+            if self.dir.is_some() {
+                names.push(self.out_dir.display().to_string());
+            }
+            if let Some((p, _)) = &self.file {
+                names.push(p.display().to_string());
+            }
+            return Err(anyhow::Error::new(e).context(format!("writing {}", names.join(", "))));
+        }
+        if let Some((_, log)) = self.sarif.as_mut() {
+            for r in &results {
+                log.add(r);
+            }
+        }
+        self.lines.add(&results);
+        Ok(())
+    }
+
+    /// Close every output: the folder's summary and `results.json`, `--output` renamed into
+    /// place, stdout's document, the SARIF view.
+    fn finish(
+        mut self,
+        tally: &sage_pipeline::results::RunTally,
+        summaries: &[sage_pipeline::results::Summary],
+    ) -> anyhow::Result<Lines> {
+        if let Some(d) = self.dir.take() {
+            d.finish(&tally.skipped, &tally.problems, summaries)
+                .with_context(|| format!("writing results to {}", self.out_dir.display()))?;
+        }
+        if let Some((path, doc)) = self.file.take() {
+            doc.finish(&tally.skipped, &tally.problems, summaries)
+                .and_then(AtomicFile::commit)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if let Some(doc) = self.stdout.take() {
+            doc.finish(&tally.skipped, &tally.problems, summaries)?;
+        }
+        if let Some((path, log)) = self.sarif.take() {
+            std::fs::write(&path, sage_pipeline::sink::pretty(&log.finish()))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(std::mem::take(&mut self.lines))
+    }
+}
+
+impl Lines {
+    fn add(&mut self, results: &[CaseResult]) {
+        use sage_llm::secrets::scrub;
+        for r in results {
+            for c in r.failed_checks() {
+                self.notices.push(format!(
+                    "check failed: {} ({}): {} — {}",
+                    r.case_id,
+                    r.judge,
+                    c.name,
+                    scrub(&c.detail)
+                ));
+            }
+            if let Some(e) = r.expected.as_ref().filter(|e| !e.matched) {
+                self.notices.push(format!(
+                    "expectation not met: {}: {}",
+                    r.case_id,
+                    e.mismatches.join("; ")
+                ));
+            }
+            if super::verbose() {
+                self.verbose.push(verbose_line(r));
+            }
+        }
+        // Flags are per case, the same under every judge: listed once.
+        if let Some(r) = results.first() {
+            for f in &r.injection {
+                self.flags.push(format!(
+                    "addresses the judge: {} turn {} ({}): {}",
+                    r.case_id,
+                    f.turn,
+                    f.rule,
+                    scrub(&f.excerpt)
+                ));
+            }
+        }
+    }
+}
+
+fn verbose_line(r: &CaseResult) -> String {
+    format!(
+        "sage: {} ({} run {}): {}, introducing write {}, origin {}",
+        r.case_id,
+        r.judge.name,
+        r.run,
+        r.provenance.provenance.as_str(),
+        r.provenance
+            .introducing_write
+            .map(|w| format!("turn {}", w.turn))
+            .unwrap_or_else(|| "none".into()),
+        match &r.origin.outcome {
+            sage_history::origin::Outcome::Localized {
+                origin_turn,
+                origin_type,
+            } => format!("turn {origin_turn} ({})", origin_type.as_str()),
+            sage_history::origin::Outcome::Undetermined { reason } => {
+                format!("undetermined ({})", reason.as_str())
+            }
+        }
+    )
 }

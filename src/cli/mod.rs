@@ -470,7 +470,7 @@ pub fn print_or_write(output: Option<&std::path::Path>, text: &str) -> anyhow::R
     use anyhow::Context as _;
     use std::io::Write as _;
     match output {
-        Some(p) => sage_pipeline::report::write_atomic(p, text.as_bytes())
+        Some(p) => sage_pipeline::sink::write_atomic(p, text.as_bytes())
             .with_context(|| format!("writing {}", p.display())),
         None => Ok(std::io::stdout().write_all(text.as_bytes())?),
     }

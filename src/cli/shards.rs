@@ -31,8 +31,8 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     )?;
     // one id, one case folder: shards of a corpus holding two folders with one id would
     // otherwise merge into a set no writer accepts
-    sage_pipeline::report::results_by_case(&merged).map_err(anyhow::Error::msg)?;
-    std::fs::write(&a.output, sage_pipeline::report::pretty(&merged))
+    sage_pipeline::sink::results_by_case(&merged).map_err(anyhow::Error::msg)?;
+    std::fs::write(&a.output, sage_pipeline::sink::pretty(&merged))
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(
         "sage: merged {} shard(s): {} result(s), {} skipped, into {}",

@@ -256,7 +256,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         super::judges::after_run(session);
     }
     let results = a.out.join("results");
-    sage_pipeline::report::write_results_dir(&results, &set)
+    sage_pipeline::sink::write_results_dir(&results, &set)
         .with_context(|| format!("writing {}", results.display()))?;
     std::fs::write(
         a.out.join("localize.sarif"),

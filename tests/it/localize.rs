@@ -493,3 +493,64 @@ fn a_case_manifest_names_the_run_it_reads() {
     let why = r["skipped"][0]["message"].as_str().unwrap();
     assert!(why.contains("src/PullRequestViewer.tsx"), "{why}");
 }
+
+/// Each case's results are written out as the case finishes (issue 19): the results folder,
+/// `--output` and the JSON on stdout are the one document, whatever the number of cases and
+/// whichever cases were skipped; an `--output` that cannot be written is an error naming it
+/// and leaves no temporary file.
+#[test]
+fn streamed_outputs_are_one_document_and_a_bad_output_is_named() {
+    let corpus = broken_corpus();
+    let out = tempfile::tempdir().unwrap();
+    let res = out.path().join("res");
+    let file = out.path().join("all.json");
+    let o = sage()
+        .args([
+            "localize",
+            corpus.path().to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .arg("--out-dir")
+        .arg(&res)
+        .arg("--output")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "some cases were skipped");
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let written = std::fs::read_to_string(res.join("results.json")).unwrap();
+    assert_eq!(stdout, written);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+    let set: serde_json::Value = serde_json::from_str(&written).unwrap();
+    let results = set["results"].as_array().unwrap();
+    assert!(!results.is_empty() && !set["skipped"].as_array().unwrap().is_empty());
+    // Each case file holds that case's entries of results.json.
+    for r in results {
+        let id = r["case_id"].as_str().unwrap();
+        let case: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(res.join(format!("cases/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(case.as_array().unwrap()[0], *r);
+    }
+    let leftovers = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp-"))
+            .collect()
+    };
+    assert!(leftovers(out.path()).is_empty() && leftovers(&res).is_empty());
+
+    let missing = out.path().join("no-such-folder/all.json");
+    let o = sage()
+        .args(["localize", corpus.path().to_str().unwrap(), "--no-write"])
+        .arg("--output")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("no-such-folder/all.json"), "{stderr}");
+}

@@ -134,9 +134,115 @@ pub fn scrubbed(s: impl AsRef<str>) -> String {
     scrub(s.as_ref()).into_owned()
 }
 
+/// A writer that blanks every registered secret out of what passes through it, as [`scrub`]
+/// does to a whole text: for output too large to hold (a result set of a long trace is tens
+/// of megabytes). It holds back the last bytes that could still be the start of a secret
+/// until more come or [`ScrubWriter::finish`]; with no secret registered it passes bytes
+/// straight through.
+pub struct ScrubWriter<W: std::io::Write> {
+    inner: W,
+    secrets: Vec<Vec<u8>>,
+    /// The longest secret's length less one: bytes that may begin a secret not yet complete.
+    keep: usize,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> ScrubWriter<W> {
+    pub fn new(inner: W) -> Self {
+        let secrets: Vec<Vec<u8>> = SECRETS
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let keep = secrets.iter().map(Vec::len).max().unwrap_or(1) - 1;
+        ScrubWriter {
+            inner,
+            secrets,
+            keep,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Write what is held back and return the inner writer.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.drain(true)?;
+        Ok(self.inner)
+    }
+
+    fn drain(&mut self, all: bool) -> std::io::Result<()> {
+        loop {
+            // The earliest secret, the longest at that position.
+            let hit = self
+                .secrets
+                .iter()
+                .filter_map(|s| memchr::memmem::find(&self.pending, s).map(|at| (at, s.len())))
+                .min_by_key(|&(at, len)| (at, std::cmp::Reverse(len)));
+            // A hit near the end may yet be the start of a longer secret: wait for more.
+            let settled = |at: usize| all || at + self.keep < self.pending.len();
+            match hit {
+                Some((at, len)) if settled(at) => {
+                    self.inner.write_all(&self.pending[..at])?;
+                    self.inner.write_all(b"[redacted]")?;
+                    self.pending.drain(..at + len);
+                }
+                _ => {
+                    let mut safe = if all {
+                        self.pending.len()
+                    } else {
+                        self.pending.len().saturating_sub(self.keep)
+                    };
+                    if let Some((at, _)) = hit {
+                        safe = safe.min(at);
+                    }
+                    self.inner.write_all(&self.pending[..safe])?;
+                    self.pending.drain(..safe);
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for ScrubWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.secrets.is_empty() {
+            return self.inner.write(buf);
+        }
+        self.pending.extend_from_slice(buf);
+        self.drain(false)?;
+        Ok(buf.len())
+    }
+
+    /// Flushes the inner writer; bytes that may begin a secret stay held until
+    /// [`ScrubWriter::finish`].
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scrub_writer_blanks_what_scrub_blanks_however_the_bytes_arrive() {
+        use std::io::Write as _;
+        register_secret("sk-unit-STREAM-abcdefgh-1");
+        register_secret("sk-unit-STREAM-abcdefgh-1-longer");
+        let text = "x sk-unit-STREAM-abcdefgh-1 y sk-unit-STREAM-abcdefgh-1-longer z \
+                    sk-unit-STREAM-abcdefgh-1sk-unit-STREAM-abcdefgh-1 end sk-unit-STREAM";
+        for chunk in [1, 2, 3, 7, 16, 1000] {
+            let mut w = ScrubWriter::new(Vec::new());
+            for piece in text.as_bytes().chunks(chunk) {
+                w.write_all(piece).unwrap();
+            }
+            let out = String::from_utf8(w.finish().unwrap()).unwrap();
+            assert_eq!(out, scrub(text), "chunks of {chunk}");
+            assert!(!out.contains("abcdefgh"), "{out}");
+            assert!(out.ends_with("end sk-unit-STREAM"), "{out}");
+        }
+    }
 
     #[test]
     fn secrets_are_scrubbed_in_every_form() {

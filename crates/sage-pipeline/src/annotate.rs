@@ -382,9 +382,9 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
     w.flush().map_err(|e| io(&sheet_path, e))?;
     let pj = dir.join("packets.json");
     let doc = serde_json::json!({"version": PACKET_VERSION, "annotator": opts.annotator, "packets": packets});
-    std::fs::write(&pj, crate::report::pretty(&doc)).map_err(|e| io(&pj, e))?;
+    std::fs::write(&pj, crate::sink::pretty(&doc)).map_err(|e| io(&pj, e))?;
     let kp = opts.out.join("key.json");
-    std::fs::write(&kp, crate::report::pretty(&key)).map_err(|e| io(&kp, e))?;
+    std::fs::write(&kp, crate::sink::pretty(&key)).map_err(|e| io(&kp, e))?;
     report.packets = packets.len();
     Ok(report)
 }

@@ -21,5 +21,6 @@ pub mod replay;
 pub mod report;
 pub mod results;
 pub mod sarif_view;
+pub mod sink;
 pub mod trace_replay;
 pub mod view;

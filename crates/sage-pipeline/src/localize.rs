@@ -10,6 +10,7 @@ use sage_history::{self, ArtefactHistory, ProvenanceResult};
 use sage_judge::{self, Judge, TraceScores};
 use sage_trace::case::Case;
 use sage_trace::{CanonicalTrace, RawStore};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -391,14 +392,20 @@ fn prepare_caught(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     })
 }
 
-/// Run case folders through the whole pipeline with every judge and run. Cases are prepared
-/// on all cores; then every turn of every case, judge and run is one request on the one
-/// bounded scoring pool ([`sage_judge::concurrent`]), so a long trace is scored with as many
-/// requests in flight as a corpus of short ones.
-pub async fn localize_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<CaseOutput> {
+/// Run case folders through the whole pipeline with every judge and run, handing each case's
+/// output to `each` (in the order of `dirs`) as its batch finishes; nothing of a case is kept
+/// after that. `each` returning [`ControlFlow::Break`] stops the run after that batch.
+///
+/// Cases are prepared on all cores; then every turn of every case, judge and run is one
+/// request on the one bounded scoring pool ([`sage_judge::concurrent`]), so a long trace is
+/// scored with as many requests in flight as a corpus of short ones.
+pub async fn localize_dirs_each(
+    dirs: &[PathBuf],
+    opts: &Options,
+    mut each: impl FnMut(CaseOutput) -> ControlFlow<()>,
+) {
     use rayon::prelude::*;
     let chunk = CASES_PER_BATCH.max(opts.concurrency.saturating_mul(2));
-    let mut outputs = Vec::with_capacity(dirs.len());
     let runs = opts.runs.max(1);
     let score_opts = sage_judge::concurrent::ScoreOptions {
         concurrency: opts.concurrency.max(1),
@@ -494,36 +501,59 @@ pub async fn localize_dirs(dirs: &[PathBuf], opts: &Options) -> Vec<CaseOutput> 
                 }
             })
             .collect();
-        outputs.extend(concluded);
+        for o in concluded {
+            if each(o).is_break() {
+                return;
+            }
+        }
     }
-    outputs
 }
 
 /// Run one case through the whole pipeline with every judge and run.
 pub async fn localize_case(dir: &Path, opts: &Options) -> CaseOutput {
-    localize_dirs(&[dir.to_path_buf()], opts)
-        .await
-        .pop()
-        .expect("one output per case folder")
+    let mut out = None;
+    localize_dirs_each(&[dir.to_path_buf()], opts, |o| {
+        out = Some(o);
+        ControlFlow::Break(())
+    })
+    .await;
+    out.expect("one output per case folder")
 }
 
-/// Run every case found under `root`.
+/// Run every case found under `root`, keeping every result: the [`ResultSet`].
 pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
-    let mut set = ResultSet {
-        version: RESULTS_VERSION.into(),
-        sage_version: env!("CARGO_PKG_VERSION").into(),
+    let mut results = Vec::new();
+    let (tally, _) = localize_dir_each(root, opts, |rs: Vec<CaseResult>| {
+        results.extend(rs);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .await;
+    tally.into_set(results)
+}
+
+/// Run every case found under `root`, handing each case's results (every judge run) to `each`
+/// as the case finishes and keeping only what the summaries need ([`RunTally`]): a corpus of
+/// any size, or a trace of any length, is never held as a whole result set. An error from
+/// `each` (a results file that cannot be written) stops the run; it is returned with the
+/// tally of what finished.
+pub async fn localize_dir_each<E>(
+    root: &Path,
+    opts: &Options,
+    mut each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
+) -> (RunTally, Option<E>) {
+    let mut tally = RunTally {
         judges: opts.judges.iter().map(|j| j.id()).collect(),
         runs: opts.runs.max(1),
-        results: vec![],
         skipped: vec![],
         problems: vec![],
-        summaries: vec![],
+        rows: vec![],
+        cases: vec![],
     };
     let mut dirs: Vec<PathBuf> = match sage_trace::case::discover_with(root, opts.follow_links) {
         Ok(d) => d,
         Err(e) => {
-            set.skipped.push(skip(root, "case", e.to_string()));
-            return set;
+            tally.skipped.push(skip(root, "case", e.to_string()));
+            return (tally, None);
         }
     };
     let found_any = !dirs.is_empty();
@@ -532,7 +562,7 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
         dirs.retain(|x| sh.includes_dir(root, x));
     }
     if !found_any {
-        set.skipped.push(skip(
+        tally.skipped.push(skip(
             root,
             "case",
             "no case found (a case is a folder holding case.json)",
@@ -542,12 +572,13 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
     // in letter case, so its files would land on the first's) is an input error, never a
     // silent overwrite of the first case's result file and page.
     let mut owners: std::collections::BTreeMap<String, (String, String)> = Default::default();
-    for o in localize_dirs(&dirs, opts).await {
+    let mut error = None;
+    localize_dirs_each(&dirs, opts, |o| {
         if let Some(r) = o.results.first() {
             let key = sage_trace::safe::file_stem(&r.case_id).to_ascii_lowercase();
             match owners.get(&key) {
                 Some((id, dir)) if *dir != r.case_dir => {
-                    set.skipped.push(skip(
+                    tally.skipped.push(skip(
                         Path::new(&r.case_dir),
                         "case",
                         format!(
@@ -555,17 +586,28 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
                             r.case_id
                         ),
                     ));
-                    continue;
+                    return ControlFlow::Continue(());
                 }
                 _ => {
                     owners.insert(key, (r.case_id.clone(), r.case_dir.clone()));
                 }
             }
+            tally.cases.push(r.case_id.clone());
         }
-        set.results.extend(o.results);
-        set.skipped.extend(o.skipped);
-        set.problems.extend(o.problems);
-    }
-    set.summaries = crate::report::summaries(&set.results);
-    set
+        tally.rows.extend(o.results.iter().map(SummaryRow::from));
+        tally.skipped.extend(o.skipped);
+        tally.problems.extend(o.problems);
+        if o.results.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        match each(o.results) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                error = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })
+    .await;
+    (tally, error)
 }

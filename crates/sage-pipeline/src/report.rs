@@ -1,9 +1,9 @@
 //! Reports: the paper's Table 5 summary of a localize run, as data and as a terminal table.
 
-use crate::results::{CaseResult, Count, ResultSet, Summary};
+use crate::results::{CaseResult, Count, ResultSet, RunTally, Summary, SummaryRow};
 use sage_history::origin::{OriginType, Outcome};
 use sage_history::Provenance;
-use sage_judge::{JudgeId, TurnOutcome};
+use sage_judge::JudgeId;
 use std::collections::BTreeMap;
 
 /// One summary per (judge, run), in order of appearance. When the results mix real and
@@ -11,37 +11,34 @@ use std::collections::BTreeMap;
 /// figures over hand-written cases are no evidence about agents and must not dilute the real
 /// ones. Cases that do not say which they are form a third group, `unmarked`.
 pub fn summaries(results: &[CaseResult]) -> Vec<Summary> {
-    let subset_of = |r: &CaseResult| -> &'static str {
-        r.metadata
-            .trace_source
-            .map(|t| t.as_str())
-            .unwrap_or("unmarked")
-    };
-    let kinds: std::collections::BTreeSet<&str> = results.iter().map(subset_of).collect();
+    let rows: Vec<SummaryRow> = results.iter().map(SummaryRow::from).collect();
+    summaries_of(&rows)
+}
+
+/// [`summaries`] from the rows a streamed run keeps of each result.
+pub fn summaries_of(rows: &[SummaryRow]) -> Vec<Summary> {
+    let kinds: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.subset).collect();
     let split = kinds.len() > 1;
-    let mut keys: Vec<(JudgeId, u32)> = Vec::new();
-    for r in results {
-        let k = (r.judge.clone(), r.run);
+    let mut keys: Vec<(&JudgeId, u32)> = Vec::new();
+    for r in rows {
+        let k = (&r.judge, r.run);
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     let mut out = Vec::new();
     for (j, run) in keys {
-        let group: Vec<&CaseResult> = results
+        let group: Vec<&SummaryRow> = rows
             .iter()
-            .filter(|r| r.judge == j && r.run == run)
+            .filter(|r| &r.judge == j && r.run == run)
             .collect();
         if !split {
-            out.push(summarize(j, run, &group));
+            out.push(summarize(j.clone(), run, &group));
             continue;
         }
         for kind in ["real", "constructed", "unmarked"] {
-            let part: Vec<&CaseResult> = group
-                .iter()
-                .copied()
-                .filter(|r| subset_of(r) == kind)
-                .collect();
+            let part: Vec<&SummaryRow> =
+                group.iter().copied().filter(|r| r.subset == kind).collect();
             if !part.is_empty() {
                 let mut s = summarize(j.clone(), run, &part);
                 s.subset = Some(kind.to_string());
@@ -52,8 +49,30 @@ pub fn summaries(results: &[CaseResult]) -> Vec<Summary> {
     out
 }
 
+impl RunTally {
+    /// The Table-5 summaries of the run.
+    pub fn summaries(&self) -> Vec<Summary> {
+        summaries_of(&self.rows)
+    }
+
+    /// The result set of the run, given its results.
+    pub fn into_set(self, results: Vec<CaseResult>) -> ResultSet {
+        let summaries = self.summaries();
+        ResultSet {
+            version: crate::results::RESULTS_VERSION.into(),
+            sage_version: env!("CARGO_PKG_VERSION").into(),
+            judges: self.judges,
+            runs: self.runs,
+            results,
+            skipped: self.skipped,
+            problems: self.problems,
+            summaries,
+        }
+    }
+}
+
 /// Table 5 over one group of results.
-pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
+pub fn summarize(judge: JudgeId, run: u32, group: &[&SummaryRow]) -> Summary {
     let n = group.len();
     let mut provenance = BTreeMap::new();
     for p in [
@@ -61,10 +80,7 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
         Provenance::AgentIntroduced,
         Provenance::NoCodeLocation,
     ] {
-        let c = group
-            .iter()
-            .filter(|r| r.provenance.provenance == p)
-            .count();
+        let c = group.iter().filter(|r| r.provenance == p).count();
         provenance.insert(p.as_str().to_string(), Count::of(c, n));
     }
     let mut origin_type = BTreeMap::new();
@@ -75,25 +91,17 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
     ] {
         let c = group
             .iter()
-            .filter(|r| r.origin.outcome.origin().map(|o| o.1) == Some(t))
+            .filter(|r| r.origin.map(|o| o.1) == Some(t))
             .count();
         origin_type.insert(t.as_str().to_string(), Count::of(c, n));
     }
-    let undetermined = group
-        .iter()
-        .filter(|r| matches!(r.origin.outcome, Outcome::Undetermined { .. }))
-        .count();
+    let undetermined = group.iter().filter(|r| r.origin.is_none()).count();
     origin_type.insert("undetermined".into(), Count::of(undetermined, n));
 
     let timed: Vec<(usize, usize)> = group
         .iter()
-        .filter(|r| r.provenance.provenance == Provenance::AgentIntroduced)
-        .filter_map(|r| {
-            Some((
-                r.origin.outcome.origin()?.0,
-                r.provenance.introducing_write?.turn,
-            ))
-        })
+        .filter(|r| r.provenance == Provenance::AgentIntroduced)
+        .filter_map(|r| Some((r.origin?.0, r.introducing_turn?)))
         .collect();
     let tn = timed.len();
     let mut timing = BTreeMap::new();
@@ -105,13 +113,16 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
         "at-introduction".to_string(),
         Count::of(timed.iter().filter(|(o, w)| o == w).count(), tn),
     );
-    let with_missed = group
-        .iter()
-        .filter(|r| !r.origin.missed_opportunities.is_empty())
-        .count();
+    let with_missed = group.iter().filter(|r| r.missed).count();
     let mut missed = BTreeMap::new();
     missed.insert("at-least-one".to_string(), Count::of(with_missed, n));
     missed.insert("none".to_string(), Count::of(n - with_missed, n));
+    let mut failed_check_names: BTreeMap<String, usize> = BTreeMap::new();
+    for r in group {
+        for name in &r.failed_checks {
+            *failed_check_names.entry(name.clone()).or_default() += 1;
+        }
+    }
     Summary {
         judge,
         run,
@@ -122,38 +133,13 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&CaseResult]) -> Summary {
         timing_agent_introduced: timing,
         timing_n: tn,
         missed_opportunities: missed,
-        failed_checks: group
-            .iter()
-            .filter(|r| !r.failed_checks().is_empty())
-            .count(),
-        failed_check_names: {
-            let mut m: BTreeMap<String, usize> = BTreeMap::new();
-            for r in group {
-                let mut names: Vec<&str> =
-                    r.failed_checks().iter().map(|c| c.name.as_str()).collect();
-                names.sort();
-                names.dedup();
-                for n in names {
-                    *m.entry(n.to_string()).or_default() += 1;
-                }
-            }
-            m
-        },
-        turns_scored: count_turns(group, |o| matches!(o, TurnOutcome::Scored(_))),
-        turns_failed: count_turns(group, |o| matches!(o, TurnOutcome::Failed { .. })),
-        turns_administrative: count_turns(group, |o| {
-            matches!(o, TurnOutcome::Administrative { .. })
-        }),
-        injection_flagged: group.iter().filter(|r| !r.injection.is_empty()).count(),
+        failed_checks: group.iter().filter(|r| !r.failed_checks.is_empty()).count(),
+        failed_check_names,
+        turns_scored: group.iter().map(|r| r.turns_scored).sum(),
+        turns_failed: group.iter().map(|r| r.turns_failed).sum(),
+        turns_administrative: group.iter().map(|r| r.turns_administrative).sum(),
+        injection_flagged: group.iter().filter(|r| r.injection_flagged).count(),
     }
-}
-
-fn count_turns(group: &[&CaseResult], f: impl Fn(&TurnOutcome) -> bool) -> usize {
-    group
-        .iter()
-        .flat_map(|r| &r.scores)
-        .filter(|o| f(o))
-        .count()
 }
 
 fn row(table: &mut comfy_table::Table, label: &str, c: Option<&Count>) {
@@ -261,99 +247,6 @@ pub fn render_summary(s: &Summary) -> String {
     out
 }
 
-/// Write a result set as a results folder: `results.json` (everything), `summary.json`
-/// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
-///
-/// File names come from [`sage_trace::safe::file_stem`] (injective, length-capped); ids that
-/// would still share a file (one id for two case folders, or names equal but for case) are an
-/// error before anything is written, never a silent overwrite. Every file is scrubbed of
-/// secrets.
-pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
-    let by_case = results_by_case(set)
-        .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-    let cases = dir.join("cases");
-    std::fs::create_dir_all(&cases)?;
-    let mut written = std::collections::BTreeSet::new();
-    for (id, rs) in by_case {
-        let name = format!("{}.json", sage_trace::safe::file_stem(id));
-        write_atomic(&cases.join(&name), pretty(&rs).as_bytes())?;
-        written.insert(name);
-    }
-    // The folder holds this run only: a case of an earlier run that is not in this one
-    // would otherwise be read as current. Only sage's own files (`*.json`) are removed.
-    for e in std::fs::read_dir(&cases)? {
-        let e = e?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        let ours = name.ends_with(".json") || name.starts_with(".tmp-");
-        if ours && !written.contains(&name) && e.file_type()?.is_file() {
-            std::fs::remove_file(e.path())?;
-        }
-    }
-    write_atomic(&dir.join("summary.json"), pretty(&set.summaries).as_bytes())?;
-    // Last: a reader that finds results.json finds the per-case files of the same run.
-    write_atomic(&dir.join("results.json"), pretty(set).as_bytes())?;
-    Ok(())
-}
-
-/// The results grouped by case id, checked so that one id is one case folder and no two ids
-/// share a file name ([`sage_trace::safe::stem_collisions`]).
-pub fn results_by_case(
-    set: &ResultSet,
-) -> Result<BTreeMap<&str, Vec<&CaseResult>>, crate::InputError> {
-    group_by_case(set).map_err(crate::InputError)
-}
-
-fn group_by_case(set: &ResultSet) -> Result<BTreeMap<&str, Vec<&CaseResult>>, String> {
-    let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
-    for r in &set.results {
-        let rs = by_case.entry(r.case_id.as_str()).or_default();
-        if let Some(first) = rs.first() {
-            if first.case_dir != r.case_dir {
-                return Err(format!(
-                    "case id {:?} names two case folders ({} and {}); give each case its own id",
-                    r.case_id, first.case_dir, r.case_dir
-                ));
-            }
-        }
-        rs.push(r);
-    }
-    if let Some(g) = sage_trace::safe::stem_collisions(by_case.keys().copied()).first() {
-        return Err(format!(
-            "case ids {} differ only in letter case and would share a file; rename one",
-            g.iter()
-                .map(|i| format!("{i:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(by_case)
-}
-
-/// Write `path` so a reader sees the old file or the whole new one, never a part: a
-/// temporary file in the same folder, flushed, then renamed over it.
-pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
 /// `text` under a first-line prefix and a continuation prefix, cut after `fold` lines
 /// (0: whole) with a count of what was left out; control characters other than tabs are
 /// dropped so a trace cannot move the cursor or recolour the terminal.
@@ -382,20 +275,6 @@ fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
         ));
     }
     o
-}
-
-/// Pretty JSON with a trailing newline, scrubbed of secrets.
-pub fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
-    let s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    // Scrubbed in place when a secret occurs, else the text as it is: a result set runs to
-    // tens of megabytes, and copying it once more was a visible part of `localize`.
-    let scrubbed = match sage_llm::secrets::scrub(&s) {
-        std::borrow::Cow::Owned(o) => Some(o),
-        std::borrow::Cow::Borrowed(_) => None,
-    };
-    let mut out = scrubbed.unwrap_or(s);
-    out.push('\n');
-    out
 }
 
 /// What [`explain`] shows beyond the result: the case's trace, task text and history (the

@@ -202,3 +202,73 @@ pub struct Summary {
     #[serde(default)]
     pub injection_flagged: usize,
 }
+
+/// What a Table-5 [`Summary`] needs of one [`CaseResult`]: kept per result while the result
+/// itself is written out and dropped, so a run's memory does not grow with its traces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub judge: JudgeId,
+    pub run: u32,
+    /// `metadata.trace_source` (`real`, `constructed`), or `unmarked`.
+    pub subset: &'static str,
+    pub provenance: sage_history::Provenance,
+    /// The origin turn and type when localized.
+    pub origin: Option<(usize, sage_history::origin::OriginType)>,
+    pub introducing_turn: Option<usize>,
+    pub missed: bool,
+    /// Names of the failed checks, sorted, each once.
+    pub failed_checks: Vec<String>,
+    pub turns_scored: usize,
+    pub turns_failed: usize,
+    pub turns_administrative: usize,
+    pub injection_flagged: bool,
+}
+
+impl From<&CaseResult> for SummaryRow {
+    fn from(r: &CaseResult) -> Self {
+        let mut failed_checks: Vec<String> =
+            r.failed_checks().iter().map(|c| c.name.clone()).collect();
+        failed_checks.sort();
+        failed_checks.dedup();
+        let count = |f: fn(&TurnOutcome) -> bool| r.scores.iter().filter(|o| f(o)).count();
+        SummaryRow {
+            judge: r.judge.clone(),
+            run: r.run,
+            subset: r
+                .metadata
+                .trace_source
+                .map(|t| t.as_str())
+                .unwrap_or("unmarked"),
+            provenance: r.provenance.provenance,
+            origin: r.origin.outcome.origin(),
+            introducing_turn: r.provenance.introducing_write.map(|w| w.turn),
+            missed: !r.origin.missed_opportunities.is_empty(),
+            failed_checks,
+            turns_scored: count(|o| matches!(o, TurnOutcome::Scored(_))),
+            turns_failed: count(|o| matches!(o, TurnOutcome::Failed { .. })),
+            turns_administrative: count(|o| matches!(o, TurnOutcome::Administrative { .. })),
+            injection_flagged: !r.injection.is_empty(),
+        }
+    }
+}
+
+/// A localize run as it ends when each case's results were handed on (written out) as the
+/// case finished: everything of a [`ResultSet`] but the results, plus one [`SummaryRow`] per
+/// result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTally {
+    pub judges: Vec<JudgeId>,
+    pub runs: u32,
+    pub skipped: Vec<Skipped>,
+    pub problems: Vec<Problem>,
+    pub rows: Vec<SummaryRow>,
+    /// Case ids with a result, in order.
+    pub cases: Vec<String>,
+}
+
+impl RunTally {
+    /// True when every input was processed without a problem.
+    pub fn all_ok(&self) -> bool {
+        self.skipped.is_empty() && self.problems.is_empty()
+    }
+}

@@ -110,35 +110,50 @@ fn file_uri(dir: &Path) -> String {
 /// The result set as a SARIF 2.1.0 log. A case whose folder or trace can no longer be read
 /// keeps its result, without the locations that need them.
 pub fn to_sarif(set: &ResultSet) -> Value {
-    let mut cwes = BTreeSet::new();
+    let mut log = SarifLog::default();
     for r in &set.results {
-        if let Some(c) = sage_screen::l3::parse_cwe(&r.anchor.cwe) {
-            cwes.insert(c);
-        }
+        log.add(r);
     }
-    let (taxonomy, cwe_index) = cwe_taxonomy(&cwes);
-    let mut rule_ids: BTreeMap<String, String> = BTreeMap::new();
-    let mut bases = serde_json::Map::new();
-    let mut results = Vec::new();
-    let mut case_base: BTreeMap<String, String> = BTreeMap::new();
-    for r in &set.results {
-        let v = serde_json::to_value(r).unwrap_or(Value::Null);
-        let origin = &v["origin"];
+    log.finish()
+}
+
+/// A SARIF log built result by result (a streamed run adds each case's results as the case
+/// finishes and keeps only their SARIF entries, which are small).
+#[derive(Default)]
+pub struct SarifLog {
+    cwes: BTreeSet<u32>,
+    rule_ids: BTreeMap<String, String>,
+    bases: serde_json::Map<String, Value>,
+    results: Vec<(Option<u32>, Value)>,
+    case_base: BTreeMap<String, String>,
+}
+
+impl SarifLog {
+    /// Add one result.
+    pub fn add(&mut self, r: &CaseResult) {
+        let cwe = sage_screen::l3::parse_cwe(&r.anchor.cwe);
+        if let Some(c) = cwe {
+            self.cwes.insert(c);
+        }
+        // Only the parts the log shows: the whole result of a long trace is megabytes.
+        let origin = serde_json::to_value(&r.origin).unwrap_or(Value::Null);
+        let provenance = serde_json::to_value(&r.provenance).unwrap_or(Value::Null);
         let kind = origin["origin_type"]
             .as_str()
             .or_else(|| origin["outcome"].as_str())
             .unwrap_or("unknown")
             .to_string();
         let rule = format!("sage/origin/{kind}");
-        rule_ids.entry(rule.clone()).or_insert_with(|| {
+        self.rule_ids.entry(rule.clone()).or_insert_with(|| {
             format!("The origin of the silent failure is of type {kind} (SAGE origin rule).")
         });
-        let n = case_base.len() + 1;
-        let base = case_base
+        let n = self.case_base.len() + 1;
+        let base = self
+            .case_base
             .entry(r.case_dir.clone())
             .or_insert_with(|| format!("CASE{n}"))
             .clone();
-        bases.insert(
+        self.bases.insert(
             base.clone(),
             json!({"uri": file_uri(Path::new(&r.case_dir))}),
         );
@@ -156,7 +171,7 @@ pub fn to_sarif(set: &ResultSet) -> Value {
             phys["region"] = reg;
         }
         let origin_turn = origin["origin_turn"].as_u64().map(|x| x as usize);
-        let iw = &v["provenance"]["introducing_write"];
+        let iw = &provenance["introducing_write"];
         let mut rel = Vec::new();
         if let (Some(t), Some(tr)) = (origin_turn, trace.as_ref()) {
             if let Some(raw) = turn_raw(tr, t) {
@@ -212,47 +227,62 @@ pub fn to_sarif(set: &ResultSet) -> Value {
                 "judge": r.judge.name,
                 "run": r.run,
                 "origin": origin,
-                "provenance": v["provenance"]["provenance"],
+                "provenance": provenance["provenance"],
             }
         });
         if !rel.is_empty() {
             res["relatedLocations"] = Value::Array(rel);
         }
-        if let Some(c) = sage_screen::l3::parse_cwe(&r.anchor.cwe) {
-            let mut t = cwe_relationship(c, cwe_index[&c])["target"].clone();
-            t["id"] = json!(c.to_string());
-            res["taxa"] = json!([t]);
-        }
-        results.push(res);
+        self.results.push((cwe, res));
     }
-    let index: BTreeMap<&String, usize> =
-        rule_ids.keys().enumerate().map(|(i, k)| (k, i)).collect();
-    for r in results.iter_mut() {
-        let id = r["ruleId"].as_str().unwrap_or("").to_string();
-        if let Some(i) = index.get(&id) {
-            r["ruleIndex"] = json!(i);
-        }
-    }
-    let rules: Vec<Value> = rule_ids
-        .iter()
-        .map(|(id, text)| {
-            json!({"id": id, "shortDescription": {"text": text},
-                   "properties": {"tags": ["security", "silent-failure-origin"]}})
+
+    /// The log.
+    pub fn finish(self) -> Value {
+        let (taxonomy, cwe_index) = cwe_taxonomy(&self.cwes);
+        let index: BTreeMap<&String, usize> = self
+            .rule_ids
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k, i))
+            .collect();
+        let results: Vec<Value> = self
+            .results
+            .into_iter()
+            .map(|(cwe, mut r)| {
+                if let Some(c) = cwe {
+                    let mut t = cwe_relationship(c, cwe_index[&c])["target"].clone();
+                    t["id"] = json!(c.to_string());
+                    r["taxa"] = json!([t]);
+                }
+                let id = r["ruleId"].as_str().unwrap_or("").to_string();
+                if let Some(i) = index.get(&id) {
+                    r["ruleIndex"] = json!(i);
+                }
+                r
+            })
+            .collect();
+        let rules: Vec<Value> = self
+            .rule_ids
+            .iter()
+            .map(|(id, text)| {
+                json!({"id": id, "shortDescription": {"text": text},
+                       "properties": {"tags": ["security", "silent-failure-origin"]}})
+            })
+            .collect();
+        json!({
+            "$schema": SCHEMA,
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {
+                    "name": "sage-localize",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "rules": rules,
+                    "supportedTaxonomies": [{"name": "CWE", "index": 0}],
+                }},
+                "originalUriBaseIds": self.bases,
+                "taxonomies": [taxonomy],
+                "results": results,
+            }]
         })
-        .collect();
-    json!({
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "sage-localize",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-                "supportedTaxonomies": [{"name": "CWE", "index": 0}],
-            }},
-            "originalUriBaseIds": bases,
-            "taxonomies": [taxonomy],
-            "results": results,
-        }]
-    })
+    }
 }

@@ -655,7 +655,7 @@ pub struct ViewReport {
 /// case; the index lists every run).
 pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
     // One id, one case folder, one page: a collision is an error, not a shared page.
-    crate::report::results_by_case(set)
+    crate::sink::results_by_case(set)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
     let cases: PathBuf = out.join("cases");
     std::fs::create_dir_all(&cases)?;

@@ -1,0 +1,510 @@
+//! Results written while a localize run goes: each case's results leave memory as the case
+//! finishes, so a run over ten thousand cases (or one very long trace) holds one batch of
+//! results at a time, never the whole result set.
+//!
+//! [`ResultsDoc`] writes a `sage.results/1` document (`results.json`, `--output`, `--format
+//! json`) byte for byte as [`pretty`] prints the whole [`ResultSet`]: the
+//! fields that follow `results` (skipped cases, problems, summaries) are only known at the
+//! end, and they come last in the document. [`ResultsDir`] writes the results folder.
+//!
+//! Each result is serialized once, through a [`ScrubWriter`], to every output at once, each
+//! at its own nesting depth ([`write_entries`]): no result is ever held as text, which for a
+//! long trace runs to tens of megabytes.
+
+use crate::results::{CaseResult, Problem, ResultSet, Skipped, Summary, RESULTS_VERSION};
+use sage_judge::JudgeId;
+use sage_llm::secrets::ScrubWriter;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// A value as pretty JSON, scrubbed of secrets, at nesting depth 0 (no trailing newline).
+fn piece<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    let s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    match sage_llm::secrets::scrub(&s) {
+        std::borrow::Cow::Owned(o) => o,
+        std::borrow::Cow::Borrowed(_) => s,
+    }
+}
+
+/// Write depth-0 pretty JSON at nesting `depth`: every line after the first indented by two
+/// spaces per level, as the pretty printer indents a nested value. (A JSON string holds no
+/// raw newline, so every newline is the printer's own.)
+fn write_nested(w: &mut dyn Write, bytes: &[u8], depth: usize) -> io::Result<()> {
+    const SPACES: &[u8] = &[b' '; 64];
+    let indent = &SPACES[..(2 * depth).min(SPACES.len())];
+    let mut rest = bytes;
+    while let Some(i) = memchr::memchr(b'\n', rest) {
+        w.write_all(&rest[..=i])?;
+        w.write_all(indent)?;
+        rest = &rest[i + 1..];
+    }
+    w.write_all(rest)
+}
+
+/// One top-level field of the document: `  "key": value`.
+fn field(w: &mut dyn Write, key: &str, v: &impl serde::Serialize) -> io::Result<()> {
+    write!(w, "  {}: ", serde_json::to_string(key).unwrap_or_default())?;
+    write_nested(w, piece(v).as_bytes(), 1)
+}
+
+/// An output that results are appended to one at a time: a results document, a case file.
+pub trait Entries {
+    /// Start one entry (write the separator before it); the writer and the nesting depth the
+    /// entry is written at.
+    fn entry(&mut self) -> io::Result<(&mut dyn Write, usize)>;
+}
+
+/// Bytes written to several outputs, each at its own nesting depth.
+struct Tee<'a>(Vec<(&'a mut dyn Write, usize)>);
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for (w, depth) in self.0.iter_mut() {
+            write_nested(*w, buf, *depth)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Append each result to every output: serialized once, scrubbed of secrets on the way.
+pub fn write_entries<'r>(
+    results: impl IntoIterator<Item = &'r CaseResult>,
+    outputs: &mut [&mut dyn Entries],
+) -> io::Result<()> {
+    for r in results {
+        let mut to = Vec::with_capacity(outputs.len());
+        for o in outputs.iter_mut() {
+            to.push(o.entry()?);
+        }
+        let mut w = io::BufWriter::with_capacity(1 << 16, ScrubWriter::new(Tee(to)));
+        serde_json::to_writer_pretty(&mut w, r).map_err(io::Error::from)?;
+        w.into_inner().map_err(|e| e.into_error())?.finish()?;
+    }
+    Ok(())
+}
+
+/// A `sage.results/1` document written result by result.
+pub struct ResultsDoc<W: Write> {
+    w: W,
+    results: usize,
+}
+
+impl<W: Write> Entries for ResultsDoc<W> {
+    fn entry(&mut self) -> io::Result<(&mut dyn Write, usize)> {
+        self.w.write_all(if self.results == 0 {
+            b"\n    "
+        } else {
+            b",\n    "
+        })?;
+        self.results += 1;
+        Ok((&mut self.w, 2))
+    }
+}
+
+impl<W: Write> ResultsDoc<W> {
+    /// Write the fields before `results` and open it.
+    pub fn begin(mut w: W, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        w.write_all(b"{\n")?;
+        field(&mut w, "version", &RESULTS_VERSION)?;
+        w.write_all(b",\n")?;
+        field(&mut w, "sage_version", &env!("CARGO_PKG_VERSION"))?;
+        w.write_all(b",\n")?;
+        field(&mut w, "judges", &judges)?;
+        w.write_all(b",\n")?;
+        field(&mut w, "runs", &runs)?;
+        w.write_all(b",\n  \"results\": [")?;
+        Ok(ResultsDoc { w, results: 0 })
+    }
+
+    /// Close `results`, write the fields after it and return the writer, flushed.
+    pub fn finish(
+        mut self,
+        skipped: &[Skipped],
+        problems: &[Problem],
+        summaries: &[Summary],
+    ) -> io::Result<W> {
+        self.w.write_all(if self.results == 0 {
+            b"],\n"
+        } else {
+            b"\n  ],\n"
+        })?;
+        field(&mut self.w, "skipped", &skipped)?;
+        self.w.write_all(b",\n")?;
+        field(&mut self.w, "problems", &problems)?;
+        self.w.write_all(b",\n")?;
+        field(&mut self.w, "summaries", &summaries)?;
+        self.w.write_all(b"\n}\n")?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
+
+/// A file written whole or not at all: a temporary file beside it, renamed over it when
+/// [`AtomicFile::commit`]ted, removed if dropped before.
+pub struct AtomicFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    w: Option<io::BufWriter<std::fs::File>>,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
+        let f = std::fs::File::create(&tmp)?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            w: Some(io::BufWriter::with_capacity(1 << 16, f)),
+        })
+    }
+
+    /// Flush, sync and rename into place.
+    pub fn commit(mut self) -> io::Result<()> {
+        let w = self.w.take().expect("committed once");
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&self.tmp, &self.path)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.w.as_mut() {
+            Some(w) => w.write(buf),
+            None => Err(io::Error::other("file already committed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.w.as_mut() {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.w.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// One case's results file, `cases/<case-id>.json`: a JSON array of its results.
+struct CaseFile {
+    file: AtomicFile,
+    n: usize,
+}
+
+impl Entries for CaseFile {
+    fn entry(&mut self) -> io::Result<(&mut dyn Write, usize)> {
+        self.file
+            .write_all(if self.n == 0 { b"[\n  " } else { b",\n  " })?;
+        self.n += 1;
+        Ok((&mut self.file, 1))
+    }
+}
+
+impl CaseFile {
+    fn commit(mut self) -> io::Result<()> {
+        self.file
+            .write_all(if self.n == 0 { b"[]\n" } else { b"\n]\n" })?;
+        self.file.commit()
+    }
+}
+
+/// A results folder written as the run goes: `cases/<case-id>.json` as each case finishes,
+/// then `summary.json`, then `results.json` (streamed to a temporary file, renamed last: a
+/// reader that finds `results.json` finds the per-case files of the same run). Case files of
+/// an earlier run that this run did not write are removed at the end, so the folder holds
+/// this run only. Dropped before [`ResultsDir::finish`] (the run stopped), it leaves the case
+/// files written so far and the previous `results.json`, never a partial one.
+pub struct ResultsDir {
+    dir: PathBuf,
+    cases: PathBuf,
+    written: BTreeSet<String>,
+    doc: ResultsDoc<AtomicFile>,
+}
+
+impl ResultsDir {
+    pub fn create(dir: &Path, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        let cases = dir.join("cases");
+        std::fs::create_dir_all(&cases)?;
+        let file = AtomicFile::create(&dir.join("results.json"))?;
+        Ok(ResultsDir {
+            dir: dir.to_path_buf(),
+            cases,
+            written: BTreeSet::new(),
+            doc: ResultsDoc::begin(file, judges, runs)?,
+        })
+    }
+
+    /// One case's results (every judge run): its case file and its entries in
+    /// `results.json`, and in every one of `others` (serialized once for all).
+    pub fn case(
+        &mut self,
+        id: &str,
+        results: &[CaseResult],
+        others: &mut [&mut dyn Entries],
+    ) -> io::Result<()> {
+        let mut file = self.open_case(id)?;
+        let mut outs: Vec<&mut dyn Entries> = vec![&mut file, &mut self.doc];
+        outs.extend(others.iter_mut().map(|o| &mut **o as &mut dyn Entries));
+        write_entries(results, &mut outs)?;
+        file.commit()
+    }
+
+    fn open_case(&mut self, id: &str) -> io::Result<CaseFile> {
+        let name = format!("{}.json", sage_trace::safe::file_stem(id));
+        let file = AtomicFile::create(&self.cases.join(&name))?;
+        self.written.insert(name);
+        Ok(CaseFile { file, n: 0 })
+    }
+
+    /// Finish the folder: stale case files removed, `summary.json`, then `results.json`.
+    pub fn finish(
+        self,
+        skipped: &[Skipped],
+        problems: &[Problem],
+        summaries: &[Summary],
+    ) -> io::Result<()> {
+        for e in std::fs::read_dir(&self.cases)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            // Only sage's own files: a case's results or an interrupted write of one.
+            let ours = name.ends_with(".json") || name.starts_with(".tmp-");
+            if ours && !self.written.contains(&name) && e.file_type()?.is_file() {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+        write_atomic(&self.dir.join("summary.json"), pretty(summaries).as_bytes())?;
+        self.doc.finish(skipped, problems, summaries)?.commit()
+    }
+}
+
+/// Write a whole result set as a results folder (see [`ResultsDir`]): case files by case id,
+/// `results.json` in the set's order.
+pub fn write_set(dir: &Path, set: &ResultSet) -> io::Result<()> {
+    let by_case =
+        results_by_case(set).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m))?;
+    let mut out = ResultsDir::create(dir, &set.judges, set.runs)?;
+    for (id, rs) in by_case {
+        let mut file = out.open_case(id)?;
+        write_entries(rs, &mut [&mut file])?;
+        file.commit()?;
+    }
+    write_entries(&set.results, &mut [&mut out.doc])?;
+    out.finish(&set.skipped, &set.problems, &set.summaries)
+}
+
+/// A whole result set as one document written to `w`.
+pub fn write_doc<W: Write>(w: W, set: &ResultSet) -> io::Result<W> {
+    let mut doc = ResultsDoc::begin(w, &set.judges, set.runs)?;
+    write_entries(&set.results, &mut [&mut doc])?;
+    doc.finish(&set.skipped, &set.problems, &set.summaries)
+}
+
+/// Write a result set as a results folder: `results.json` (everything), `summary.json`
+/// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
+///
+/// File names come from [`sage_trace::safe::file_stem`] (injective, length-capped); ids that
+/// would still share a file (one id for two case folders, or names equal but for case) are an
+/// error before anything is written, never a silent overwrite. Every file is scrubbed of
+/// secrets.
+pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
+    write_set(dir, set)
+}
+
+/// The results grouped by case id, checked so that one id is one case folder and no two ids
+/// share a file name ([`sage_trace::safe::stem_collisions`]).
+pub fn results_by_case(
+    set: &ResultSet,
+) -> Result<BTreeMap<&str, Vec<&CaseResult>>, crate::InputError> {
+    group_by_case(set).map_err(crate::InputError)
+}
+
+fn group_by_case(set: &ResultSet) -> Result<BTreeMap<&str, Vec<&CaseResult>>, String> {
+    let mut by_case: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for r in &set.results {
+        let rs = by_case.entry(r.case_id.as_str()).or_default();
+        if let Some(first) = rs.first() {
+            if first.case_dir != r.case_dir {
+                return Err(format!(
+                    "case id {:?} names two case folders ({} and {}); give each case its own id",
+                    r.case_id, first.case_dir, r.case_dir
+                ));
+            }
+        }
+        rs.push(r);
+    }
+    if let Some(g) = sage_trace::safe::stem_collisions(by_case.keys().copied()).first() {
+        return Err(format!(
+            "case ids {} differ only in letter case and would share a file; rename one",
+            g.iter()
+                .map(|i| format!("{i:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(by_case)
+}
+
+/// Write `path` so a reader sees the old file or the whole new one, never a part: a
+/// temporary file in the same folder, flushed, then renamed over it.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(bytes)?;
+    f.commit()
+}
+
+/// Pretty JSON with a trailing newline, scrubbed of secrets.
+pub fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    let s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    // Scrubbed in place when a secret occurs, else the text as it is: a result set runs to
+    // tens of megabytes, and copying it once more was a visible part of `localize`.
+    let scrubbed = match sage_llm::secrets::scrub(&s) {
+        std::borrow::Cow::Owned(o) => Some(o),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    let mut out = scrubbed.unwrap_or(s);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two bundled cases localized with the lexicon judge, plus a skipped entry and a
+    /// problem, so every field of the document is non-empty.
+    fn set() -> ResultSet {
+        let tmp = tempfile::tempdir().unwrap();
+        let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpora");
+        for c in ["ag2-fig1a-aes-ecb", "ag2-defect-systemrandom"] {
+            let to = tmp.path().join(c);
+            std::fs::create_dir_all(to.join("baseline")).unwrap();
+            for e in walk(&corpora.join(c)) {
+                let rel = e.strip_prefix(corpora.join(c)).unwrap();
+                std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+                std::fs::copy(&e, to.join(rel)).unwrap();
+            }
+        }
+        let opts = crate::localize::Options::default();
+        let mut set = futures::executor::block_on(crate::localize::localize_dir(tmp.path(), &opts));
+        assert_eq!(set.results.len(), 2, "{:?}", set.skipped);
+        set.skipped.push(Skipped {
+            case: "x".into(),
+            stage: "case".into(),
+            message: "m".into(),
+        });
+        set.problems.push(Problem {
+            case: "y".into(),
+            message: "p\nq".into(),
+        });
+        set
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                v.extend(walk(&p));
+            } else {
+                v.push(p);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_streamed_document_is_the_pretty_result_set_byte_for_byte() {
+        let full = set();
+        for n in 0..=2 {
+            let mut s = full.clone();
+            s.results.truncate(n);
+            if n == 0 {
+                s.skipped.clear();
+                s.problems.clear();
+                s.summaries.clear();
+            }
+            let streamed = write_doc(Vec::new(), &s).unwrap();
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                pretty(&s),
+                "{n} results"
+            );
+        }
+    }
+
+    #[test]
+    fn a_results_folder_holds_what_the_whole_set_printed_would() {
+        let s = set();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("cases")).unwrap();
+        // A case file of an earlier run is removed; a file that is not sage's stays.
+        std::fs::write(dir.path().join("cases/old.json"), "[]").unwrap();
+        std::fs::write(dir.path().join("cases/notes.txt"), "mine").unwrap();
+        write_set(dir.path(), &s).unwrap();
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(read("results.json"), pretty(&s));
+        assert_eq!(read("summary.json"), pretty(&s.summaries));
+        for r in &s.results {
+            let name = format!("cases/{}.json", sage_trace::safe::file_stem(&r.case_id));
+            assert_eq!(read(&name), pretty(&vec![r]));
+        }
+        assert!(!dir.path().join("cases/old.json").exists());
+        assert_eq!(read("cases/notes.txt"), "mine");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_folder_that_is_not_finished_keeps_the_previous_results_json() {
+        let s = set();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.json"), "previous").unwrap();
+        {
+            let mut out = ResultsDir::create(dir.path(), &s.judges, s.runs).unwrap();
+            out.case(&s.results[0].case_id, &s.results[..1], &mut [])
+                .unwrap();
+            // Dropped without finish: the run stopped.
+        }
+        let results = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+        assert_eq!(results, "previous");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.starts_with(".tmp-")), "{names:?}");
+    }
+
+    #[test]
+    fn pieces_are_scrubbed_of_registered_secrets() {
+        let secret = "sk-sink-test-SECRET-0123456789";
+        sage_llm::secrets::register_env_secrets([("OPENAI_API_KEY", secret)]);
+        let mut s = set();
+        s.results[0].task_description = format!("key {secret} here");
+        let doc = String::from_utf8(write_doc(Vec::new(), &s).unwrap()).unwrap();
+        assert!(!doc.contains(secret) && doc.contains("[redacted]"));
+        assert_eq!(doc, pretty(&s));
+    }
+}

@@ -63,8 +63,8 @@ pub enum Format {
 pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     // Nothing to localize is a usage error, found before any judge is built or any result
     // file touched: an empty run must not replace the results of a real one.
-    match sage_trace::case::discover_with(&a.dir, a.follow_links) {
-        Ok(d) if !d.is_empty() => {}
+    let found = match sage_trace::case::discover_with(&a.dir, a.follow_links) {
+        Ok(d) if !d.is_empty() => d,
         Ok(_) => {
             eprintln!(
                 "sage: error: {}: no case found (a case is a folder holding case.json); \
@@ -77,7 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             eprintln!("sage: error: {}: {e}; nothing written", a.dir.display());
             return Ok(super::EXIT_FATAL);
         }
-    }
+    };
     use sage_llm::secrets::scrub;
     if let Some(p) = &a.injection_rules {
         sage_judge::injection::set_active(sage_judge::injection::Rules::load(p)?);
@@ -104,8 +104,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
     let runs = opts.runs.max(1);
     let mut out = Outputs::open(&a, &judge_ids, runs)?;
-    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_dir_each(
+    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
         &a.dir,
+        Ok(found),
         &opts,
         |results| out.case(results),
     ));

@@ -1,6 +1,7 @@
 //! The pipeline over a folder of cases: trace → canonical trace (`sage-adapters`) → artefact
 //! history and origin (`sage-history`) with turn scores (`sage-judge`) → [`results`], and the
-//! products made from results: Table-5 [`report`]s, the HTML [`view`], [`annotate`] packets,
+//! products made from results: the results files written as the run goes ([`sink`]),
+//! Table-5 [`report`]s, the HTML [`view`], [`annotate`] packets,
 //! and the reliability input ([`from_results`]); building and checking cases ([`authoring`]:
 //! `sage case init | check | show`).
 //!

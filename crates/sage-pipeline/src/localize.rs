@@ -539,6 +539,18 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
 pub async fn localize_dir_each<E>(
     root: &Path,
     opts: &Options,
+    each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
+) -> (RunTally, Option<E>) {
+    let found = sage_trace::case::discover_with(root, opts.follow_links).map_err(|e| e.to_string());
+    localize_found_each(root, found, opts, each).await
+}
+
+/// [`localize_dir_each`] over the case folders already found under `root` (or why they could
+/// not be), so a caller that looked for them first does not walk the corpus twice.
+pub async fn localize_found_each<E>(
+    root: &Path,
+    found: Result<Vec<PathBuf>, String>,
+    opts: &Options,
     mut each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
     let mut tally = RunTally {
@@ -549,10 +561,10 @@ pub async fn localize_dir_each<E>(
         rows: vec![],
         cases: vec![],
     };
-    let mut dirs: Vec<PathBuf> = match sage_trace::case::discover_with(root, opts.follow_links) {
+    let mut dirs: Vec<PathBuf> = match found {
         Ok(d) => d,
         Err(e) => {
-            tally.skipped.push(skip(root, "case", e.to_string()));
+            tally.skipped.push(skip(root, "case", e));
             return (tally, None);
         }
     };

@@ -8,8 +8,10 @@
 //! shared machine), turns/s, peak memory (VmHWM of the sage process), the plain parse time of
 //! the same trace files (JSON: `serde_json::from_slice::<Value>`; Markdown: reading and
 //! splitting lines), the ratio of the two, the growth factor per 10× size, and for a single
-//! trace a second reference: `sage normalize` of the same files (the adapter's parse into
-//! canonical turns, with process start-up, as localize has it). Inputs are built from the
+//! trace two more references: `sage normalize` of the same files (the adapter's parse into
+//! canonical turns, with process start-up, as localize has it), and a plain parse by another
+//! program, `python3 -c 'json.load(...)'` (the reference issue 19 was filed against: 0.27 s
+//! for its 10,000-message trace), when python3 is on the PATH. Inputs are built from the
 //! bundled corpus's cases, so every turn is a real turn shape of its format.
 
 use std::path::{Path, PathBuf};
@@ -152,6 +154,25 @@ fn plain_parse(files: &[PathBuf]) -> Duration {
     t.elapsed()
 }
 
+/// A plain parse of the same files by another program, as a user would time one:
+/// `python3` loading each JSON file (and reading the lines of the others), process start-up
+/// included. `None` without python3.
+fn python_parse(files: &[PathBuf]) -> Option<Duration> {
+    const SCRIPT: &str = "import json, sys\n\
+        for f in sys.argv[1:]:\n    \
+        json.load(open(f)) if f.endswith('.json') else open(f).read().splitlines()\n";
+    let t = Instant::now();
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .args(files)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    status.success().then(|| t.elapsed())
+}
+
 /// The sage binary to measure: this build, or `SAGE_BENCH_BIN`.
 fn sage_bin() -> String {
     std::env::var("SAGE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sage").to_string())
@@ -253,7 +274,7 @@ fn main() {
     };
     let tmp = tempfile::tempdir().unwrap();
     println!(
-        "{:<16} {:>8} {:>10} {:>8} {:>10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8}",
+        "{:<16} {:>8} {:>10} {:>8} {:>10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>6} {:>8}",
         "input",
         "turns",
         "localize",
@@ -264,6 +285,8 @@ fn main() {
         "× parse",
         "normalize",
         "× norm",
+        "py parse",
+        "× py",
         "growth"
     );
     type Make = fn(&Path, usize) -> PathBuf;
@@ -280,6 +303,11 @@ fn main() {
             let parse = plain_parse(&files);
             // One process per trace: for a corpus that would measure process start-up.
             let norm = (kind != "corpus").then(|| normalize(&files));
+            let py = if kind != "corpus" {
+                python_parse(&files)
+            } else {
+                None
+            };
             let (t, cpu, peak, turns) = localize(&dir);
             let secs = t.as_secs_f64();
             let growth = prev.map_or("-".to_string(), |p| format!("{:.1}×", secs / p));
@@ -290,8 +318,15 @@ fn main() {
                 ),
                 None => ("-".into(), "-".into()),
             };
+            let (py_s, py_x) = match py {
+                Some(d) => (
+                    format!("{:.3}s", d.as_secs_f64()),
+                    format!("{:.1}", secs / d.as_secs_f64().max(1e-9)),
+                ),
+                None => ("-".into(), "-".into()),
+            };
             println!(
-                "{:<16} {:>8} {:>9.3}s {:>7.2}s {:>10.0} {:>9.1} {:>8.3}s {:>8.1} {:>9} {:>8} {:>8}",
+                "{:<16} {:>8} {:>9.3}s {:>7.2}s {:>10.0} {:>9.1} {:>8.3}s {:>8.1} {:>9} {:>8} {:>9} {:>6} {:>8}",
                 format!("{kind} {n}"),
                 turns,
                 secs,
@@ -302,6 +337,8 @@ fn main() {
                 secs / parse.as_secs_f64().max(1e-9),
                 norm_s,
                 norm_x,
+                py_s,
+                py_x,
                 growth
             );
             prev = Some(secs);

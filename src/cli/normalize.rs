@@ -87,8 +87,8 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     eprint!("{}", counts_summary(&trace));
     // Every item must point at raw text that holds it (quotes are verified that way).
     match RawStore::load(&trace, std::path::Path::new("")) {
-        Ok(mut store) => {
-            let bad = sage_adapters::verify_raw_refs(&trace, &mut store);
+        Ok(store) => {
+            let bad = sage_adapters::verify_raw_refs(&trace, &store);
             let items: usize = trace.turns.iter().map(|t| t.text_items().len()).sum();
             if bad.is_empty() {
                 eprintln!("  raw pointers: all {items} items resolve to their raw text");

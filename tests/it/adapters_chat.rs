@@ -97,8 +97,8 @@ fn normalize(files: &[&str], extra_args: &[&str]) -> (CanonicalTrace, String) {
 
 /// Every item's raw pointer resolves to text that contains it (the judges' quote check).
 pub fn assert_raw_refs_verify(t: &CanonicalTrace, base: &Path) {
-    let mut store = RawStore::load(t, base).unwrap();
-    let bad = sage_adapters::verify_raw_refs(t, &mut store);
+    let store = RawStore::load(t, base).unwrap();
+    let bad = sage_adapters::verify_raw_refs(t, &store);
     assert!(
         bad.is_empty(),
         "{} items do not verify:\n{}",
@@ -396,7 +396,7 @@ proptest! {
                 let mut store = RawStore::new();
                 store.insert(name, data.clone());
                 // Pointers of a mutated trace still resolve against the mutated bytes.
-                let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+                let bad = sage_adapters::verify_raw_refs(&t, &store);
                 prop_assert!(bad.is_empty(), "{}", bad.join("\n"));
             }
             Err(e) => {
@@ -410,7 +410,7 @@ proptest! {
             Ok(t) => {
                 let mut store = RawStore::new();
                 store.insert(name, data.clone());
-                let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+                let bad = sage_adapters::verify_raw_refs(&t, &store);
                 prop_assert!(bad.is_empty(), "{}", bad.join("\n"));
             }
             Err(e) => {

@@ -207,8 +207,8 @@ fn every_item_points_to_raw_text_containing_it() {
     }
     for (rel, _) in SAMPLES {
         let t = normalize(rel);
-        let mut store = RawStore::load(&t, &traces()).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+        let store = RawStore::load(&t, &traces()).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let bad = sage_adapters::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{rel}: {bad:#?}");
     }
 }
@@ -221,9 +221,9 @@ fn otel_genai_constructed_export() {
     let f = SourceFile::new("agent_spans.json", Path::new(dir).join("agent_spans.json"));
     assert_eq!(sage_adapters::detect(&f.path).unwrap().name(), "otel-genai");
     let t = sage_adapters::normalize(std::slice::from_ref(&f), None).unwrap();
-    let mut store = RawStore::load(&t, Path::new(dir)).unwrap();
+    let store = RawStore::load(&t, Path::new(dir)).unwrap();
     assert_eq!(
-        sage_adapters::verify_raw_refs(&t, &mut store),
+        sage_adapters::verify_raw_refs(&t, &store),
         Vec::<String>::new()
     );
     insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {

@@ -15,8 +15,8 @@ fn read(rel: &str) -> CanonicalTrace {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
     let t = sage_adapters::normalize(&[SourceFile::new(rel, &p)], None)
         .unwrap_or_else(|e| panic!("{rel}: {e}"));
-    let mut store = RawStore::load(&t, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
-    let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+    let store = RawStore::load(&t, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let bad = sage_adapters::verify_raw_refs(&t, &store);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     t
 }
@@ -135,7 +135,7 @@ proptest! {
             Ok(t) => {
                 let mut store = RawStore::new();
                 store.insert("trace", data.clone());
-                let bad = sage_adapters::verify_raw_refs(&t, &mut store);
+                let bad = sage_adapters::verify_raw_refs(&t, &store);
                 prop_assert!(bad.is_empty(), "{}", bad.join("\n"));
             }
             Err(e) => {

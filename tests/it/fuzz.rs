@@ -119,8 +119,8 @@ fn pipeline(adapter: &str, path: &Path) {
     for framework in [Some(adapter), None] {
         match adapters::normalize(std::slice::from_ref(&f), framework) {
             Ok(t) => {
-                if let Ok(mut store) = RawStore::load(&t, Path::new("")) {
-                    let _ = adapters::verify_raw_refs(&t, &mut store);
+                if let Ok(store) = RawStore::load(&t, Path::new("")) {
+                    let _ = adapters::verify_raw_refs(&t, &store);
                 }
                 let _ = sage_history::reconstruct(&Default::default(), &t);
                 let _ = sage_judge::injection::Rules::embedded().scan(&t);

@@ -173,8 +173,7 @@ fn assert_complete_and_verified(
                 match o {
                     TurnOutcome::Scored(s) => {
                         assert_eq!(s.run, run);
-                        let mut st = store.clone();
-                        verify_judgment(&mut st, &tr.turns[k], &s.judgment)
+                        verify_judgment(store, &tr.turns[k], &s.judgment)
                             .expect("accepted quotes verify");
                         assert!(!s.quotes.is_empty(), "the fake judge quotes every turn");
                     }

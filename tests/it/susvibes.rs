@@ -110,8 +110,8 @@ fn every_item_points_to_raw_text_containing_it() {
     };
     for (dir, trace) in traces(&root) {
         let t = adapters::normalize(&[source(&trace)], None).unwrap();
-        let mut store = RawStore::load(&t, &dir).unwrap();
-        let bad = adapters::verify_raw_refs(&t, &mut store);
+        let store = RawStore::load(&t, &dir).unwrap();
+        let bad = adapters::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{}: {bad:#?}", trace.display());
     }
 }

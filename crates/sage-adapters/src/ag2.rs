@@ -207,6 +207,6 @@ mod tests {
         assert_eq!(t.turns[2].tool_results[0].output, "clean");
         let mut store = RawStore::new();
         store.insert("chat.json", j.as_bytes().to_vec());
-        assert!(crate::verify_raw_refs(&t, &mut store).is_empty());
+        assert!(crate::verify_raw_refs(&t, &store).is_empty());
     }
 }

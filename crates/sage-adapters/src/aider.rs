@@ -589,7 +589,7 @@ mod tests {
         assert_eq!(ws, vec![(2, "unified-diff"), (4, "search-replace")]);
         let mut store = sage_trace::RawStore::new();
         store.insert("h.md", h.as_bytes().to_vec());
-        assert!(crate::verify_raw_refs(&t, &mut store).is_empty());
+        assert!(crate::verify_raw_refs(&t, &store).is_empty());
     }
 
     #[test]

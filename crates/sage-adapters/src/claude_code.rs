@@ -493,7 +493,7 @@ mod tests {
                 r.raw.file = p.display().to_string();
             }
         }
-        let mut store = sage_trace::RawStore::load(&t, std::path::Path::new("")).unwrap();
+        let store = sage_trace::RawStore::load(&t, std::path::Path::new("")).unwrap();
         let r = &t.turns.iter().flat_map(|t| &t.tool_results).nth(1).unwrap();
         assert_eq!(store.resolve(&r.raw).unwrap(), "second block");
     }

@@ -996,7 +996,7 @@ mod tests {
             {"type": "result", "subtype": "completed", "num_turns": 5, "is_error": false}
         ])
         .to_string();
-        let (t, seen, mut store) = run(&recs);
+        let (t, seen, store) = run(&recs);
         let kinds: Vec<_> = t
             .turns
             .iter()
@@ -1034,7 +1034,7 @@ mod tests {
         assert_eq!(seen.agent.as_deref(), Some("openhands"));
         assert!(seen.task.as_ref().unwrap().text.ends_with("Fix app.py"));
         assert_eq!(t.dropped.len(), 1, "{:?}", t.dropped);
-        assert!(crate::verify_raw_refs(&t, &mut store).is_empty());
+        assert!(crate::verify_raw_refs(&t, &store).is_empty());
     }
 
     #[test]
@@ -1050,7 +1050,7 @@ mod tests {
             {"type": "user", "message": {"role": "tool", "content": [{"type": "tool_result", "tool_use_id": "b", "content": undo}]}}
         ])
         .to_string();
-        let (t, _, mut store) = run(&recs);
+        let (t, _, store) = run(&recs);
         assert_eq!(
             t.turns[0].writes[0].op,
             WriteOp::Insert {
@@ -1071,7 +1071,7 @@ mod tests {
                 content: "one\ntwo\n".into()
             }
         );
-        assert!(crate::verify_raw_refs(&t, &mut store).is_empty());
+        assert!(crate::verify_raw_refs(&t, &store).is_empty());
     }
 
     #[test]

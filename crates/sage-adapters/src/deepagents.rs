@@ -139,7 +139,7 @@ mod tests {
         if let Some(x) = extra {
             store.insert("c.json", x.as_bytes().to_vec());
         }
-        let bad = crate::verify_raw_refs(&t, &mut store);
+        let bad = crate::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{bad:?}");
         t
     }

@@ -521,7 +521,7 @@ pub fn normalize_seen_run(
 /// Writes derived from a form that does not keep the new text verbatim (`*** Begin Patch`
 /// hunks, whose lines carry `+`/` ` prefixes; LangGraph v1 file states, stored as a list of
 /// lines) are checked line by line.
-pub fn verify_raw_refs(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<String> {
+pub fn verify_raw_refs(trace: &CanonicalTrace, store: &RawStore) -> Vec<String> {
     let mut bad = Vec::new();
     for t in &trace.turns {
         for (text, raw) in t.text_items() {

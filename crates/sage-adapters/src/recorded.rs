@@ -44,7 +44,7 @@ fn sibling(framework: &str, pointer: &str) -> Option<(String, &'static str, Opti
 /// Every recorded pre-edit state of `trace` (empty for a format that records none). One per
 /// raw record: the several edits of one Claude Code `MultiEdit` share one `originalFile`,
 /// which is the state before the first of them.
-pub fn pre_edit_states(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<RecordedState> {
+pub fn pre_edit_states(trace: &CanonicalTrace, store: &RawStore) -> Vec<RecordedState> {
     let mut out = Vec::new();
     let mut seen: std::collections::BTreeSet<(String, Option<usize>, String)> = Default::default();
     let writes = trace
@@ -94,7 +94,7 @@ pub fn pre_edit_states(trace: &CanonicalTrace, store: &mut RawStore) -> Vec<Reco
 }
 
 /// Whether the value at `raw` is JSON null rather than the string "null".
-fn is_null(store: &mut RawStore, raw: &RawRef) -> bool {
+fn is_null(store: &RawStore, raw: &RawRef) -> bool {
     let Locator::Json { line, pointer, .. } = &raw.at else {
         return false;
     };

@@ -154,7 +154,6 @@ pub async fn score_traces_concurrently(
     opts: &ScoreOptions,
 ) -> ScoredBatch {
     let runs = opts.runs.max(1);
-    let stores: Vec<Mutex<RawStore>> = items.iter().map(|i| Mutex::new(i.store.clone())).collect();
     // Every turn's prompt hash comes from one chain per trace: linear in the trace.
     let chains: Vec<PrefixChain> = items
         .iter()
@@ -196,7 +195,6 @@ pub async fn score_traces_concurrently(
             .map(|job| {
                 let judge = judges[job.judge].as_ref();
                 let item = items[job.item];
-                let store = &stores[job.item];
                 let chain = &chains[job.item];
                 let (stop, stopped, stats) = (&stop, &stopped, &opts.stats);
                 async move {
@@ -211,10 +209,8 @@ pub async fn score_traces_concurrently(
                         job.k,
                         job.run,
                         opts.max_attempts,
-                        |turn, j| {
-                            let mut s = store.lock().unwrap_or_else(|p| p.into_inner());
-                            verify_judgment(&mut s, turn, j)
-                        },
+                        // The item's one store, shared by every driver thread.
+                        |turn, j| verify_judgment(item.store, turn, j),
                     )
                     .await;
                     if let Some(b) = bar {

@@ -31,11 +31,7 @@ pub fn validate(j: &Judgment) -> Result<(), JudgeError> {
 /// verify. The text compared is re-read from the raw trace through `store`, not the adapter's
 /// copy.
 #[cfg(test)]
-pub(crate) fn verify_quote(
-    store: &mut RawStore,
-    turn: &Turn,
-    quote: &str,
-) -> Result<RawRef, String> {
+pub(crate) fn verify_quote(store: &RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
     verify_quote_in(&mut TurnTexts::default(), store, turn, quote)
 }
 
@@ -60,7 +56,7 @@ struct ReadText {
 
 fn verify_quote_in(
     texts: &mut TurnTexts,
-    store: &mut RawStore,
+    store: &RawStore,
     turn: &Turn,
     quote: &str,
 ) -> Result<RawRef, String> {
@@ -157,7 +153,7 @@ fn verify_quote_in(
 
 /// Verify every quote of a judgment against turn k; `Err` names the first failure.
 pub fn verify_judgment(
-    store: &mut RawStore,
+    store: &RawStore,
     turn: &Turn,
     j: &Judgment,
 ) -> Result<Vec<VerifiedQuote>, String> {

@@ -650,8 +650,8 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
 
     // 2. The editor's recorded pre-edit states, write by write.
     match RawStore::load(&trace, Path::new("")) {
-        Ok(mut store) => {
-            let states = recorded::pre_edit_states(&trace, &mut store);
+        Ok(store) => {
+            let states = recorded::pre_edit_states(&trace, &store);
             if !states.is_empty() {
                 let how = states[0].how;
                 let against = format!("{how} chain ({} recorded states)", states.len());

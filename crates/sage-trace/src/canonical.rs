@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Version tag written into every canonical trace.
 pub const CANONICAL_VERSION: &str = "sage.canonical/1";
@@ -590,19 +592,37 @@ pub enum RawError {
     },
 }
 
+/// Parsed JSON values by (file, line of the value's start; `None`: the whole file).
+type JsonCache = HashMap<(String, Option<usize>), Arc<serde_json::Value>>;
+
 /// The raw trace files of one trace, loaded once, resolving [`RawRef`]s to their text.
 ///
 /// This is what makes quotes checkable: a quote verifies only if it occurs in the text that
 /// the raw record itself holds, re-read from disk, not in the adapter's copy of it.
-#[derive(Debug, Default, Clone)]
+///
+/// Resolving takes `&self`: one store serves every thread that verifies quotes of its trace
+/// (the caches below fill on first use behind locks), so the raw bytes are held once.
+#[derive(Debug, Default)]
 pub struct RawStore {
     files: HashMap<String, Vec<u8>>,
-    json_cache: HashMap<(String, Option<usize>), serde_json::Value>,
+    /// The JSON value a record's text is resolved from, parsed once per (file, line).
+    json_cache: RwLock<JsonCache>,
     /// Byte offset of every line start, per file, indexed on first use: resolving a line
     /// pointer costs O(the record), not O(the file), so a long trace stays linear.
-    line_starts: HashMap<String, Vec<usize>>,
+    line_starts: HashMap<String, OnceLock<Vec<usize>>>,
     /// Bytes scanned to build line indexes (a work counter the tests check).
-    scanned: u64,
+    scanned: AtomicU64,
+}
+
+impl Clone for RawStore {
+    /// The files; the caches refill on use.
+    fn clone(&self) -> Self {
+        let mut s = RawStore::new();
+        for (name, bytes) in &self.files {
+            s.insert(name, bytes.clone());
+        }
+        s
+    }
 }
 
 impl RawStore {
@@ -676,17 +696,21 @@ impl RawStore {
 
     /// Bytes scanned so far to index line starts (each file is scanned at most once).
     pub fn bytes_scanned(&self) -> u64 {
-        self.scanned
+        self.scanned.load(Ordering::Relaxed)
     }
 
     /// Load `name`'s bytes (replacing an earlier load of the same name).
     pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
-        self.line_starts.remove(name);
+        self.line_starts.insert(name.to_string(), OnceLock::new());
+        self.json_cache
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(f, _), _| f != name);
         self.files.insert(name.to_string(), bytes);
     }
 
     /// The text the raw record holds.
-    pub fn resolve(&mut self, r: &RawRef) -> Result<String, RawError> {
+    pub fn resolve(&self, r: &RawRef) -> Result<String, RawError> {
         let data = self
             .files
             .get(&r.file)
@@ -695,11 +719,13 @@ impl RawStore {
             r.at,
             Locator::Lines { .. } | Locator::Json { line: Some(_), .. }
         );
-        if by_line && !self.line_starts.contains_key(&r.file) {
-            self.scanned += data.len() as u64;
-            self.line_starts.insert(r.file.clone(), line_starts(data));
-        }
-        let starts: &[usize] = self.line_starts.get(&r.file).map_or(&[], Vec::as_slice);
+        let starts: &[usize] = match self.line_starts.get(&r.file) {
+            Some(index) if by_line => index.get_or_init(|| {
+                self.scanned.fetch_add(data.len() as u64, Ordering::Relaxed);
+                line_starts(data)
+            }),
+            _ => &[],
+        };
         match &r.at {
             Locator::Bytes { start, end } => data
                 .get(*start..*end)
@@ -719,28 +745,42 @@ impl RawStore {
                 inner,
             } => {
                 let key = (r.file.clone(), *line);
-                if !self.json_cache.contains_key(&key) {
-                    let slice: &[u8] = match line {
-                        None => data,
-                        Some(l) => line_start(starts, data.len(), *l)
-                            .map(|s| &data[s..])
-                            .ok_or(RawError::OutOfRange { at: r.display() })?,
-                    };
-                    // The first JSON value from there on: the line of a JSON Lines file, or a
-                    // pretty-printed value spanning several lines.
-                    let v: serde_json::Value = serde_json::Deserializer::from_slice(slice)
-                        .into_iter::<serde_json::Value>()
-                        .next()
-                        .unwrap_or_else(|| {
-                            Err(serde::de::Error::custom("no JSON value on this line"))
-                        })
-                        .map_err(|e| RawError::Json {
-                            at: r.display(),
-                            msg: e.to_string(),
-                        })?;
-                    self.json_cache.insert(key.clone(), v);
-                }
-                let v = self.json_cache[&key]
+                let cached = self
+                    .json_cache
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&key)
+                    .cloned();
+                let value = match cached {
+                    Some(v) => v,
+                    None => {
+                        let slice: &[u8] = match line {
+                            None => data,
+                            Some(l) => line_start(starts, data.len(), *l)
+                                .map(|s| &data[s..])
+                                .ok_or(RawError::OutOfRange { at: r.display() })?,
+                        };
+                        // The first JSON value from there on: the line of a JSON Lines file, or a
+                        // pretty-printed value spanning several lines.
+                        let v: serde_json::Value = serde_json::Deserializer::from_slice(slice)
+                            .into_iter::<serde_json::Value>()
+                            .next()
+                            .unwrap_or_else(|| {
+                                Err(serde::de::Error::custom("no JSON value on this line"))
+                            })
+                            .map_err(|e| RawError::Json {
+                                at: r.display(),
+                                msg: e.to_string(),
+                            })?;
+                        let v = Arc::new(v);
+                        self.json_cache
+                            .write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key, v.clone());
+                        v
+                    }
+                };
+                let v = value
                     .pointer(pointer)
                     .ok_or(RawError::NoValue { at: r.display() })?;
                 let v = match inner {
@@ -927,6 +967,43 @@ mod tests {
             len,
             "the file was scanned more than once"
         );
+    }
+
+    #[test]
+    fn one_store_serves_every_thread_and_scans_each_file_once() {
+        // Quote verification runs on every driver thread against the trace's one store
+        // (it used to be cloned per batch and locked per turn).
+        let n = 400;
+        let text: String = (0..n)
+            .map(|i| format!("{{\"i\":{i},\"t\":\"line {i}\"}}\n"))
+            .collect();
+        let len = text.len() as u64;
+        let mut s = RawStore::new();
+        s.insert("t.jsonl", text.into_bytes());
+        s.insert("doc.json", br#"{"a": {"b": "whole"}}"#.to_vec());
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let s = &s;
+                scope.spawn(move || {
+                    for i in (0..n).rev().skip(t) {
+                        let got = s.resolve(&RawRef::json("t.jsonl", Some(i + 1), "/t"));
+                        assert_eq!(got.unwrap(), format!("line {i}"));
+                        let whole = s.resolve(&RawRef::json("doc.json", None, "/a/b"));
+                        assert_eq!(whole.unwrap(), "whole");
+                    }
+                });
+            }
+        });
+        assert_eq!(s.bytes_scanned(), len, "t.jsonl indexed more than once");
+        // A clone holds the files and refills its caches.
+        let c = s.clone();
+        assert_eq!(c.bytes_scanned(), 0);
+        let got = c.resolve(&RawRef::json("t.jsonl", Some(7), "/i")).unwrap();
+        assert_eq!(got, "6");
+        // Replacing a file drops what was cached of it.
+        s.insert("doc.json", br#"{"a": {"b": "new"}}"#.to_vec());
+        let got = s.resolve(&RawRef::json("doc.json", None, "/a/b")).unwrap();
+        assert_eq!(got, "new");
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub(crate) fn pending_calls(
 ) -> Result<ExportReport, JudgeError> {
     let mut rep = ExportReport::default();
     for item in items {
-        let mut store = item.store.clone();
+        let store = item.store;
         // As a live run: one chain per trace, so each digest line is computed once.
         let chain = PrefixChain::new(item.task, &item.trace.turns);
         for run in 0..runs {
@@ -167,12 +167,10 @@ pub(crate) fn pending_calls(
                             settled = false;
                             break;
                         }
-                        Lookup::Stored(Ok(a)) => {
-                            match verify_judgment(&mut store, turn, &a.judgment) {
-                                Ok(_) => break,
-                                Err(e) => e,
-                            }
-                        }
+                        Lookup::Stored(Ok(a)) => match verify_judgment(store, turn, &a.judgment) {
+                            Ok(_) => break,
+                            Err(e) => e,
+                        },
                         // Nothing to send: the turn's outcome is context-overflow.
                         Lookup::Stored(Err(JudgeError::ContextOverflow { .. })) => {
                             rep.overflow += 1;

@@ -802,6 +802,6 @@ fn task_from_trace(trace: &CanonicalTrace, seen: &Seen, path: &Path) -> Option<S
         .iter()
         .find(|d| d.reason == sage_adapters::mapping::NOT_AGENT_AUTHORED)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut store = RawStore::load(trace, dir).ok()?;
+    let store = RawStore::load(trace, dir).ok()?;
     store.resolve(&d.raw).ok()
 }

@@ -17,7 +17,7 @@ use crate::{edits, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::Actor;
 use sage_trace::{
-    CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write, WriteOp,
+    json_pointer, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write, WriteOp,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -517,7 +517,7 @@ pub(crate) fn first_str<'a>(
 ) -> Option<(&'a str, String)> {
     for p in paths {
         let full = format!("{base}{p}");
-        if let Some(Value::String(s)) = v.pointer(&full) {
+        if let Some(Value::String(s)) = json_pointer(v, &full) {
             return Some((s.as_str(), full));
         }
     }
@@ -527,7 +527,7 @@ pub(crate) fn first_str<'a>(
 fn first_value<'a>(v: &'a Value, base: &str, paths: &[String]) -> Option<(&'a Value, String)> {
     for p in paths {
         let full = format!("{base}{p}");
-        if let Some(x) = v.pointer(&full) {
+        if let Some(x) = json_pointer(v, &full) {
             if !x.is_null() {
                 return Some((x, full));
             }
@@ -603,7 +603,7 @@ impl<'m> MappingRun<'m> {
     pub(crate) fn feed_document(&mut self, doc: &Value, line: Option<usize>) {
         let mm = &self.m.file.messages;
         for lp in &mm.lists {
-            if let Some(Value::Array(items)) = doc.pointer(lp) {
+            if let Some(Value::Array(items)) = json_pointer(doc, lp) {
                 for i in 0..items.len() {
                     self.feed_message(doc, line, &format!("{lp}/{i}"));
                 }
@@ -638,7 +638,7 @@ impl<'m> MappingRun<'m> {
             line,
             outer,
         };
-        if let Some(Value::String(s)) = doc.pointer(ptr) {
+        if let Some(Value::String(s)) = json_pointer(doc, ptr) {
             self.feed_bare_text(s, &loc, ptr, actor);
             return;
         }
@@ -646,7 +646,7 @@ impl<'m> MappingRun<'m> {
             .base
             .iter()
             .map(|b| format!("{ptr}{b}"))
-            .find(|b| doc.pointer(b).is_some_and(Value::is_object))
+            .find(|b| json_pointer(doc, b).is_some_and(Value::is_object))
         else {
             self.b.drop_record(loc.raw(ptr), "not a message object");
             return;
@@ -815,12 +815,11 @@ impl<'m> MappingRun<'m> {
                         });
                         continue;
                     }
-                    let ty = b
-                        .pointer(&mm.block_type)
+                    let ty = json_pointer(b, &mm.block_type)
                         .and_then(Value::as_str)
                         .unwrap_or("");
                     if mm.block_text_types.iter().any(|t| t == ty) {
-                        if let Some(Value::String(s)) = b.pointer(&mm.block_text) {
+                        if let Some(Value::String(s)) = json_pointer(b, &mm.block_text) {
                             if s.trim().is_empty() {
                                 continue;
                             }
@@ -844,7 +843,7 @@ impl<'m> MappingRun<'m> {
     fn result_text(&self, _doc: &Value, v: &Value, p: &str, loc: &Loc) -> TextItem {
         if let Value::Array(blocks) = v {
             for (i, b) in blocks.iter().enumerate() {
-                if let Some(Value::String(s)) = b.pointer("/text") {
+                if let Some(Value::String(s)) = json_pointer(b, "/text") {
                     return TextItem {
                         text: s.clone(),
                         raw: loc.raw(&format!("{p}/{i}/text")),
@@ -862,7 +861,7 @@ impl<'m> MappingRun<'m> {
         let rm = &self.m.file.tool_results;
         let Some(lp) = &rm.list else { return vec![] };
         let lp = format!("{base}{lp}");
-        let Some(Value::Array(items)) = doc.pointer(&lp) else {
+        let Some(Value::Array(items)) = json_pointer(doc, &lp) else {
             return vec![];
         };
         let mut out = Vec::new();
@@ -887,7 +886,7 @@ impl<'m> MappingRun<'m> {
             let lp = format!("{base}{}", tm.list);
             // An array of calls, or one call object (`function_call`, a CAMEL
             // FunctionCallingMessage itself); a lone object without a name is no call.
-            let elems: Vec<String> = match doc.pointer(&lp) {
+            let elems: Vec<String> = match json_pointer(doc, &lp) {
                 Some(Value::Array(items)) => {
                     (0..items.len()).map(|i| format!("{lp}/{i}")).collect()
                 }
@@ -898,7 +897,7 @@ impl<'m> MappingRun<'m> {
             };
             for ip in elems {
                 if let (Some(tf), Some(tv)) = (&tm.type_field, &tm.type_value) {
-                    if doc.pointer(&format!("{ip}{tf}")).and_then(Value::as_str) != Some(tv) {
+                    if json_pointer(doc, &format!("{ip}{tf}")).and_then(Value::as_str) != Some(tv) {
                         continue;
                     }
                 }
@@ -985,7 +984,7 @@ impl<'m> MappingRun<'m> {
                 continue;
             }
             if let (Some(f), Some(val)) = (&w.when_field, &w.when_value) {
-                if av.pointer(f).and_then(Value::as_str) != Some(val) {
+                if json_pointer(av, f).and_then(Value::as_str) != Some(val) {
                     continue;
                 }
             }
@@ -1216,8 +1215,7 @@ impl<'m> MappingRun<'m> {
 
 fn is_error(doc: &Value, base: &str, rm: &ToolResultMap) -> bool {
     match (&rm.error_field, &rm.error_value) {
-        (Some(f), Some(v)) => doc
-            .pointer(&format!("{base}{f}"))
+        (Some(f), Some(v)) => json_pointer(doc, &format!("{base}{f}"))
             .map(|x| value_text(x) == *v)
             .unwrap_or(false),
         _ => false,

@@ -346,19 +346,20 @@ impl LexiconJudge {
         // A sentence copied from the task (e.g. the input file's docstring, re-emitted in a
         // full-file write) is not the agent's own reasoning.
         let task_text = normalized_task(&req.task.description);
-        let all_sentences: Vec<&str> = texts
-            .iter()
-            .flat_map(|t| sentences(t))
-            .filter(|s| {
-                let n = sage_trace::normalize_ws(s);
-                n.len() < 12 || !task_text.contains(&n)
-            })
-            .collect();
-        // Each sentence is lower-cased and normalized once, for every dimension and rule.
-        let lowered: Vec<String> = all_sentences
-            .iter()
-            .map(|s| sage_trace::normalize_ws(&s.to_lowercase()))
-            .collect();
+        // Each sentence is normalized once, for the task test and its lower-cased form, and
+        // lower-cased once, for every dimension and rule.
+        let mut all_sentences: Vec<&str> = Vec::new();
+        let mut lowered: Vec<String> = Vec::new();
+        for s in texts.iter().flat_map(|t| sentences(t)) {
+            let n = sage_trace::normalize_ws(s);
+            // `memmem` is `str::contains` without building a two-way searcher per sentence.
+            if n.len() >= 12 && memchr::memmem::find(task_text.as_bytes(), n.as_bytes()).is_some()
+            {
+                continue;
+            }
+            lowered.push(lower_normalized(s, n));
+            all_sentences.push(s);
+        }
         let flags: Vec<Flags> = lowered
             .iter()
             .map(|lc| self.compiled.flags(lc, cwe))
@@ -409,6 +410,18 @@ impl LexiconJudge {
     }
 }
 
+/// `normalize_ws(&s.to_lowercase())`, given `n = normalize_ws(s)`: for ASCII text the
+/// two steps commute (ASCII lower-casing maps byte to byte and never touches whitespace), so
+/// `n` is lower-cased in place instead of normalizing a second time.
+fn lower_normalized(s: &str, mut n: String) -> String {
+    if s.is_ascii() {
+        n.make_ascii_lowercase();
+        n
+    } else {
+        sage_trace::normalize_ws(&s.to_lowercase())
+    }
+}
+
 thread_local! {
     /// The last task description seen on this thread and its normalized text: every turn
     /// of a trace has the same task, which used to be normalized again for each turn.
@@ -455,6 +468,15 @@ impl Judge for LexiconJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The shortcut gives what normalizing the lower-cased sentence gives.
+        #[test]
+        fn lower_normalized_is_normalize_of_lowercase(s in "[ a-zA-Z\t\n.İΣσK\u{a0}\u{2028}]{0,40}") {
+            let want = sage_trace::normalize_ws(&s.to_lowercase());
+            proptest::prop_assert_eq!(lower_normalized(&s, sage_trace::normalize_ws(&s)), want);
+        }
+    }
     use sage_trace::case::TaskContext;
     use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem};
 

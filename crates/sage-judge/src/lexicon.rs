@@ -352,9 +352,7 @@ impl LexiconJudge {
         let mut lowered: Vec<String> = Vec::new();
         for s in texts.iter().flat_map(|t| sentences(t)) {
             let n = sage_trace::normalize_ws(s);
-            // `memmem` is `str::contains` without building a two-way searcher per sentence.
-            if n.len() >= 12 && memchr::memmem::find(task_text.as_bytes(), n.as_bytes()).is_some()
-            {
+            if n.len() >= 12 && task_text.contains(&n) {
                 continue;
             }
             lowered.push(lower_normalized(s, n));
@@ -425,18 +423,54 @@ fn lower_normalized(s: &str, mut n: String) -> String {
 thread_local! {
     /// The last task description seen on this thread and its normalized text: every turn
     /// of a trace has the same task, which used to be normalized again for each turn.
-    static TASK: std::cell::RefCell<(String, std::rc::Rc<str>)> =
-        std::cell::RefCell::new((String::new(), std::rc::Rc::from("")));
+    static TASK: std::cell::RefCell<(String, std::rc::Rc<TaskText>)> =
+        std::cell::RefCell::new((String::new(), std::rc::Rc::new(TaskText::new(""))));
+}
+
+/// A task's normalized text, asked whether it contains each sentence of every turn.
+struct TaskText {
+    text: String,
+    /// Every 8-byte window of `text`: a sentence whose first or last 8 bytes are not one
+    /// is not in the text, found without a substring search (most sentences are not in
+    /// the task, and a search per sentence scanned the whole task).
+    grams: std::collections::HashSet<u64>,
+}
+
+impl TaskText {
+    fn new(text: &str) -> TaskText {
+        TaskText {
+            grams: text.as_bytes().windows(8).map(gram).collect(),
+            text: text.to_string(),
+        }
+    }
+
+    /// `self.text.contains(s)`.
+    fn contains(&self, s: &str) -> bool {
+        let b = s.as_bytes();
+        if b.len() >= 8
+            && !(self.grams.contains(&gram(&b[..8]))
+                && self.grams.contains(&gram(&b[b.len() - 8..])))
+        {
+            return false;
+        }
+        self.text.contains(s)
+    }
+}
+
+fn gram(w: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(w);
+    u64::from_le_bytes(a)
 }
 
 /// `normalize_ws(description)`, remembered for the next turn of the same task.
-fn normalized_task(description: &str) -> std::rc::Rc<str> {
+fn normalized_task(description: &str) -> std::rc::Rc<TaskText> {
     TASK.with(|cell| {
         let mut c = cell.borrow_mut();
         if c.0 != description {
             *c = (
                 description.to_string(),
-                sage_trace::normalize_ws(description).into(),
+                std::rc::Rc::new(TaskText::new(&sage_trace::normalize_ws(description))),
             );
         }
         c.1.clone()
@@ -471,6 +505,13 @@ mod tests {
 
     proptest::proptest! {
         /// The shortcut gives what normalizing the lower-cased sentence gives.
+        #[test]
+        fn task_text_contains_as_str_contains(text in "[ab é]{0,30}", s in "[ab é]{0,12}") {
+            proptest::prop_assert_eq!(TaskText::new(&text).contains(&s), text.contains(&s));
+            let inside = format!("{s}{text}");
+            proptest::prop_assert!(TaskText::new(&inside).contains(&s));
+        }
+
         #[test]
         fn lower_normalized_is_normalize_of_lowercase(s in "[ a-zA-Z\t\n.İΣσK\u{a0}\u{2028}]{0,40}") {
             let want = sage_trace::normalize_ws(&s.to_lowercase());

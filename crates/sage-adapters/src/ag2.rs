@@ -169,10 +169,7 @@ mod tests {
     fn form_of_answers_is_runtime_log_as_shape_of() {
         let dir = tempfile::tempdir().unwrap();
         let msg = r#"{"content": "x", "role": "assistant", "name": "engineer"}"#;
-        let big = format!(
-            r#"{{"chat_history": [{}]}}"#,
-            vec![msg; 20_000].join(",")
-        );
+        let big = format!(r#"{{"chat_history": [{}]}}"#, vec![msg; 20_000].join(","));
         let events = "{\"event_name\": \"e\", \"json_state\": \"{}\", \"source_name\": \"a\"}\n";
         let log = format!("{BANNER} 1\n{}", events.repeat(10));
         for (name, text, runtime) in [("chat.json", big, false), ("runtime.log", log, true)] {

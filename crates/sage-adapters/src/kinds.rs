@@ -276,10 +276,25 @@ mod tests {
         let f: KindsFile = toml::from_str(DEFAULT_TURN_KINDS).unwrap();
         let c = Classifier::embedded();
         let texts = [
-            "", "pytest -q", "PYTEST", "python3 -m unittest", "cat app.py", "  open app.py",
-            "sed -i 's/a/b/' x", "{\"command\": \"view\"}", "git diff", "No such file or directory",
-            "ERROR: x", "x\n  ERROR y", "curl http://x", "pytestß", "ñpytest", "écat x",
-            "old_string foo not found", "*** Begin Patch", "echo hi",
+            "",
+            "pytest -q",
+            "PYTEST",
+            "python3 -m unittest",
+            "cat app.py",
+            "  open app.py",
+            "sed -i 's/a/b/' x",
+            "{\"command\": \"view\"}",
+            "git diff",
+            "No such file or directory",
+            "ERROR: x",
+            "x\n  ERROR y",
+            "curl http://x",
+            "pytestß",
+            "ñpytest",
+            "écat x",
+            "old_string foo not found",
+            "*** Begin Patch",
+            "echo hi",
         ];
         let lists = [
             (&f.tests, &c.tests),
@@ -312,7 +327,10 @@ mod tests {
         let bad = DEFAULT_TURN_KINDS.replacen("'\\bpytest\\b'", "'a)|(b'", 1);
         assert_ne!(bad, DEFAULT_TURN_KINDS);
         let e = Classifier::parse(&bad, "k.toml").unwrap_err();
-        assert!(e.0.starts_with("k.toml: tests: bad pattern \"a)|(b\""), "{e}");
+        assert!(
+            e.0.starts_with("k.toml: tests: bad pattern \"a)|(b\""),
+            "{e}"
+        );
     }
 
     fn call(name: &str, args: &str) -> ToolCall {

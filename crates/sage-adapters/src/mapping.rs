@@ -17,7 +17,8 @@ use crate::{edits, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::Actor;
 use sage_trace::{
-    json_pointer, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write, WriteOp,
+    json_pointer, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write,
+    WriteOp,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -272,9 +273,9 @@ pub struct Mapping {
     pub file: MappingFile,
     /// Where it came from (`crates/sage-adapters/mappings/ag2.toml (embedded)` or the user's path).
     pub origin: String,
-    actor_pattern: Option<Regex>,
-    user_names: Option<Regex>,
-    code_output: Option<Regex>,
+    actor_pattern: Option<Pattern>,
+    user_names: Option<Pattern>,
+    code_output: Option<Pattern>,
     admin: Vec<CompiledRule>,
     kinds: Vec<CompiledRule>,
     default_kind: TurnKind,
@@ -282,24 +283,57 @@ pub struct Mapping {
 
 #[derive(Debug, Clone)]
 struct CompiledRule {
-    actor: Option<Regex>,
-    role: Option<Regex>,
-    text: Option<Regex>,
-    tool: Option<Regex>,
+    actor: Option<Pattern>,
+    role: Option<Pattern>,
+    text: Option<Pattern>,
+    tool: Option<Pattern>,
     kind: Option<TurnKind>,
+}
+
+/// A mapping's regex, compiled on first use when the mapping is embedded (every embedded
+/// mapping is parsed at start-up for detection, and a run uses one adapter's patterns), at
+/// parse time for a mapping file (a bad pattern is reported there). Clones share it.
+#[derive(Debug, Clone)]
+struct Pattern {
+    src: String,
+    re: std::sync::Arc<std::sync::OnceLock<Regex>>,
+}
+
+impl std::ops::Deref for Pattern {
+    type Target = Regex;
+    fn deref(&self) -> &Regex {
+        self.re.get_or_init(|| {
+            Regex::new(&self.src).expect("a mapping's pattern is checked when it is parsed")
+        })
+    }
 }
 
 impl Mapping {
     /// Parse and check a mapping file.
     pub fn parse(text: &str, origin: &str) -> Result<Mapping, MappingError> {
+        Mapping::parse_opts(text, origin, true)
+    }
+
+    /// [`Mapping::parse`]; `check` false leaves the regexes to their first use (for the
+    /// embedded mappings, which a unit test parses with `check`).
+    fn parse_opts(text: &str, origin: &str, check: bool) -> Result<Mapping, MappingError> {
         let err = |m: String| MappingError {
             origin: origin.to_string(),
             message: m,
         };
         let file: MappingFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
-        let re = |s: &Option<String>, what: &str| -> Result<Option<Regex>, MappingError> {
+        let re = |s: &Option<String>, what: &str| -> Result<Option<Pattern>, MappingError> {
             s.as_deref()
-                .map(|p| Regex::new(p).map_err(|e| err(format!("{what}: {e}"))))
+                .map(|p| {
+                    let cell = std::sync::OnceLock::new();
+                    if check {
+                        let _ = cell.set(Regex::new(p).map_err(|e| err(format!("{what}: {e}")))?);
+                    }
+                    Ok(Pattern {
+                        src: p.to_string(),
+                        re: std::sync::Arc::new(cell),
+                    })
+                })
                 .transpose()
         };
         let compile = |rules: &[MatchRule],
@@ -368,7 +402,7 @@ impl Mapping {
 
     /// The compiled `roles.user_names` pattern (names of the user side).
     pub(crate) fn user_names(&self) -> Option<&Regex> {
-        self.user_names.as_ref()
+        self.user_names.as_deref()
     }
 
     /// The score of this mapping's best `[[detect]]` rule on `shape`, with its evidence.
@@ -1249,7 +1283,7 @@ pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
         EMBEDDED_MAPPINGS
             .iter()
             .map(|(n, text)| {
-                let m = Mapping::parse(text, &format!("mappings/{n}.toml (embedded)"))
+                let m = Mapping::parse_opts(text, &format!("mappings/{n}.toml (embedded)"), false)
                     .map_err(|e| e.to_string());
                 (*n, m)
             })
@@ -1269,6 +1303,14 @@ pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every embedded mapping compiles its regexes (at run time they compile on first use).
+    #[test]
+    fn embedded_mappings_parse_with_their_regexes() {
+        for (n, text) in EMBEDDED_MAPPINGS {
+            Mapping::parse(text, n).unwrap();
+        }
+    }
 
     const MINI: &str = r#"
 [adapter]

@@ -152,11 +152,6 @@ impl Rules {
 
     /// Every match in `text`: (rule id, byte range), in text order.
     pub fn find(&self, text: &str) -> Vec<(&str, std::ops::Range<usize>)> {
-        // Most texts match no rule: `is_match` tells that in one search that stops early
-        // and uses the set's literal prefilter, where `matches` finds every overlapping match.
-        if self.set.as_ref().is_some_and(|s| !s.is_match(text)) {
-            return Vec::new();
-        }
         let hits = self.set.as_ref().map(|s| s.matches(text));
         let mut out: Vec<(&str, std::ops::Range<usize>)> = self
             .rules

@@ -186,14 +186,19 @@ impl Walk<'_> {
         }
     }
 
-    fn leaves(&mut self, node: Node<'_>) {
+    fn leaves(&mut self, root: Node<'_>) {
+        preorder(root, |n| self.visit(n));
+    }
+
+    /// Take what `node` itself contributes; true when its children are to be walked.
+    fn visit(&mut self, node: Node<'_>) -> bool {
         let kind = node.kind();
         if node.is_missing() {
-            return;
+            return false;
         }
         if kind == "comment" || kind == "line_continuation" {
             self.cover(node);
-            return;
+            return false;
         }
         if kind == "string" && node.child_count() > 0 {
             let end = node.child(node.child_count() - 1);
@@ -205,7 +210,7 @@ impl Walk<'_> {
             self.out.tokens.push(canonical_string(node, self.src));
             let body = string_body(node, self.src);
             self.out.strings.push(text_tokens(body));
-            return;
+            return false;
         }
         if matches!(kind, "string_start" | "string_content" | "string_end") {
             // Part of a literal outside a `string` node: the fragment cuts into a string.
@@ -222,11 +227,26 @@ impl Walk<'_> {
                     self.out.tokens.push(text.to_string());
                 }
             }
-            return;
+            return false;
         }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            self.leaves(child);
+        true
+    }
+}
+
+/// Visit `root` and the nodes under it in document order (depth first, as recursing over
+/// `Node::children` does), the children of a node only when `visit` returns true for it; one
+/// tree cursor for the whole walk (a cursor per node was an allocation per node of every
+/// state of an artefact's history).
+fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    loop {
+        if visit(cursor.node()) && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return;
+            }
         }
     }
 }
@@ -507,6 +527,33 @@ mod tests {
                 proptest::prop_assert_eq!(inc, fresh_nodes(second));
             }
         }
+    }
+
+    #[test]
+    fn preorder_visits_as_recursion_over_children() {
+        fn recurse(n: Node<'_>, out: &mut Vec<usize>) {
+            out.push(n.id());
+            if n.kind() == "string" {
+                return;
+            }
+            let mut c = n.walk();
+            for k in n.children(&mut c) {
+                recurse(k, out);
+            }
+        }
+        let src = "def f(a):\n    s = 'x' + \"y\"  # c\n    return [a,\n  (b)]\nif (:\n";
+        with_tree(src, |root| {
+            let root = root.unwrap();
+            let mut want = Vec::new();
+            recurse(root, &mut want);
+            let mut got = Vec::new();
+            preorder(root, |n| {
+                got.push(n.id());
+                n.kind() != "string"
+            });
+            assert_eq!(got, want);
+            assert!(got.len() > 20);
+        });
     }
 
     #[test]

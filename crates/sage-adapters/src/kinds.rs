@@ -7,7 +7,7 @@
 //! documented in that file and in `docs/design.md`.
 
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
-use sage_trace::text::{basename, names_file};
+use sage_trace::text::{basename, names_file, TermSet};
 use sage_trace::{CanonicalTrace, ToolCall, Turn, TurnKind};
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -51,7 +51,9 @@ pub struct Classifier {
     edits: AnyOf,
     edit_failed: AnyOf,
     edit_tools: Vec<String>,
-    change_comments: Vec<String>,
+    /// `change_comments`, lower-cased, compiled once (it was one substring search per word
+    /// per turn).
+    change_comments: TermSet,
     shell_tools: Vec<String>,
     shell_command_keys: Vec<String>,
 }
@@ -109,7 +111,7 @@ impl Classifier {
                 .collect::<Result<Vec<Regex>, String>>()
                 .map(AnyOf::Each)
         };
-        let lower = |v: &[String]| v.iter().map(|s| s.to_lowercase()).collect();
+        let lower = |v: &[String]| -> Vec<String> { v.iter().map(|s| s.to_lowercase()).collect() };
         Ok(Classifier {
             version: f.version.clone(),
             tests: compile(&f.tests, "tests")?,
@@ -120,7 +122,7 @@ impl Classifier {
             edits: compile(&f.edits, "edits")?,
             edit_failed: compile(&f.edit_failed, "edit_failed")?,
             edit_tools: lower(&f.edit_tools),
-            change_comments: lower(&f.change_comments),
+            change_comments: TermSet::new(&lower(&f.change_comments)),
             shell_tools: lower(&f.shell_tools),
             shell_command_keys: f.shell_command_keys.clone(),
         })
@@ -228,11 +230,7 @@ impl Classifier {
         if label == TurnKind::Planning && t.tool_calls.is_empty() {
             if let Some(m) = &t.message {
                 let lc = sage_trace::normalize_ws(&m.text.to_lowercase());
-                if self
-                    .change_comments
-                    .iter()
-                    .any(|w| sage_trace::text::term_matches(&lc, w))
-                {
+                if self.change_comments.matches(&lc) {
                     return TurnKind::Review;
                 }
             }

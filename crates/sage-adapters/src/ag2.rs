@@ -25,7 +25,8 @@ mapping_adapter!(
 const BANNER: &str = "Started new session with Session ID";
 
 /// Whether the file of `shape` is an AG2 FileLogger runtime log (its session banner, or its
-/// event lines), read by its own streaming reader.
+/// event lines), read by its own streaming reader. Only the sampled text and the paths of
+/// JSON Lines are read: a shape from [`crate::detect::form_of`] answers as a full one.
 pub(crate) fn is_runtime_log(shape: &crate::shape::Shape) -> bool {
     shape.text.trim_start().starts_with(BANNER)
         || (shape.form == crate::shape::Form::Lines
@@ -38,7 +39,8 @@ impl Adapter for Ag2 {
     mapping_adapter_items!(Ag2, "ag2");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = crate::support::main_file(files)?;
-        if is_runtime_log(&crate::detect::shape_of(&main.path, &main.name)?) {
+        // The form only: a chat document is parsed once, by the mapping, not walked first.
+        if is_runtime_log(&crate::detect::form_of(&main.path, &main.name)?) {
             runtime_log(&self.mapping, files)
         } else {
             self.mapping.normalize(files)
@@ -160,6 +162,26 @@ pub(crate) fn runtime_log(
 mod tests {
     use super::*;
     use sage_trace::{RawStore, TurnKind, WriteOp};
+
+    /// The form-only shape answers `is_runtime_log` as the full one does, for a chat
+    /// document larger than the detection sample and for a runtime log.
+    #[test]
+    fn form_of_answers_is_runtime_log_as_shape_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = r#"{"content": "x", "role": "assistant", "name": "engineer"}"#;
+        let big = format!(r#"{{"chat_history": [{}]}}"#, vec![msg; 20_000].join(","));
+        let events = "{\"event_name\": \"e\", \"json_state\": \"{}\", \"source_name\": \"a\"}\n";
+        let log = format!("{BANNER} 1\n{}", events.repeat(10));
+        for (name, text, runtime) in [("chat.json", big, false), ("runtime.log", log, true)] {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            let full = crate::detect::shape_of(&p, name).unwrap();
+            let light = crate::detect::form_of(&p, name).unwrap();
+            assert_eq!(is_runtime_log(&full), runtime, "{name}");
+            assert_eq!(is_runtime_log(&light), runtime, "{name}");
+            assert_eq!(light.form, full.form);
+        }
+    }
 
     #[test]
     fn chat_history_group_chat_with_executor() {

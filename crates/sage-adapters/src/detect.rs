@@ -144,6 +144,13 @@ pub fn shape_of(path: &Path, name: &str) -> Result<Shape, AdapterError> {
     Ok(Shape::read(path, &s))
 }
 
+/// [`shape_of`] without walking a large JSON document whole (see [`Shape::read_opts`]):
+/// its form and sampled text only.
+pub(crate) fn form_of(path: &Path, name: &str) -> Result<Shape, AdapterError> {
+    let s = sample(path, name)?;
+    Ok(Shape::read_opts(path, &s, false))
+}
+
 /// Score every adapter on a file's sample and structure already read.
 pub(crate) fn detect_shape(
     candidates: &[Box<dyn Adapter>],

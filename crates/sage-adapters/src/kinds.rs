@@ -6,8 +6,8 @@
 //! with `SAGE_TURN_KINDS=FILE` ([`Classifier::set_current`]). The precedence of the rules is
 //! documented in that file and in `docs/design.md`.
 
-use regex::{Regex, RegexBuilder};
-use sage_trace::text::{basename, names_file};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use sage_trace::text::{basename, names_file, TermSet};
 use sage_trace::{CanonicalTrace, ToolCall, Turn, TurnKind};
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -43,17 +43,37 @@ static CURRENT: OnceLock<Classifier> = OnceLock::new();
 #[derive(Debug, Clone)]
 pub struct Classifier {
     pub version: String,
-    tests: Vec<Regex>,
-    runs: Vec<Regex>,
-    inspects: Vec<Regex>,
-    diffs: Vec<Regex>,
+    tests: AnyOf,
+    runs: AnyOf,
+    inspects: AnyOf,
+    diffs: AnyOf,
     inspect_tools: Vec<String>,
-    edits: Vec<Regex>,
-    edit_failed: Vec<Regex>,
+    edits: AnyOf,
+    edit_failed: AnyOf,
     edit_tools: Vec<String>,
-    change_comments: Vec<String>,
+    /// `change_comments`, lower-cased, compiled once (it was one substring search per word
+    /// per turn).
+    change_comments: TermSet,
     shell_tools: Vec<String>,
     shell_command_keys: Vec<String>,
+}
+
+/// One list of patterns, asked whether any of them matches.
+#[derive(Debug, Clone)]
+enum AnyOf {
+    /// The list compiled as one set (one search for the whole list).
+    Set(RegexSet),
+    /// Each pattern compiled alone (a list the set builder refused).
+    Each(Vec<Regex>),
+}
+
+impl AnyOf {
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            AnyOf::Set(s) => s.is_match(text),
+            AnyOf::Each(res) => res.iter().any(|r| r.is_match(text)),
+        }
+    }
 }
 
 /// A turn-classifier file that cannot be used (the message names the file and the entry).
@@ -69,7 +89,17 @@ impl Classifier {
 
     fn parse_file(text: &str, source: &str) -> Result<Classifier, String> {
         let f: KindsFile = toml::from_str(text).map_err(|e| format!("{source}: {e}"))?;
-        let compile = |list: &[String], field: &str| -> Result<Vec<Regex>, String> {
+        let compile = |list: &[String], field: &str| -> Result<AnyOf, String> {
+            // One set per list: compiling ~70 Unicode patterns one by one was most of a
+            // small case's start-up. A list the set builder refuses is compiled pattern by
+            // pattern, which names the bad pattern (or, past the set's size limit, is used).
+            if let Ok(set) = RegexSetBuilder::new(list)
+                .case_insensitive(true)
+                .multi_line(true)
+                .build()
+            {
+                return Ok(AnyOf::Set(set));
+            }
             list.iter()
                 .map(|p| {
                     RegexBuilder::new(p)
@@ -78,9 +108,10 @@ impl Classifier {
                         .build()
                         .map_err(|e| format!("{source}: {field}: bad pattern {p:?}: {e}"))
                 })
-                .collect()
+                .collect::<Result<Vec<Regex>, String>>()
+                .map(AnyOf::Each)
         };
-        let lower = |v: &[String]| v.iter().map(|s| s.to_lowercase()).collect();
+        let lower = |v: &[String]| -> Vec<String> { v.iter().map(|s| s.to_lowercase()).collect() };
         Ok(Classifier {
             version: f.version.clone(),
             tests: compile(&f.tests, "tests")?,
@@ -91,7 +122,7 @@ impl Classifier {
             edits: compile(&f.edits, "edits")?,
             edit_failed: compile(&f.edit_failed, "edit_failed")?,
             edit_tools: lower(&f.edit_tools),
-            change_comments: lower(&f.change_comments),
+            change_comments: TermSet::new(&lower(&f.change_comments)),
             shell_tools: lower(&f.shell_tools),
             shell_command_keys: f.shell_command_keys.clone(),
         })
@@ -115,8 +146,8 @@ impl Classifier {
         CURRENT.set(c).is_ok()
     }
 
-    fn any(res: &[Regex], text: &str) -> bool {
-        res.iter().any(|r| r.is_match(text))
+    fn any(res: &AnyOf, text: &str) -> bool {
+        res.is_match(text)
     }
 
     fn tool_is(list: &[String], c: &ToolCall) -> bool {
@@ -199,11 +230,7 @@ impl Classifier {
         if label == TurnKind::Planning && t.tool_calls.is_empty() {
             if let Some(m) = &t.message {
                 let lc = sage_trace::normalize_ws(&m.text.to_lowercase());
-                if self
-                    .change_comments
-                    .iter()
-                    .any(|w| sage_trace::text::term_matches(&lc, w))
-                {
+                if self.change_comments.matches(&lc) {
                     return TurnKind::Review;
                 }
             }
@@ -239,6 +266,70 @@ pub(crate) fn classify_trace(trace: &mut CanonicalTrace) {
 mod tests {
     use super::*;
     use sage_trace::{Actor, RawRef, TextItem, Write, WriteOp};
+
+    /// Each embedded list, compiled as one set, answers as its patterns one by one; a bad
+    /// pattern is still named.
+    #[test]
+    fn a_list_as_a_set_matches_as_its_patterns_alone() {
+        let f: KindsFile = toml::from_str(DEFAULT_TURN_KINDS).unwrap();
+        let c = Classifier::embedded();
+        let texts = [
+            "",
+            "pytest -q",
+            "PYTEST",
+            "python3 -m unittest",
+            "cat app.py",
+            "  open app.py",
+            "sed -i 's/a/b/' x",
+            "{\"command\": \"view\"}",
+            "git diff",
+            "No such file or directory",
+            "ERROR: x",
+            "x\n  ERROR y",
+            "curl http://x",
+            "pytestß",
+            "ñpytest",
+            "écat x",
+            "old_string foo not found",
+            "*** Begin Patch",
+            "echo hi",
+        ];
+        let lists = [
+            (&f.tests, &c.tests),
+            (&f.runs, &c.runs),
+            (&f.inspects, &c.inspects),
+            (&f.diffs, &c.diffs),
+            (&f.edits, &c.edits),
+            (&f.edit_failed, &c.edit_failed),
+        ];
+        for (patterns, compiled) in lists {
+            assert!(matches!(compiled, AnyOf::Set(_)));
+            let each: Vec<Regex> = patterns
+                .iter()
+                .map(|p| {
+                    RegexBuilder::new(p)
+                        .case_insensitive(true)
+                        .multi_line(true)
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            for t in texts {
+                assert_eq!(
+                    compiled.is_match(t),
+                    each.iter().any(|r| r.is_match(t)),
+                    "{t:?}"
+                );
+            }
+        }
+        let bad = DEFAULT_TURN_KINDS.replacen("'\\bpytest\\b'", "'a)|(b'", 1);
+        assert_ne!(bad, DEFAULT_TURN_KINDS);
+        let e = Classifier::parse(&bad, "k.toml").unwrap_err();
+        assert!(
+            e.0.starts_with("k.toml: tests: bad pattern \"a)|(b\""),
+            "{e}"
+        );
+    }
 
     fn call(name: &str, args: &str) -> ToolCall {
         ToolCall {

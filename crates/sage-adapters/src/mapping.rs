@@ -17,7 +17,8 @@ use crate::{edits, AdapterError, SourceFile};
 use regex::Regex;
 use sage_trace::Actor;
 use sage_trace::{
-    CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write, WriteOp,
+    json_pointer, CanonicalTrace, RawRef, TextItem, ToolCall, ToolResult, Turn, TurnKind, Write,
+    WriteOp,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -272,9 +273,9 @@ pub struct Mapping {
     pub file: MappingFile,
     /// Where it came from (`crates/sage-adapters/mappings/ag2.toml (embedded)` or the user's path).
     pub origin: String,
-    actor_pattern: Option<Regex>,
-    user_names: Option<Regex>,
-    code_output: Option<Regex>,
+    actor_pattern: Option<Pattern>,
+    user_names: Option<Pattern>,
+    code_output: Option<Pattern>,
     admin: Vec<CompiledRule>,
     kinds: Vec<CompiledRule>,
     default_kind: TurnKind,
@@ -282,24 +283,57 @@ pub struct Mapping {
 
 #[derive(Debug, Clone)]
 struct CompiledRule {
-    actor: Option<Regex>,
-    role: Option<Regex>,
-    text: Option<Regex>,
-    tool: Option<Regex>,
+    actor: Option<Pattern>,
+    role: Option<Pattern>,
+    text: Option<Pattern>,
+    tool: Option<Pattern>,
     kind: Option<TurnKind>,
+}
+
+/// A mapping's regex, compiled on first use when the mapping is embedded (every embedded
+/// mapping is parsed at start-up for detection, and a run uses one adapter's patterns), at
+/// parse time for a mapping file (a bad pattern is reported there). Clones share it.
+#[derive(Debug, Clone)]
+struct Pattern {
+    src: String,
+    re: std::sync::Arc<std::sync::OnceLock<Regex>>,
+}
+
+impl std::ops::Deref for Pattern {
+    type Target = Regex;
+    fn deref(&self) -> &Regex {
+        self.re.get_or_init(|| {
+            Regex::new(&self.src).expect("a mapping's pattern is checked when it is parsed")
+        })
+    }
 }
 
 impl Mapping {
     /// Parse and check a mapping file.
     pub fn parse(text: &str, origin: &str) -> Result<Mapping, MappingError> {
+        Mapping::parse_opts(text, origin, true)
+    }
+
+    /// [`Mapping::parse`]; `check` false leaves the regexes to their first use (for the
+    /// embedded mappings, which a unit test parses with `check`).
+    fn parse_opts(text: &str, origin: &str, check: bool) -> Result<Mapping, MappingError> {
         let err = |m: String| MappingError {
             origin: origin.to_string(),
             message: m,
         };
         let file: MappingFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
-        let re = |s: &Option<String>, what: &str| -> Result<Option<Regex>, MappingError> {
+        let re = |s: &Option<String>, what: &str| -> Result<Option<Pattern>, MappingError> {
             s.as_deref()
-                .map(|p| Regex::new(p).map_err(|e| err(format!("{what}: {e}"))))
+                .map(|p| {
+                    let cell = std::sync::OnceLock::new();
+                    if check {
+                        let _ = cell.set(Regex::new(p).map_err(|e| err(format!("{what}: {e}")))?);
+                    }
+                    Ok(Pattern {
+                        src: p.to_string(),
+                        re: std::sync::Arc::new(cell),
+                    })
+                })
                 .transpose()
         };
         let compile = |rules: &[MatchRule],
@@ -368,7 +402,7 @@ impl Mapping {
 
     /// The compiled `roles.user_names` pattern (names of the user side).
     pub(crate) fn user_names(&self) -> Option<&Regex> {
-        self.user_names.as_ref()
+        self.user_names.as_deref()
     }
 
     /// The score of this mapping's best `[[detect]]` rule on `shape`, with its evidence.
@@ -517,7 +551,7 @@ pub(crate) fn first_str<'a>(
 ) -> Option<(&'a str, String)> {
     for p in paths {
         let full = format!("{base}{p}");
-        if let Some(Value::String(s)) = v.pointer(&full) {
+        if let Some(Value::String(s)) = json_pointer(v, &full) {
             return Some((s.as_str(), full));
         }
     }
@@ -527,7 +561,7 @@ pub(crate) fn first_str<'a>(
 fn first_value<'a>(v: &'a Value, base: &str, paths: &[String]) -> Option<(&'a Value, String)> {
     for p in paths {
         let full = format!("{base}{p}");
-        if let Some(x) = v.pointer(&full) {
+        if let Some(x) = json_pointer(v, &full) {
             if !x.is_null() {
                 return Some((x, full));
             }
@@ -603,7 +637,7 @@ impl<'m> MappingRun<'m> {
     pub(crate) fn feed_document(&mut self, doc: &Value, line: Option<usize>) {
         let mm = &self.m.file.messages;
         for lp in &mm.lists {
-            if let Some(Value::Array(items)) = doc.pointer(lp) {
+            if let Some(Value::Array(items)) = json_pointer(doc, lp) {
                 for i in 0..items.len() {
                     self.feed_message(doc, line, &format!("{lp}/{i}"));
                 }
@@ -638,7 +672,7 @@ impl<'m> MappingRun<'m> {
             line,
             outer,
         };
-        if let Some(Value::String(s)) = doc.pointer(ptr) {
+        if let Some(Value::String(s)) = json_pointer(doc, ptr) {
             self.feed_bare_text(s, &loc, ptr, actor);
             return;
         }
@@ -646,7 +680,7 @@ impl<'m> MappingRun<'m> {
             .base
             .iter()
             .map(|b| format!("{ptr}{b}"))
-            .find(|b| doc.pointer(b).is_some_and(Value::is_object))
+            .find(|b| json_pointer(doc, b).is_some_and(Value::is_object))
         else {
             self.b.drop_record(loc.raw(ptr), "not a message object");
             return;
@@ -815,12 +849,11 @@ impl<'m> MappingRun<'m> {
                         });
                         continue;
                     }
-                    let ty = b
-                        .pointer(&mm.block_type)
+                    let ty = json_pointer(b, &mm.block_type)
                         .and_then(Value::as_str)
                         .unwrap_or("");
                     if mm.block_text_types.iter().any(|t| t == ty) {
-                        if let Some(Value::String(s)) = b.pointer(&mm.block_text) {
+                        if let Some(Value::String(s)) = json_pointer(b, &mm.block_text) {
                             if s.trim().is_empty() {
                                 continue;
                             }
@@ -844,7 +877,7 @@ impl<'m> MappingRun<'m> {
     fn result_text(&self, _doc: &Value, v: &Value, p: &str, loc: &Loc) -> TextItem {
         if let Value::Array(blocks) = v {
             for (i, b) in blocks.iter().enumerate() {
-                if let Some(Value::String(s)) = b.pointer("/text") {
+                if let Some(Value::String(s)) = json_pointer(b, "/text") {
                     return TextItem {
                         text: s.clone(),
                         raw: loc.raw(&format!("{p}/{i}/text")),
@@ -862,7 +895,7 @@ impl<'m> MappingRun<'m> {
         let rm = &self.m.file.tool_results;
         let Some(lp) = &rm.list else { return vec![] };
         let lp = format!("{base}{lp}");
-        let Some(Value::Array(items)) = doc.pointer(&lp) else {
+        let Some(Value::Array(items)) = json_pointer(doc, &lp) else {
             return vec![];
         };
         let mut out = Vec::new();
@@ -887,7 +920,7 @@ impl<'m> MappingRun<'m> {
             let lp = format!("{base}{}", tm.list);
             // An array of calls, or one call object (`function_call`, a CAMEL
             // FunctionCallingMessage itself); a lone object without a name is no call.
-            let elems: Vec<String> = match doc.pointer(&lp) {
+            let elems: Vec<String> = match json_pointer(doc, &lp) {
                 Some(Value::Array(items)) => {
                     (0..items.len()).map(|i| format!("{lp}/{i}")).collect()
                 }
@@ -898,7 +931,7 @@ impl<'m> MappingRun<'m> {
             };
             for ip in elems {
                 if let (Some(tf), Some(tv)) = (&tm.type_field, &tm.type_value) {
-                    if doc.pointer(&format!("{ip}{tf}")).and_then(Value::as_str) != Some(tv) {
+                    if json_pointer(doc, &format!("{ip}{tf}")).and_then(Value::as_str) != Some(tv) {
                         continue;
                     }
                 }
@@ -985,7 +1018,7 @@ impl<'m> MappingRun<'m> {
                 continue;
             }
             if let (Some(f), Some(val)) = (&w.when_field, &w.when_value) {
-                if av.pointer(f).and_then(Value::as_str) != Some(val) {
+                if json_pointer(av, f).and_then(Value::as_str) != Some(val) {
                     continue;
                 }
             }
@@ -1216,8 +1249,7 @@ impl<'m> MappingRun<'m> {
 
 fn is_error(doc: &Value, base: &str, rm: &ToolResultMap) -> bool {
     match (&rm.error_field, &rm.error_value) {
-        (Some(f), Some(v)) => doc
-            .pointer(&format!("{base}{f}"))
+        (Some(f), Some(v)) => json_pointer(doc, &format!("{base}{f}"))
             .map(|x| value_text(x) == *v)
             .unwrap_or(false),
         _ => false,
@@ -1251,7 +1283,7 @@ pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
         EMBEDDED_MAPPINGS
             .iter()
             .map(|(n, text)| {
-                let m = Mapping::parse(text, &format!("mappings/{n}.toml (embedded)"))
+                let m = Mapping::parse_opts(text, &format!("mappings/{n}.toml (embedded)"), false)
                     .map_err(|e| e.to_string());
                 (*n, m)
             })
@@ -1271,6 +1303,14 @@ pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every embedded mapping compiles its regexes (at run time they compile on first use).
+    #[test]
+    fn embedded_mappings_parse_with_their_regexes() {
+        for (n, text) in EMBEDDED_MAPPINGS {
+            Mapping::parse(text, n).unwrap();
+        }
+    }
 
     const MINI: &str = r#"
 [adapter]

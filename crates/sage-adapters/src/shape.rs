@@ -153,6 +153,14 @@ pub struct Shape {
 impl Shape {
     /// The shape of the file at `path`, given its detection sample.
     pub fn read(path: &Path, sample: &Sample) -> Shape {
+        Shape::read_opts(path, sample, true)
+    }
+
+    /// [`Shape::read`], except that a JSON document larger than its sample is not read and
+    /// walked whole (`walk_document` false): its form and sampled text are all some callers
+    /// look at (the AG2 adapter asking whether a file is a runtime log), and the walk is a
+    /// second parse of the whole file.
+    pub(crate) fn read_opts(path: &Path, sample: &Sample, walk_document: bool) -> Shape {
         let mut shape = Shape::of_text(crate::support::head_text(&sample.bytes).to_string());
         if sample.bytes.starts_with(b"PK\x03\x04") {
             shape.form = Form::Zip;
@@ -200,6 +208,9 @@ impl Shape {
         shape.form = Form::Document;
         if sample.whole {
             shape.walk(&sample.bytes);
+            return shape;
+        }
+        if !walk_document {
             return shape;
         }
         match sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes()) {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use tree_sitter::{Node, Parser};
+use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
 /// How a fragment is compared with an artefact's content.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -44,7 +44,17 @@ pub fn is_python(artefact: &str, sample: Option<&str>) -> bool {
 }
 
 thread_local! {
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+    static PARSER: RefCell<Option<TsState>> = const { RefCell::new(None) };
+}
+
+/// The thread's parser and the last text it parsed with its tree: the states of an
+/// artefact's history differ by one write each, and tree-sitter reparses an edited text
+/// from the old tree, reusing what the edit did not touch (a fresh parse of every snapshot
+/// was most of a long trace's history cost). An incremental parse yields the tree a fresh
+/// parse does (tested below).
+struct TsState {
+    parser: Parser,
+    last: Option<(String, Tree)>,
 }
 
 fn with_tree<R>(src: &str, f: impl FnOnce(Option<Node<'_>>) -> R) -> R {
@@ -55,12 +65,61 @@ fn with_tree<R>(src: &str, f: impl FnOnce(Option<Node<'_>>) -> R) -> R {
             // The grammar is compiled in; failing here means an ABI mismatch, which the
             // tests catch. Without a parser every input tokenizes to nothing.
             if p.set_language(&tree_sitter_python::LANGUAGE.into()).is_ok() {
-                *slot = Some(p);
+                *slot = Some(TsState {
+                    parser: p,
+                    last: None,
+                });
             }
         }
-        let tree = slot.as_mut().and_then(|p| p.parse(src, None));
-        f(tree.as_ref().map(|t| t.root_node()))
+        let Some(st) = slot.as_mut() else {
+            return f(None);
+        };
+        let old = st.last.take().and_then(|(text, mut tree)| {
+            tree.edit(&edit_between(&text, src)?);
+            Some(tree)
+        });
+        let tree = st.parser.parse(src, old.as_ref());
+        let r = f(tree.as_ref().map(|t| t.root_node()));
+        st.last = tree.map(|t| (src.to_string(), t));
+        r
     })
+}
+
+/// The edit that turns `old` into `new`: the bytes between their common prefix and common
+/// suffix replaced. `None` when most of `new` is changed (an unrelated text parses fresh).
+fn edit_between(old: &str, new: &str) -> Option<InputEdit> {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let room = a.len().min(b.len()) - prefix;
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(room)
+        .take_while(|(x, y)| x == y)
+        .count();
+    if (prefix + suffix) * 2 < b.len() {
+        return None;
+    }
+    Some(InputEdit {
+        start_byte: prefix,
+        old_end_byte: a.len() - suffix,
+        new_end_byte: b.len() - suffix,
+        start_position: point_at(a, prefix),
+        old_end_position: point_at(a, a.len() - suffix),
+        new_end_position: point_at(b, b.len() - suffix),
+    })
+}
+
+/// The row and byte column of byte `at` of `text`.
+fn point_at(text: &[u8], at: usize) -> Point {
+    let before = &text[..at];
+    let row = before.iter().filter(|&&c| c == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |i| i + 1);
+    Point::new(row, at - line_start)
 }
 
 fn parses_cleanly(src: &str) -> bool {
@@ -127,14 +186,19 @@ impl Walk<'_> {
         }
     }
 
-    fn leaves(&mut self, node: Node<'_>) {
+    fn leaves(&mut self, root: Node<'_>) {
+        preorder(root, |n| self.visit(n));
+    }
+
+    /// Take what `node` itself contributes; true when its children are to be walked.
+    fn visit(&mut self, node: Node<'_>) -> bool {
         let kind = node.kind();
         if node.is_missing() {
-            return;
+            return false;
         }
         if kind == "comment" || kind == "line_continuation" {
             self.cover(node);
-            return;
+            return false;
         }
         if kind == "string" && node.child_count() > 0 {
             let end = node.child(node.child_count() - 1);
@@ -146,7 +210,7 @@ impl Walk<'_> {
             self.out.tokens.push(canonical_string(node, self.src));
             let body = string_body(node, self.src);
             self.out.strings.push(text_tokens(body));
-            return;
+            return false;
         }
         if matches!(kind, "string_start" | "string_content" | "string_end") {
             // Part of a literal outside a `string` node: the fragment cuts into a string.
@@ -163,11 +227,26 @@ impl Walk<'_> {
                     self.out.tokens.push(text.to_string());
                 }
             }
-            return;
+            return false;
         }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            self.leaves(child);
+        true
+    }
+}
+
+/// Visit `root` and the nodes under it in document order (depth first, as recursing over
+/// `Node::children` does), the children of a node only when `visit` returns true for it; one
+/// tree cursor for the whole walk (a cursor per node was an allocation per node of every
+/// state of an artefact's history).
+fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    loop {
+        if visit(cursor.node()) && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return;
+            }
         }
     }
 }
@@ -403,6 +482,88 @@ pub fn find(artefact: &str, fragment: &str, content: &str) -> (bool, Method) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every node of a tree: kind, byte range, missing and error flags, in walk order.
+    fn nodes(root: Node<'_>) -> Vec<(String, usize, usize, bool, bool)> {
+        let mut out = Vec::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            out.push((
+                n.kind().to_string(),
+                n.start_byte(),
+                n.end_byte(),
+                n.is_missing(),
+                n.has_error(),
+            ));
+            let mut c = n.walk();
+            let kids: Vec<Node<'_>> = n.children(&mut c).collect();
+            stack.extend(kids.into_iter().rev());
+        }
+        out
+    }
+
+    fn fresh_nodes(src: &str) -> Vec<(String, usize, usize, bool, bool)> {
+        let mut p = Parser::new();
+        p.set_language(&tree_sitter_python::LANGUAGE.into())
+            .unwrap();
+        nodes(p.parse(src, None).unwrap().root_node())
+    }
+
+    proptest::proptest! {
+        /// A text parsed after another (incrementally, from the other's tree) gives the
+        /// tree a fresh parse gives, whatever the edit between them.
+        #[test]
+        fn incremental_parse_is_a_fresh_parse(
+            base in proptest::collection::vec(r#"(    )?(x = 1|def f\(a\):|return a|s = '''t|'''|# c|if x:|    pass|y = \[1,|\]|é = "ü"|)"#, 1..12),
+            cut in 0usize..40,
+            ins in r#"(\n|    |x|'|\(|\)|:|"|é|\\){0,6}"#,
+        ) {
+            let old = base.join("\n");
+            let at = old.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(old.len());
+            let new = format!("{}{ins}{}", &old[..at], &old[at..]);
+            for (first, second) in [(&old, &new), (&new, &old)] {
+                with_tree(first, |_| ());
+                let inc = with_tree(second, |r| nodes(r.unwrap()));
+                proptest::prop_assert_eq!(inc, fresh_nodes(second));
+            }
+        }
+    }
+
+    #[test]
+    fn preorder_visits_as_recursion_over_children() {
+        fn recurse(n: Node<'_>, out: &mut Vec<usize>) {
+            out.push(n.id());
+            if n.kind() == "string" {
+                return;
+            }
+            let mut c = n.walk();
+            for k in n.children(&mut c) {
+                recurse(k, out);
+            }
+        }
+        let src = "def f(a):\n    s = 'x' + \"y\"  # c\n    return [a,\n  (b)]\nif (:\n";
+        with_tree(src, |root| {
+            let root = root.unwrap();
+            let mut want = Vec::new();
+            recurse(root, &mut want);
+            let mut got = Vec::new();
+            preorder(root, |n| {
+                got.push(n.id());
+                n.kind() != "string"
+            });
+            assert_eq!(got, want);
+            assert!(got.len() > 20);
+        });
+    }
+
+    #[test]
+    fn edit_between_spans_the_changed_bytes() {
+        let e = edit_between("ab\ncd\nef", "ab\ncXd\nef").unwrap();
+        assert_eq!((e.start_byte, e.old_end_byte, e.new_end_byte), (4, 4, 5));
+        assert_eq!(e.start_position, Point::new(1, 1));
+        assert_eq!(e.new_end_position, Point::new(1, 2));
+        assert!(edit_between("abc", "xyz").is_none());
+    }
 
     const FILE: &str = r#"
 import os

@@ -44,7 +44,26 @@ struct RuleText {
 pub struct Rule {
     pub id: String,
     pub description: String,
-    pub re: regex::Regex,
+    pattern: String,
+    /// Compiled at load for a rule file (a bad pattern is reported there), on first use for
+    /// the embedded rules (valid, by a unit test): most texts match no rule of the set, so a
+    /// run rarely needs a rule's own regex, and compiling them all was start-up time.
+    re: std::sync::OnceLock<regex::Regex>,
+}
+
+impl Rule {
+    fn compile(pattern: &str) -> Result<regex::Regex, regex::Error> {
+        regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 22)
+            .build()
+    }
+
+    /// The rule's compiled pattern.
+    pub fn re(&self) -> &regex::Regex {
+        self.re.get_or_init(|| {
+            Rule::compile(&self.pattern).expect("a rule's pattern is checked when it is loaded")
+        })
+    }
 }
 
 /// A loaded rule set.
@@ -74,7 +93,7 @@ pub struct InjectionFlag {
 impl Rules {
     /// The rules shipped with sage.
     pub fn embedded() -> Rules {
-        Rules::parse(EMBEDDED_RULES, "embedded injection rules")
+        Rules::parse_opts(EMBEDDED_RULES, "embedded injection rules", false)
             .expect("the embedded injection rules are valid")
     }
 
@@ -88,6 +107,12 @@ impl Rules {
     }
 
     pub fn parse(text: &str, origin: &str) -> Result<Rules, RulesError> {
+        Rules::parse_opts(text, origin, true)
+    }
+
+    /// [`Rules::parse`]; `check` false leaves each rule's own regex to its first use (for
+    /// the embedded rules, whose patterns a unit test compiles).
+    fn parse_opts(text: &str, origin: &str, check: bool) -> Result<Rules, RulesError> {
         let err = |msg: String| RulesError {
             origin: origin.to_string(),
             msg,
@@ -101,17 +126,20 @@ impl Rules {
             if r.id.trim().is_empty() {
                 return Err(err("a rule has an empty id".into()));
             }
-            let re = regex::RegexBuilder::new(&r.pattern)
-                .size_limit(1 << 22)
-                .build()
-                .map_err(|e| err(format!("rule {}: {e}", r.id)))?;
+            let re = std::sync::OnceLock::new();
+            if check {
+                let compiled =
+                    Rule::compile(&r.pattern).map_err(|e| err(format!("rule {}: {e}", r.id)))?;
+                let _ = re.set(compiled);
+            }
             rules.push(Rule {
                 id: r.id,
                 description: r.description,
+                pattern: r.pattern,
                 re,
             });
         }
-        let set = regex::RegexSetBuilder::new(rules.iter().map(|r| r.re.as_str()))
+        let set = regex::RegexSetBuilder::new(rules.iter().map(|r| r.pattern.as_str()))
             .size_limit(1 << 24)
             .build()
             .ok();
@@ -131,7 +159,8 @@ impl Rules {
             .enumerate()
             .filter(|(i, _)| hits.as_ref().is_none_or(|h| h.matched(*i)))
             .flat_map(|(_, r)| {
-                r.re.find_iter(text)
+                r.re()
+                    .find_iter(text)
                     .map(move |m| (r.id.as_str(), m.range()))
             })
             .collect();
@@ -242,32 +271,94 @@ pub(crate) fn normalize_with_map(text: &str) -> (String, Vec<usize>) {
     let mut out = String::with_capacity(text.len());
     let mut map = Vec::with_capacity(text.len());
     let mut pending_space: Option<usize> = None;
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    // Byte by byte, decoding only non-ASCII characters, and copying each run of
+    // non-whitespace at once: every quoted turn's texts go through here.
+    while i < bytes.len() {
+        let (white, len) = char_at(text, i);
+        if white {
             if !out.is_empty() && pending_space.is_none() {
                 pending_space = Some(i);
             }
+            i += len;
             continue;
         }
         if let Some(sp) = pending_space.take() {
             out.push(' ');
             map.push(sp);
         }
-        let before = out.len();
-        out.push(c);
-        for k in 0..out.len() - before {
-            map.push(i + k);
+        let start = i;
+        i += len;
+        while i < bytes.len() {
+            let (white, len) = char_at(text, i);
+            if white {
+                break;
+            }
+            i += len;
         }
+        out.push_str(&text[start..i]);
+        map.extend(start..i);
     }
     (out, map)
+}
+
+/// Whether the character at byte `i` of `text` is whitespace (`char::is_whitespace`), and
+/// its length in bytes.
+fn char_at(text: &str, i: usize) -> (bool, usize) {
+    let b = text.as_bytes()[i];
+    if b.is_ascii() {
+        // The ASCII characters of `char::is_whitespace`: tab, line feed, vertical tab, form
+        // feed, carriage return, space.
+        (matches!(b, b'\t'..=b'\r' | b' '), 1)
+    } else {
+        let c = text[i..].chars().next().unwrap_or_default();
+        (c.is_whitespace(), c.len_utf8())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The character-by-character form `normalize_with_map` had: the reference.
+    fn normalize_with_map_chars(text: &str) -> (String, Vec<usize>) {
+        let mut out = String::with_capacity(text.len());
+        let mut map = Vec::with_capacity(text.len());
+        let mut pending_space: Option<usize> = None;
+        for (i, c) in text.char_indices() {
+            if c.is_whitespace() {
+                if !out.is_empty() && pending_space.is_none() {
+                    pending_space = Some(i);
+                }
+                continue;
+            }
+            if let Some(sp) = pending_space.take() {
+                out.push(' ');
+                map.push(sp);
+            }
+            let before = out.len();
+            out.push(c);
+            for k in 0..out.len() - before {
+                map.push(i + k);
+            }
+        }
+        (out, map)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalize_with_map_is_the_char_by_char_form(s in "[ a-z\\t\\n\\r\u{b}\u{c}\u{1c}\u{85}\u{a0}é€😀\u{2028}\u{3000}]{0,40}") {
+            proptest::prop_assert_eq!(normalize_with_map(&s), normalize_with_map_chars(&s));
+            proptest::prop_assert_eq!(normalize_with_map(&s).0, sage_trace::normalize_ws(&s));
+        }
+    }
+
     #[test]
     fn embedded_rules_parse_and_each_fires_on_its_attack() {
+        // Checked as a rule file is: every pattern compiles (the embedded rules compile
+        // theirs on first use).
+        Rules::parse(EMBEDDED_RULES, "embedded").unwrap();
         let r = Rules::embedded();
         assert!(r.version.starts_with("sage-injection/"));
         let attacks = [

@@ -346,19 +346,18 @@ impl LexiconJudge {
         // A sentence copied from the task (e.g. the input file's docstring, re-emitted in a
         // full-file write) is not the agent's own reasoning.
         let task_text = normalized_task(&req.task.description);
-        let all_sentences: Vec<&str> = texts
-            .iter()
-            .flat_map(|t| sentences(t))
-            .filter(|s| {
-                let n = sage_trace::normalize_ws(s);
-                n.len() < 12 || !task_text.contains(&n)
-            })
-            .collect();
-        // Each sentence is lower-cased and normalized once, for every dimension and rule.
-        let lowered: Vec<String> = all_sentences
-            .iter()
-            .map(|s| sage_trace::normalize_ws(&s.to_lowercase()))
-            .collect();
+        // Each sentence is normalized once, for the task test and its lower-cased form, and
+        // lower-cased once, for every dimension and rule.
+        let mut all_sentences: Vec<&str> = Vec::new();
+        let mut lowered: Vec<String> = Vec::new();
+        for s in texts.iter().flat_map(|t| sentences(t)) {
+            let n = sage_trace::normalize_ws(s);
+            if n.len() >= 12 && task_text.contains(&n) {
+                continue;
+            }
+            lowered.push(lower_normalized(s, n));
+            all_sentences.push(s);
+        }
         let flags: Vec<Flags> = lowered
             .iter()
             .map(|lc| self.compiled.flags(lc, cwe))
@@ -409,21 +408,94 @@ impl LexiconJudge {
     }
 }
 
+/// `normalize_ws(&s.to_lowercase())`, given `n = normalize_ws(s)`: for ASCII text the
+/// two steps commute (ASCII lower-casing maps byte to byte and never touches whitespace), so
+/// `n` is lower-cased in place instead of normalizing a second time.
+fn lower_normalized(s: &str, mut n: String) -> String {
+    if s.is_ascii() {
+        n.make_ascii_lowercase();
+        n
+    } else {
+        sage_trace::normalize_ws(&s.to_lowercase())
+    }
+}
+
 thread_local! {
     /// The last task description seen on this thread and its normalized text: every turn
     /// of a trace has the same task, which used to be normalized again for each turn.
-    static TASK: std::cell::RefCell<(String, std::rc::Rc<str>)> =
-        std::cell::RefCell::new((String::new(), std::rc::Rc::from("")));
+    static TASK: std::cell::RefCell<(String, std::rc::Rc<TaskText>)> =
+        std::cell::RefCell::new((String::new(), std::rc::Rc::new(TaskText::new(""))));
+}
+
+/// A task's normalized text, asked whether it contains each sentence of every turn.
+struct TaskText {
+    text: String,
+    /// Every 8-byte window of `text`: a sentence with an 8-byte window that is not one is
+    /// not in the text, found without a substring search (most sentences are not in the
+    /// task, and a search per sentence scanned the whole task).
+    grams: std::collections::HashSet<u64, std::hash::BuildHasherDefault<GramHasher>>,
+}
+
+/// A hasher for 8-byte windows read as `u64`s: one multiplication (SipHash was most of the
+/// lookup).
+#[derive(Default)]
+struct GramHasher(u64);
+
+impl std::hash::Hasher for GramHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+impl TaskText {
+    fn new(text: &str) -> TaskText {
+        TaskText {
+            grams: text.as_bytes().windows(8).map(gram).collect(),
+            text: text.to_string(),
+        }
+    }
+
+    /// `self.text.contains(s)`.
+    fn contains(&self, s: &str) -> bool {
+        let b = s.as_bytes();
+        // Every eighth window and the last one (a sentence not in the task usually fails
+        // at its first window).
+        if b.len() >= 8
+            && (0..=b.len() - 8)
+                .step_by(8)
+                .chain([b.len() - 8])
+                .any(|i| !self.grams.contains(&gram(&b[i..i + 8])))
+        {
+            return false;
+        }
+        self.text.contains(s)
+    }
+}
+
+fn gram(w: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(w);
+    u64::from_le_bytes(a)
 }
 
 /// `normalize_ws(description)`, remembered for the next turn of the same task.
-fn normalized_task(description: &str) -> std::rc::Rc<str> {
+fn normalized_task(description: &str) -> std::rc::Rc<TaskText> {
     TASK.with(|cell| {
         let mut c = cell.borrow_mut();
         if c.0 != description {
             *c = (
                 description.to_string(),
-                sage_trace::normalize_ws(description).into(),
+                std::rc::Rc::new(TaskText::new(&sage_trace::normalize_ws(description))),
             );
         }
         c.1.clone()
@@ -455,6 +527,22 @@ impl Judge for LexiconJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The shortcut gives what normalizing the lower-cased sentence gives.
+        #[test]
+        fn task_text_contains_as_str_contains(text in "[ab é]{0,30}", s in "[ab é]{0,12}") {
+            proptest::prop_assert_eq!(TaskText::new(&text).contains(&s), text.contains(&s));
+            let inside = format!("{s}{text}");
+            proptest::prop_assert!(TaskText::new(&inside).contains(&s));
+        }
+
+        #[test]
+        fn lower_normalized_is_normalize_of_lowercase(s in "[ a-zA-Z\t\n.İΣσK\u{a0}\u{2028}]{0,40}") {
+            let want = sage_trace::normalize_ws(&s.to_lowercase());
+            proptest::prop_assert_eq!(lower_normalized(&s, sage_trace::normalize_ws(&s)), want);
+        }
+    }
     use sage_trace::case::TaskContext;
     use sage_trace::{Actor, CanonicalTrace, RawRef, TextItem};
 

@@ -175,3 +175,23 @@ fn attack_injected_sentence_is_quoted_as_evidence() {
         other => panic!("the injected quote was accepted: {other:?}"),
     }
 }
+
+#[test]
+fn a_turns_texts_are_read_as_quotes_need_them() {
+    use sage_trace::ToolCall;
+    let (mut t, s) = trace_with(&["Use an allow-list."]);
+    // A tool call whose raw record is missing: a quote found in the message before it
+    // verifies, one found nowhere names the unreadable record.
+    t.turns[0].tool_calls.push(ToolCall {
+        id: None,
+        name: "bash".into(),
+        arguments: "echo hi".into(),
+        raw: RawRef::lines("gone.txt", 1, 1),
+    });
+    let turn = t.turn(1).unwrap();
+    let mut j = judgment(2, "Use an allow-list.");
+    j.di.also = vec!["an allow-list".into()];
+    assert_eq!(verify_judgment(&s, turn, &j).unwrap().len(), 2);
+    let e = verify_judgment(&s, turn, &judgment(2, "echo hi")).unwrap_err();
+    assert!(e.contains("unreadable records"), "{e}");
+}

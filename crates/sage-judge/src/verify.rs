@@ -40,8 +40,10 @@ pub(crate) fn verify_quote(store: &RawStore, turn: &Turn, quote: &str) -> Result
 /// judgment (a turn's quotes used to re-read and re-scan every text each).
 #[derive(Default)]
 struct TurnTexts {
-    /// Per agent text item, in [`Turn::agent_text_items`] order; filled on first use.
-    items: Option<Vec<Result<ReadText, String>>>,
+    /// Per agent text item, in [`Turn::agent_text_items`] order; each read on first use (a
+    /// quote found in the message never reads the turn's tool-call arguments and written
+    /// files).
+    items: Option<Vec<Option<Result<ReadText, String>>>>,
 }
 
 struct ReadText {
@@ -67,27 +69,26 @@ fn verify_quote_in(
     let mut errors = Vec::new();
     let rules = injection::active();
     let mut addressed: Option<String> = None;
-    let items = texts.items.get_or_insert_with(|| {
-        turn.agent_text_items()
-            .into_iter()
-            .map(|(_, raw)| {
-                store
-                    .resolve(raw)
-                    .map(|text| {
-                        let (norm, map) = injection::normalize_with_map(&text);
-                        ReadText {
-                            raw: raw.clone(),
-                            text,
-                            norm,
-                            map,
-                            flagged: None,
-                        }
-                    })
-                    .map_err(|e| e.to_string())
-            })
-            .collect()
-    });
-    for item in items.iter_mut() {
+    let raws = turn.agent_text_items();
+    let items = texts
+        .items
+        .get_or_insert_with(|| raws.iter().map(|_| None).collect());
+    for (item, (_, raw)) in items.iter_mut().zip(&raws) {
+        let item = item.get_or_insert_with(|| {
+            store
+                .resolve(raw)
+                .map(|text| {
+                    let (norm, map) = injection::normalize_with_map(&text);
+                    ReadText {
+                        raw: (*raw).clone(),
+                        text,
+                        norm,
+                        map,
+                        flagged: None,
+                    }
+                })
+                .map_err(|e| e.to_string())
+        });
         match item {
             Ok(t) => {
                 // A quote verifies at an occurrence that is the agent's text, not text

@@ -987,17 +987,23 @@ mod tests {
         assert_eq!(back.counts().writes, 1);
     }
 
-    #[test]
-    fn attack_jsonl_pointer_check_rescans_the_file_for_every_line() {
-        // Before: resolving the pointer of line n scanned the file from its start to find
-        // line n, so checking every line of a JSON Lines file read it n²/2 times over.
-        let n = 3000;
+    /// A store holding `t.jsonl`, `n` records `{"i": i, "t": "line i"}`, and its length.
+    fn jsonl_store(n: usize) -> (RawStore, u64) {
         let text: String = (0..n)
             .map(|i| format!("{{\"i\":{i},\"t\":\"line {i}\"}}\n"))
             .collect();
         let len = text.len() as u64;
         let mut s = RawStore::new();
         s.insert("t.jsonl", text.into_bytes());
+        (s, len)
+    }
+
+    #[test]
+    fn attack_jsonl_pointer_check_rescans_the_file_for_every_line() {
+        // Before: resolving the pointer of line n scanned the file from its start to find
+        // line n, so checking every line of a JSON Lines file read it n²/2 times over.
+        let n = 3000;
+        let (s, len) = jsonl_store(n);
         for i in 0..n {
             let got = s
                 .resolve(&RawRef::json("t.jsonl", Some(i + 1), "/t"))
@@ -1018,12 +1024,7 @@ mod tests {
         // Quote verification runs on every driver thread against the trace's one store
         // (it used to be cloned per batch and locked per turn).
         let n = 400;
-        let text: String = (0..n)
-            .map(|i| format!("{{\"i\":{i},\"t\":\"line {i}\"}}\n"))
-            .collect();
-        let len = text.len() as u64;
-        let mut s = RawStore::new();
-        s.insert("t.jsonl", text.into_bytes());
+        let (mut s, len) = jsonl_store(n);
         s.insert("doc.json", br#"{"a": {"b": "whole"}}"#.to_vec());
         std::thread::scope(|scope| {
             for t in 0..4 {

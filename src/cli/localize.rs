@@ -6,6 +6,8 @@ use sage_pipeline::results::CaseResult;
 use sage_pipeline::sink::{write_entries, AtomicFile, Entries, ResultsDir, ResultsDoc};
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -173,10 +175,49 @@ struct Outputs {
     dir: Option<ResultsDir>,
     /// `--output`, renamed into place at the end.
     file: Option<(PathBuf, ResultsDoc<AtomicFile>)>,
-    stdout: Option<ResultsDoc<BufWriter<std::io::StdoutLock<'static>>>>,
+    stdout: Option<ResultsDoc<PipeGuard<BufWriter<std::io::StdoutLock<'static>>>>>,
+    /// Set when the reader of stdout went away (`| head`).
+    stdout_closed: Arc<AtomicBool>,
     sarif: Option<(PathBuf, sage_pipeline::sarif_view::SarifLog)>,
     out_dir: PathBuf,
     lines: Lines,
+}
+
+/// Stdout for the streamed JSON: when its reader goes away (`sage localize … | head`), the
+/// rest is dropped instead of failing the write, so one result is never left half written
+/// to the other outputs that share its serialization, and the results folder and
+/// `--output` are still finished.
+struct PipeGuard<W> {
+    inner: W,
+    closed: Arc<AtomicBool>,
+}
+
+impl<W: std::io::Write> std::io::Write for PipeGuard<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed.store(true, Ordering::Relaxed);
+                Ok(buf.len())
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            r => r,
+        }
+    }
 }
 
 /// What is printed after the run, from results that are no longer held.
@@ -209,9 +250,13 @@ impl Outputs {
             }
             None => None,
         };
+        let stdout_closed = Arc::new(AtomicBool::new(false));
         let stdout = match a.format {
             Format::Json => Some(ResultsDoc::begin(
-                BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+                PipeGuard {
+                    inner: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+                    closed: stdout_closed.clone(),
+                },
                 judges,
                 runs,
             )?),
@@ -221,6 +266,7 @@ impl Outputs {
             dir,
             file,
             stdout,
+            stdout_closed,
             sarif: a
                 .sarif
                 .clone()
@@ -266,6 +312,11 @@ impl Outputs {
             }
         }
         self.lines.add(&results);
+        // With nothing but a closed stdout to write to, the run has no reader left.
+        let others = self.dir.is_some() || self.file.is_some() || self.sarif.is_some();
+        if !others && self.stdout_closed.load(Ordering::Relaxed) {
+            return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
+        }
         Ok(())
     }
 
@@ -287,6 +338,10 @@ impl Outputs {
         }
         if let Some(doc) = self.stdout.take() {
             doc.finish(&tally.skipped, &tally.problems, summaries)?;
+        }
+        // The other outputs are whole; a closed stdout still ends the run quietly.
+        if self.stdout_closed.load(Ordering::Relaxed) {
+            return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
         }
         if let Some((path, log)) = self.sarif.take() {
             std::fs::write(&path, sage_pipeline::sink::pretty(&log.finish()))

@@ -419,6 +419,32 @@ fn version_names_the_commit_and_a_closed_pipe_is_quiet() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // The same with a results folder: the results are streamed to both, and the folder is
+    // still written whole when the reader of stdout goes away.
+    let res = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sage"))
+        .args(["localize", "corpora", "--format", "json", "--out-dir"])
+        .arg(res.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let set: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(res.path().join("results.json")).unwrap())
+            .unwrap();
+    let cases = std::fs::read_dir(res.path().join("cases")).unwrap().count();
+    assert_eq!(set["results"].as_array().unwrap().len(), cases);
+    assert!(cases > 20, "{cases} case files");
 }
 
 /// `trace.run` in a case manifest reads the Nth run of a file that holds several: the

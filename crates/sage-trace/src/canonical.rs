@@ -592,8 +592,16 @@ pub enum RawError {
     },
 }
 
-/// Parsed JSON values by (file, line of the value's start; `None`: the whole file).
-type JsonCache = HashMap<(String, Option<usize>), Arc<serde_json::Value>>;
+/// The byte range of the JSON value a pointer starts from, by (file, line of the value's
+/// start; `None`: the whole file).
+type JsonRoots = HashMap<(String, Option<usize>), std::ops::Range<usize>>;
+
+/// The children of large JSON containers, by (file, byte offset of the container).
+type JsonKids = HashMap<(String, usize), Arc<crate::rawjson::Children>>;
+
+/// Containers at least this large keep their children's ranges once read; a smaller one
+/// (a record) is read again on each use, which costs O(the record).
+const KEEP_CHILDREN: usize = 4096;
 
 /// The raw trace files of one trace, loaded once, resolving [`RawRef`]s to their text.
 ///
@@ -605,8 +613,10 @@ type JsonCache = HashMap<(String, Option<usize>), Arc<serde_json::Value>>;
 #[derive(Debug, Default)]
 pub struct RawStore {
     files: HashMap<String, Vec<u8>>,
-    /// The JSON value a record's text is resolved from, parsed once per (file, line).
-    json_cache: RwLock<JsonCache>,
+    /// JSON pointers resolve over the raw bytes ([`crate::rawjson`]): where each document
+    /// starts, checked once, and the children of its large containers.
+    json_roots: RwLock<JsonRoots>,
+    json_kids: RwLock<JsonKids>,
     /// Byte offset of every line start, per file, indexed on first use: resolving a line
     /// pointer costs O(the record), not O(the file), so a long trace stays linear.
     line_starts: HashMap<String, OnceLock<Vec<usize>>>,
@@ -702,7 +712,11 @@ impl RawStore {
     /// Load `name`'s bytes (replacing an earlier load of the same name).
     pub fn insert(&mut self, name: &str, bytes: Vec<u8>) {
         self.line_starts.insert(name.to_string(), OnceLock::new());
-        self.json_cache
+        self.json_roots
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(f, _), _| f != name);
+        self.json_kids
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|(f, _), _| f != name);
@@ -746,44 +760,44 @@ impl RawStore {
             } => {
                 let key = (r.file.clone(), *line);
                 let cached = self
-                    .json_cache
+                    .json_roots
                     .read()
                     .unwrap_or_else(|p| p.into_inner())
                     .get(&key)
                     .cloned();
-                let value = match cached {
-                    Some(v) => v,
+                let root = match cached {
+                    Some(root) => root,
                     None => {
-                        let slice: &[u8] = match line {
-                            None => data,
+                        let from = match line {
+                            None => 0,
                             Some(l) => line_start(starts, data.len(), *l)
-                                .map(|s| &data[s..])
                                 .ok_or(RawError::OutOfRange { at: r.display() })?,
                         };
-                        // The first JSON value from there on: the line of a JSON Lines file, or a
-                        // pretty-printed value spanning several lines.
-                        let v: serde_json::Value = serde_json::Deserializer::from_slice(slice)
-                            .into_iter::<serde_json::Value>()
-                            .next()
-                            .unwrap_or_else(|| {
-                                Err(serde::de::Error::custom("no JSON value on this line"))
-                            })
-                            .map_err(|e| RawError::Json {
+                        // The first JSON value from there on: the line of a JSON Lines file,
+                        // or a pretty-printed value spanning several lines.
+                        let root = crate::rawjson::first_value(data, from).map_err(|e| {
+                            RawError::Json {
                                 at: r.display(),
                                 msg: e.to_string(),
-                            })?;
-                        let v = Arc::new(v);
-                        self.json_cache
+                            }
+                        })?;
+                        self.json_roots
                             .write()
                             .unwrap_or_else(|p| p.into_inner())
-                            .insert(key, v.clone());
-                        v
+                            .insert(key, root.clone());
+                        root
                     }
                 };
-                let v =
-                    json_pointer(&value, pointer).ok_or(RawError::NoValue { at: r.display() })?;
+                let at = self
+                    .pointer_range(&r.file, data, root, pointer)
+                    .ok_or(RawError::NoValue { at: r.display() })?;
+                let v: serde_json::Value =
+                    serde_json::from_slice(&data[at]).map_err(|e| RawError::Json {
+                        at: r.display(),
+                        msg: e.to_string(),
+                    })?;
                 let v = match inner {
-                    None => v.clone(),
+                    None => v,
                     Some(ip) => {
                         let s = v.as_str().ok_or(RawError::NoValue { at: r.display() })?;
                         let nested: serde_json::Value =
@@ -803,6 +817,55 @@ impl RawStore {
             }
             Locator::Synthetic { .. } => Err(RawError::Synthetic { at: r.display() }),
         }
+    }
+
+    /// The byte range `pointer` names inside the JSON value at `root` of `file` (RFC 6901,
+    /// as [`json_pointer`] resolves it over the parsed value).
+    fn pointer_range(
+        &self,
+        file: &str,
+        data: &[u8],
+        root: std::ops::Range<usize>,
+        pointer: &str,
+    ) -> Option<std::ops::Range<usize>> {
+        if pointer.is_empty() {
+            return Some(root);
+        }
+        if !pointer.starts_with('/') {
+            return None;
+        }
+        let mut at = root;
+        for raw in pointer.split('/').skip(1) {
+            let token: std::borrow::Cow<str> = if raw.contains('~') {
+                raw.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                raw.into()
+            };
+            let kids = if at.len() >= KEEP_CHILDREN {
+                let key = (file.to_string(), at.start);
+                let cached = self
+                    .json_kids
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&key)
+                    .cloned();
+                match cached {
+                    Some(k) => k,
+                    None => {
+                        let k = Arc::new(crate::rawjson::children(data, at.clone()).ok()?);
+                        self.json_kids
+                            .write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key, k.clone());
+                        k
+                    }
+                }
+            } else {
+                Arc::new(crate::rawjson::children(data, at.clone()).ok()?)
+            };
+            at = crate::rawjson::child(&kids, &token)?;
+        }
+        Some(at)
     }
 }
 
@@ -869,7 +932,7 @@ pub fn json_pointer<'a>(v: &'a serde_json::Value, pointer: &str) -> Option<&'a s
 }
 
 /// An array index token as serde_json reads one (no sign, no leading zero).
-fn json_index(s: &str) -> Option<usize> {
+pub(crate) fn json_index(s: &str) -> Option<usize> {
     if s.starts_with('+') || (s.starts_with('0') && s.len() != 1) {
         return None;
     }

@@ -10,6 +10,7 @@
 pub mod archive;
 mod canonical;
 pub mod case;
+mod rawjson;
 pub mod run;
 pub mod safe;
 pub mod score;

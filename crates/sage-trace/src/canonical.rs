@@ -805,7 +805,7 @@ impl RawStore {
                                 at: r.display(),
                                 msg: e.to_string(),
                             })?;
-                        json_pointer(&nested, ip)
+                        crate::rawjson::json_pointer(&nested, ip)
                             .cloned()
                             .ok_or(RawError::NoValue { at: r.display() })?
                     }
@@ -820,7 +820,7 @@ impl RawStore {
     }
 
     /// The byte range `pointer` names inside the JSON value at `root` of `file` (RFC 6901,
-    /// as [`json_pointer`] resolves it over the parsed value).
+    /// as [`crate::json_pointer`] resolves it over the parsed value).
     fn pointer_range(
         &self,
         file: &str,
@@ -906,39 +906,6 @@ pub fn normalize_ws(s: &str) -> String {
     out
 }
 
-/// The value at JSON pointer `pointer` in `v`: exactly `v.pointer(pointer)` (RFC 6901 as
-/// serde_json resolves it), without copying each reference token that has no `~` escape
-/// (serde_json allocates two strings per token; adapters and the raw store resolve a pointer
-/// per field of every record).
-pub fn json_pointer<'a>(v: &'a serde_json::Value, pointer: &str) -> Option<&'a serde_json::Value> {
-    if pointer.is_empty() {
-        return Some(v);
-    }
-    if !pointer.starts_with('/') {
-        return None;
-    }
-    pointer.split('/').skip(1).try_fold(v, |target, raw| {
-        let token: std::borrow::Cow<str> = if raw.contains('~') {
-            raw.replace("~1", "/").replace("~0", "~").into()
-        } else {
-            raw.into()
-        };
-        match target {
-            serde_json::Value::Object(map) => map.get(token.as_ref()),
-            serde_json::Value::Array(list) => json_index(&token).and_then(|i| list.get(i)),
-            _ => None,
-        }
-    })
-}
-
-/// An array index token as serde_json reads one (no sign, no leading zero).
-pub(crate) fn json_index(s: &str) -> Option<usize> {
-    if s.starts_with('+') || (s.starts_with('0') && s.len() != 1) {
-        return None;
-    }
-    s.parse().ok()
-}
-
 /// Escape one JSON-pointer reference token (RFC 6901).
 pub fn pointer_token(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
@@ -964,19 +931,6 @@ mod tests {
     }
 
     use super::*;
-
-    proptest::proptest! {
-        /// `json_pointer` resolves every pointer exactly as serde_json's `Value::pointer`.
-        #[test]
-        fn json_pointer_is_value_pointer(p in "(/(a|b~1c|~0d|~|~2|0|1|01|\\+1|x|)){0,4}|a|") {
-            let v = serde_json::json!({
-                "a": [{"b/c": 1, "~d": [true, {"x": null}]}, "s"],
-                "b/c": {"~d": {"": 2}, "0": [3]},
-                "~d": 4, "": {"": {"a": 5}}, "0": ["z", {"1": 6}],
-            });
-            proptest::prop_assert_eq!(json_pointer(&v, &p), v.pointer(&p));
-        }
-    }
 
     #[test]
     fn resolves_every_locator() {

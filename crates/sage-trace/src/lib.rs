@@ -17,4 +17,5 @@ pub mod score;
 pub mod text;
 
 pub use canonical::*;
+pub use rawjson::json_pointer;
 pub use score::*;

@@ -9,6 +9,39 @@ use serde::de::{Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::ops::Range;
 
+/// The value at JSON pointer `pointer` in `v`: exactly `v.pointer(pointer)` (RFC 6901 as
+/// serde_json resolves it), without copying each reference token that has no `~` escape
+/// (serde_json allocates two strings per token; adapters and the raw store resolve a pointer
+/// per field of every record).
+pub fn json_pointer<'a>(v: &'a serde_json::Value, pointer: &str) -> Option<&'a serde_json::Value> {
+    if pointer.is_empty() {
+        return Some(v);
+    }
+    if !pointer.starts_with('/') {
+        return None;
+    }
+    pointer.split('/').skip(1).try_fold(v, |target, raw| {
+        let token: std::borrow::Cow<str> = if raw.contains('~') {
+            raw.replace("~1", "/").replace("~0", "~").into()
+        } else {
+            raw.into()
+        };
+        match target {
+            serde_json::Value::Object(map) => map.get(token.as_ref()),
+            serde_json::Value::Array(list) => json_index(&token).and_then(|i| list.get(i)),
+            _ => None,
+        }
+    })
+}
+
+/// An array index token as serde_json reads one (no sign, no leading zero).
+pub(crate) fn json_index(s: &str) -> Option<usize> {
+    if s.starts_with('+') || (s.starts_with('0') && s.len() != 1) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 /// A JSON value's children as byte ranges of the file.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Children {
@@ -45,9 +78,7 @@ pub(crate) fn child(kids: &Children, token: &str) -> Option<Range<usize>> {
             .rev()
             .find(|(k, _)| k == token)
             .map(|(_, r)| r.clone()),
-        Children::Array(items) => {
-            crate::canonical::json_index(token).and_then(|i| items.get(i).cloned())
-        }
+        Children::Array(items) => json_index(token).and_then(|i| items.get(i).cloned()),
         Children::Scalar => None,
     }
 }
@@ -110,7 +141,6 @@ impl<'de> Visitor<'de> for KidsVisitor<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::json_pointer;
     use proptest::prelude::*;
 
     /// Resolve `pointer` over the bytes, as the raw store does.
@@ -143,6 +173,19 @@ mod tests {
                     .prop_map(|kv| { serde_json::Value::Object(kv.into_iter().collect()) }),
             ]
         })
+    }
+
+    proptest::proptest! {
+        /// `json_pointer` resolves every pointer exactly as serde_json's `Value::pointer`.
+        #[test]
+        fn json_pointer_is_value_pointer(p in "(/(a|b~1c|~0d|~|~2|0|1|01|\\+1|x|)){0,4}|a|") {
+            let v = serde_json::json!({
+                "a": [{"b/c": 1, "~d": [true, {"x": null}]}, "s"],
+                "b/c": {"~d": {"": 2}, "0": [3]},
+                "~d": 4, "": {"": {"a": 5}}, "0": ["z", {"1": 6}],
+            });
+            proptest::prop_assert_eq!(json_pointer(&v, &p), v.pointer(&p));
+        }
     }
 
     proptest! {

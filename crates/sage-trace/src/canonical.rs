@@ -758,36 +758,19 @@ impl RawStore {
                 pointer,
                 inner,
             } => {
-                let key = (r.file.clone(), *line);
-                let cached = self
-                    .json_roots
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&key)
-                    .cloned();
-                let root = match cached {
-                    Some(root) => root,
-                    None => {
-                        let from = match line {
-                            None => 0,
-                            Some(l) => line_start(starts, data.len(), *l)
-                                .ok_or(RawError::OutOfRange { at: r.display() })?,
-                        };
-                        // The first JSON value from there on: the line of a JSON Lines file,
-                        // or a pretty-printed value spanning several lines.
-                        let root = crate::rawjson::first_value(data, from).map_err(|e| {
-                            RawError::Json {
-                                at: r.display(),
-                                msg: e.to_string(),
-                            }
-                        })?;
-                        self.json_roots
-                            .write()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(key, root.clone());
-                        root
-                    }
-                };
+                let root = cached(&self.json_roots, (r.file.clone(), *line), || {
+                    let from = match line {
+                        None => 0,
+                        Some(l) => line_start(starts, data.len(), *l)
+                            .ok_or(RawError::OutOfRange { at: r.display() })?,
+                    };
+                    // The first JSON value from there on: the line of a JSON Lines file, or
+                    // a pretty-printed value spanning several lines.
+                    crate::rawjson::first_value(data, from).map_err(|e| RawError::Json {
+                        at: r.display(),
+                        msg: e.to_string(),
+                    })
+                })?;
                 let at = self
                     .pointer_range(&r.file, data, root, pointer)
                     .ok_or(RawError::NoValue { at: r.display() })?;
@@ -841,32 +824,39 @@ impl RawStore {
             } else {
                 raw.into()
             };
+            let read = || {
+                crate::rawjson::children(data, at.clone())
+                    .map(Arc::new)
+                    .ok()
+            };
             let kids = if at.len() >= KEEP_CHILDREN {
-                let key = (file.to_string(), at.start);
-                let cached = self
-                    .json_kids
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&key)
-                    .cloned();
-                match cached {
-                    Some(k) => k,
-                    None => {
-                        let k = Arc::new(crate::rawjson::children(data, at.clone()).ok()?);
-                        self.json_kids
-                            .write()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(key, k.clone());
-                        k
-                    }
-                }
+                cached(&self.json_kids, (file.to_string(), at.start), || {
+                    read().ok_or(())
+                })
+                .ok()?
             } else {
-                Arc::new(crate::rawjson::children(data, at.clone()).ok()?)
+                read()?
             };
             at = crate::rawjson::child(&kids, &token)?;
         }
         Some(at)
     }
+}
+
+/// The value under `key`, computed by `make` and kept the first time (an error is not kept).
+fn cached<K: std::hash::Hash + Eq, V: Clone, E>(
+    map: &RwLock<HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> Result<V, E>,
+) -> Result<V, E> {
+    if let Some(v) = map.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(v.clone());
+    }
+    let v = make()?;
+    map.write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, v.clone());
+    Ok(v)
 }
 
 /// Byte offsets where the lines of `data` start (the lines of `split_inclusive('\n')`).

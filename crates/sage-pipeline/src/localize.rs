@@ -209,6 +209,7 @@ pub(crate) fn conclude(
     scores: TraceScores,
     lexicon: &sage_judge::lexicon::Lexicon,
     vocabulary: &origin::WeaknessVocabulary,
+    injection: &[sage_judge::injection::InjectionFlag],
 ) -> CaseResult {
     let anchor = p.case.anchor();
     let weakness_terms = lexicon.cwe_terms(Some(&anchor.cwe)).to_vec();
@@ -278,7 +279,7 @@ pub(crate) fn conclude(
             .map(|(from, to)| format!("trace path {from} taken as the case's artefact {to}"))
             .collect(),
         expected: None,
-        injection: sage_judge::injection::active().scan(&p.trace),
+        injection: injection.to_vec(),
     };
     result.expected = p
         .case
@@ -479,9 +480,11 @@ pub async fn localize_dirs_each(
                         None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
                     }
                 }
+                // The trace's turns addressing the judge: the same under every judge run.
+                let injection = sage_judge::injection::active().scan(&p.trace);
                 let results: Vec<CaseResult> = results
                     .into_par_iter()
-                    .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary))
+                    .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
                     .collect();
                 let skipped = (!unscored.is_empty()).then(|| {
                     skip(

@@ -298,9 +298,9 @@ pub async fn score_traces_concurrently(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::trace_with;
     use crate::{DimensionScore, JudgeId, Judgment, TurnRequest};
     use futures::future::BoxFuture;
-    use sage_trace::{Actor, RawRef, TextItem, Turn, TurnKind};
 
     struct Echo;
     impl Judge for Echo {
@@ -334,28 +334,10 @@ mod tests {
         }
     }
 
-    fn trace(texts: &[&str]) -> (CanonicalTrace, RawStore) {
-        let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
-        let mut raw = String::new();
-        for (i, x) in texts.iter().enumerate() {
-            raw.push_str(x);
-            raw.push('\n');
-            let mut turn = Turn::new(Actor::new("a", None), TurnKind::Planning);
-            turn.message = Some(TextItem {
-                text: x.to_string(),
-                raw: RawRef::lines("t.md", i + 1, i + 1),
-            });
-            t.push_turn(turn);
-        }
-        let mut s = RawStore::new();
-        s.insert("t.md", raw.into_bytes());
-        (t, s)
-    }
-
     #[test]
     fn every_turn_of_every_run_is_scored_once_in_order() {
-        let (t1, s1) = trace(&["one", "two", "three"]);
-        let (t2, s2) = trace(&["alpha"]);
+        let (t1, s1) = trace_with(&["one", "two", "three"]);
+        let (t2, s2) = trace_with(&["alpha"]);
         let task = TaskContext::default();
         let items = [
             ScoreItem {
@@ -391,7 +373,7 @@ mod tests {
 
     #[test]
     fn a_fatal_error_stops_cleanly() {
-        let (t1, s1) = trace(&["ok", "fatal", "later"]);
+        let (t1, s1) = trace_with(&["ok", "fatal", "later"]);
         let task = TaskContext::default();
         let items = [ScoreItem {
             id: "a",

@@ -7,7 +7,8 @@ use sage_trace::case::TaskContext;
 use sage_trace::{Actor, RawRef, TextItem, TurnKind};
 use sage_trace::{CanonicalTrace, RawStore, Turn};
 
-fn trace_with(texts: &[&str]) -> (CanonicalTrace, RawStore) {
+/// A trace of planning turns, one per text, each message a line of `t.md`, with its store.
+pub(crate) fn trace_with(texts: &[&str]) -> (CanonicalTrace, RawStore) {
     let mut raw = String::new();
     let mut t = CanonicalTrace::new("test", vec!["t.md".into()]);
     for (i, text) in texts.iter().enumerate() {

@@ -108,7 +108,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let mut out = Outputs::open(&a, &judge_ids, runs)?;
     let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
         &a.dir,
-        Ok(found),
+        found,
         &opts,
         |results| out.case(results),
     ));
@@ -158,7 +158,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     }
     crate::note!(
         "sage: {} case(s) processed, {} skipped, {} problem(s)",
-        tally.cases.len(),
+        tally.cases,
         tally.skipped.len(),
         tally.problems.len()
     );
@@ -303,6 +303,9 @@ impl Outputs {
             }
             if let Some((p, _)) = &self.file {
                 names.push(p.display().to_string());
+            }
+            if self.stdout.is_some() {
+                names.push("standard output".into());
             }
             return Err(anyhow::Error::new(e).context(format!("writing {}", names.join(", "))));
         }

@@ -523,6 +523,20 @@ pub async fn localize_case(dir: &Path, opts: &Options) -> CaseOutput {
     out.expect("one output per case folder")
 }
 
+impl RunTally {
+    /// An empty tally for a run with `opts`' judges and runs.
+    fn new(opts: &Options) -> RunTally {
+        RunTally {
+            judges: opts.judges.iter().map(|j| j.id()).collect(),
+            runs: opts.runs.max(1),
+            skipped: vec![],
+            problems: vec![],
+            rows: vec![],
+            cases: 0,
+        }
+    }
+}
+
 /// Run every case found under `root`, keeping every result: the [`ResultSet`].
 pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
     let mut results = Vec::new();
@@ -544,33 +558,25 @@ pub async fn localize_dir_each<E>(
     opts: &Options,
     each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
-    let found = sage_trace::case::discover_with(root, opts.follow_links).map_err(|e| e.to_string());
-    localize_found_each(root, found, opts, each).await
+    match sage_trace::case::discover_with(root, opts.follow_links) {
+        Ok(dirs) => localize_found_each(root, dirs, opts, each).await,
+        Err(e) => {
+            let mut tally = RunTally::new(opts);
+            tally.skipped.push(skip(root, "case", e.to_string()));
+            (tally, None)
+        }
+    }
 }
 
-/// [`localize_dir_each`] over the case folders already found under `root` (or why they could
-/// not be), so a caller that looked for them first does not walk the corpus twice.
+/// [`localize_dir_each`] over the case folders already found under `root`, so a caller that
+/// looked for them first does not walk the corpus twice.
 pub async fn localize_found_each<E>(
     root: &Path,
-    found: Result<Vec<PathBuf>, String>,
+    mut dirs: Vec<PathBuf>,
     opts: &Options,
     mut each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
-    let mut tally = RunTally {
-        judges: opts.judges.iter().map(|j| j.id()).collect(),
-        runs: opts.runs.max(1),
-        skipped: vec![],
-        problems: vec![],
-        rows: vec![],
-        cases: vec![],
-    };
-    let mut dirs: Vec<PathBuf> = match found {
-        Ok(d) => d,
-        Err(e) => {
-            tally.skipped.push(skip(root, "case", e));
-            return (tally, None);
-        }
-    };
+    let mut tally = RunTally::new(opts);
     let found_any = !dirs.is_empty();
     if let Some(sh) = &opts.shard {
         // A shard may hold no case of a small corpus; that is not an input failure.
@@ -607,7 +613,7 @@ pub async fn localize_found_each<E>(
                     owners.insert(key, (r.case_id.clone(), r.case_dir.clone()));
                 }
             }
-            tally.cases.push(r.case_id.clone());
+            tally.cases += 1;
         }
         tally.rows.extend(o.results.iter().map(SummaryRow::from));
         tally.skipped.extend(o.skipped);

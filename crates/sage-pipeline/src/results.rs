@@ -262,8 +262,8 @@ pub struct RunTally {
     pub skipped: Vec<Skipped>,
     pub problems: Vec<Problem>,
     pub rows: Vec<SummaryRow>,
-    /// Case ids with a result, in order.
-    pub cases: Vec<String>,
+    /// Cases with a result.
+    pub cases: usize,
 }
 
 impl RunTally {

@@ -296,9 +296,17 @@ impl ResultsDir {
     }
 }
 
-/// Write a whole result set as a results folder (see [`ResultsDir`]): case files by case id,
-/// `results.json` in the set's order.
-pub fn write_set(dir: &Path, set: &ResultSet) -> io::Result<()> {
+/// Write a result set as a results folder: `results.json` (everything), `summary.json`
+/// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
+///
+/// File names come from [`sage_trace::safe::file_stem`] (injective, length-capped); ids that
+/// would still share a file (one id for two case folders, or names equal but for case) are an
+/// error before anything is written, never a silent overwrite. Every file is scrubbed of
+/// secrets.
+///
+/// Case files are written in case-id order, `results.json` in the set's order (see
+/// [`ResultsDir`]).
+pub fn write_results_dir(dir: &Path, set: &ResultSet) -> io::Result<()> {
     let by_case =
         results_by_case(set).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m))?;
     let mut out = ResultsDir::create(dir, &set.judges, set.runs)?;
@@ -316,17 +324,6 @@ pub fn write_doc<W: Write>(w: W, set: &ResultSet) -> io::Result<W> {
     let mut doc = ResultsDoc::begin(w, &set.judges, set.runs)?;
     write_entries(&set.results, &mut [&mut doc])?;
     doc.finish(&set.skipped, &set.problems, &set.summaries)
-}
-
-/// Write a result set as a results folder: `results.json` (everything), `summary.json`
-/// (the Table-5 summaries) and `cases/<case-id>.json` (each case's results, all judge runs).
-///
-/// File names come from [`sage_trace::safe::file_stem`] (injective, length-capped); ids that
-/// would still share a file (one id for two case folders, or names equal but for case) are an
-/// error before anything is written, never a silent overwrite. Every file is scrubbed of
-/// secrets.
-pub fn write_results_dir(dir: &std::path::Path, set: &ResultSet) -> std::io::Result<()> {
-    write_set(dir, set)
 }
 
 /// The results grouped by case id, checked so that one id is one case folder and no two ids
@@ -459,7 +456,7 @@ mod tests {
         // A case file of an earlier run is removed; a file that is not sage's stays.
         std::fs::write(dir.path().join("cases/old.json"), "[]").unwrap();
         std::fs::write(dir.path().join("cases/notes.txt"), "mine").unwrap();
-        write_set(dir.path(), &s).unwrap();
+        write_results_dir(dir.path(), &s).unwrap();
         let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
         assert_eq!(read("results.json"), pretty(&s));
         assert_eq!(read("summary.json"), pretty(&s.summaries));

@@ -42,8 +42,9 @@ pub struct Args {
     #[arg(long)]
     pub no_write: bool,
     /// Judge requests in flight at once, across every case, turn, judge and run.
-    #[arg(long, default_value_t = 16, value_parser = super::at_least_one)]
-    pub concurrency: usize,
+    /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
+    #[arg(long, value_parser = super::at_least_one)]
+    pub concurrency: Option<usize>,
     /// Follow symbolic links that lead out of DIR (by default only links that stay inside
     /// it are followed: a corpus must not make sage walk other folders).
     #[arg(long)]
@@ -86,7 +87,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
-    opts.concurrency = a.concurrency;
+    if let Some(c) = a.concurrency {
+        opts.concurrency = c;
+    }
     opts.follow_links = a.follow_links;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =

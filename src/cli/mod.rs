@@ -394,6 +394,7 @@ pub fn build_run(
     };
     let mut session = None;
     let mut llm = Vec::new();
+    let mut preferred = None;
     for spec in specs {
         if spec == "lexicon" {
             opts.judges.push(Arc::new(LexiconJudge::new(lex.clone())));
@@ -420,11 +421,19 @@ pub fn build_run(
             };
             session = Some(JudgeSession::new(&config, jo)?);
         }
-        let b = session.as_ref().expect("session set above").build(&spec)?;
+        let s = session.as_ref().expect("session set above");
+        let b = s.build(&spec)?;
+        if let Some(c) = s.preferred_concurrency(&spec) {
+            // the smallest any judge asks for: a one-slot server is not flooded by another's
+            preferred = Some(preferred.map_or(c, |p: usize| p.min(c)));
+        }
         opts.judges.push(b.judge.clone());
         if b.llm.is_some() {
             llm.push(b);
         }
+    }
+    if let Some(c) = preferred {
+        opts.concurrency = c;
     }
     Ok(BuiltRun { opts, session, llm })
 }

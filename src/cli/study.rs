@@ -72,8 +72,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub partitions: usize,
     /// Judge requests in flight at once.
-    #[arg(long, default_value_t = 16, value_parser = super::at_least_one)]
-    pub concurrency: usize,
+    /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
+    #[arg(long, value_parser = super::at_least_one)]
+    pub concurrency: Option<usize>,
     #[command(flatten)]
     pub judge_flags: JudgeFlags,
 }
@@ -237,7 +238,9 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
     }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
     let mut opts = built.opts;
-    opts.concurrency = a.concurrency;
+    if let Some(c) = a.concurrency {
+        opts.concurrency = c;
+    }
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
             super::judges::before_run(&cases, &a.judge_flags, session, &built.llm, false)?

@@ -24,6 +24,7 @@ mod fidelity;
 mod funnel;
 mod fuzz;
 mod judges;
+mod local_judge;
 mod localize;
 mod need;
 mod reliability;

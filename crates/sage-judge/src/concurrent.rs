@@ -147,6 +147,52 @@ where
     })
 }
 
+/// The order jobs are sent in. With requests in flight at once, turn-major (turn 1 of every
+/// trace, then turn 2, ...): turn k+1 usually goes out after turn k's prefix is in the
+/// provider's cache. With one request at a time (a one-slot local server), trace by trace:
+/// each request then extends the one before it (the runs of one turn are the same prompt),
+/// so the server's KV cache holds the whole shared prefix, where turn-major would replace it
+/// with another trace's at every request.
+fn job_order(items: &[ScoreItem<'_>], judges: usize, runs: u32, concurrency: usize) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    if concurrency == 1 {
+        for (ii, item) in items.iter().enumerate() {
+            for ji in 0..judges {
+                for k in 1..=item.trace.turns.len() {
+                    for run in 0..runs {
+                        jobs.push(Job {
+                            item: ii,
+                            judge: ji,
+                            run,
+                            k,
+                        });
+                    }
+                }
+            }
+        }
+        return jobs;
+    }
+    let max_turns = items.iter().map(|i| i.trace.turns.len()).max().unwrap_or(0);
+    for k in 1..=max_turns {
+        for (ii, item) in items.iter().enumerate() {
+            if k > item.trace.turns.len() {
+                continue;
+            }
+            for ji in 0..judges {
+                for run in 0..runs {
+                    jobs.push(Job {
+                        item: ii,
+                        judge: ji,
+                        run,
+                        k,
+                    });
+                }
+            }
+        }
+    }
+    jobs
+}
+
 /// Score every turn of every item with every judge, `opts.runs` times.
 pub async fn score_traces_concurrently(
     judges: &[Arc<dyn Judge>],
@@ -159,25 +205,7 @@ pub async fn score_traces_concurrently(
         .iter()
         .map(|i| PrefixChain::new(i.task, &i.trace.turns))
         .collect();
-    let max_turns = items.iter().map(|i| i.trace.turns.len()).max().unwrap_or(0);
-    let mut jobs = Vec::new();
-    for k in 1..=max_turns {
-        for (ii, item) in items.iter().enumerate() {
-            if k > item.trace.turns.len() {
-                continue;
-            }
-            for ji in 0..judges.len() {
-                for run in 0..runs {
-                    jobs.push(Job {
-                        item: ii,
-                        judge: ji,
-                        run,
-                        k,
-                    });
-                }
-            }
-        }
-    }
+    let jobs = job_order(items, judges.len(), runs, opts.concurrency.max(1));
     let bar = opts.progress.as_deref();
     if let Some(b) = bar {
         b.start(jobs.len() as u64);
@@ -209,6 +237,7 @@ pub async fn score_traces_concurrently(
                         job.k,
                         job.run,
                         opts.max_attempts,
+                        stats.as_deref(),
                         // The item's one store, shared by every driver thread.
                         |turn, j| verify_judgment(item.store, turn, j),
                     )
@@ -369,6 +398,47 @@ mod tests {
             Some("three")
         );
         assert_eq!(out.get(1, 0, 0, 2).unwrap().turns.len(), 1);
+    }
+
+    #[test]
+    fn one_request_at_a_time_goes_trace_by_trace() {
+        let (t1, s1) = trace_with(&["one", "two"]);
+        let (t2, s2) = trace_with(&["alpha", "beta"]);
+        let task = TaskContext::default();
+        let items = [
+            ScoreItem {
+                id: "a",
+                task: &task,
+                trace: &t1,
+                store: &s1,
+            },
+            ScoreItem {
+                id: "b",
+                task: &task,
+                trace: &t2,
+                store: &s2,
+            },
+        ];
+        let key = |j: &Job| (j.item, j.judge, j.k, j.run);
+        let serial: Vec<_> = job_order(&items, 1, 2, 1).iter().map(key).collect();
+        assert_eq!(
+            serial,
+            [
+                (0, 0, 1, 0),
+                (0, 0, 1, 1),
+                (0, 0, 2, 0),
+                (0, 0, 2, 1),
+                (1, 0, 1, 0),
+                (1, 0, 1, 1),
+                (1, 0, 2, 0),
+                (1, 0, 2, 1)
+            ]
+        );
+        let pooled: Vec<_> = job_order(&items, 1, 1, 4).iter().map(key).collect();
+        assert_eq!(
+            pooled,
+            [(0, 0, 1, 0), (1, 0, 1, 0), (0, 0, 2, 0), (1, 0, 2, 0)]
+        );
     }
 
     #[test]

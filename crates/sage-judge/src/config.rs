@@ -72,6 +72,50 @@ pub struct NamedJudge {
     /// `rubrics/context-windows.toml`). Longer prefixes are digested (docs/judges.md).
     #[serde(default)]
     pub context_tokens: Option<u64>,
+    /// The environment variable holding the base URL. When named, it must be set: a judge
+    /// meant for a local server never falls back to a remote default.
+    #[serde(default)]
+    pub base_url_env: Option<String>,
+    /// The environment variable that, when set, names the model instead of `model`.
+    #[serde(default)]
+    pub model_env: Option<String>,
+    /// The server needs no key (a local server): none is sent when the variable is unset.
+    #[serde(default)]
+    pub api_key_optional: bool,
+    /// OpenAI-compatible only: ask the server to keep the prompt in its KV cache
+    /// (llama-server `cache_prompt`), so the next turn's request reuses the shared prefix.
+    #[serde(default)]
+    pub cache_prompt: Option<bool>,
+    /// Requests in flight when `--concurrency` is not given (a one-slot local server: 1).
+    #[serde(default)]
+    pub concurrency: Option<usize>,
+    /// How to bring the judge up, shown when its `base_url_env` is unset.
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// For a server that enforces the schema with a grammar: each quote must be one of at
+    /// most this many of the scored turn's own sentences (or null), so a small model cannot
+    /// paraphrase. Quotes are still verified.
+    #[serde(default)]
+    pub quote_choices: Option<usize>,
+    /// Cap each rationale at this many characters in the schema (a small model otherwise
+    /// repeats itself until the token limit cuts the answer off).
+    #[serde(default)]
+    pub rationale_max_chars: Option<u32>,
+}
+
+/// The built-in named judges (`rubrics/judges.toml`), found when `sage.toml` defines no judge
+/// of that name.
+pub const EMBEDDED_JUDGES: &str = include_str!("../rubrics/judges.toml");
+
+/// The built-in judges and their prices, parsed once.
+pub fn builtin() -> &'static Config {
+    static C: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        let mut c = Config::parse(EMBEDDED_JUDGES, "embedded judges.toml")
+            .expect("the embedded judges parse");
+        c.path = None;
+        c
+    })
 }
 
 /// The embedded context budgets of known models (`rubrics/context-windows.toml`).
@@ -144,6 +188,11 @@ impl Config {
             if j.backend != "lexicon" && j.model.as_deref().is_none_or(str::is_empty) {
                 return Err(err(format!("judges.{name}: model is missing")));
             }
+            if j.concurrency == Some(0) {
+                return Err(err(format!(
+                    "judges.{name}: concurrency must be at least 1"
+                )));
+            }
             if j.context_tokens.is_some_and(|t| t < 1024) {
                 return Err(err(format!(
                     "judges.{name}: context_tokens must be at least 1024"
@@ -152,6 +201,31 @@ impl Config {
         }
         c.path = Some(PathBuf::from(path));
         Ok(c)
+    }
+
+    /// The judge named `name`: this file's, else the built-in one.
+    pub fn judge(&self, name: &str) -> Option<&NamedJudge> {
+        self.judges.get(name).or_else(|| builtin().judges.get(name))
+    }
+
+    /// Every judge name `--judge` accepts from this file and the built-ins, sorted.
+    pub fn judge_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .judges
+            .keys()
+            .chain(builtin().judges.keys())
+            .cloned()
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The price table: this file's `[prices]` over the built-in judges' prices.
+    pub fn price_table(&self) -> BTreeMap<String, Price> {
+        let mut t = builtin().prices.clone();
+        t.extend(self.prices.iter().map(|(k, v)| (k.clone(), *v)));
+        t
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -220,6 +294,31 @@ level = 2
         assert_eq!(default_context_tokens("something-else", &none), 32000);
         assert!(Config::parse(
             "[judges.g]\nbackend = \"openai\"\nmodel = \"m\"\ncontext_tokens = 10\n",
+            "s.toml"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn the_local_judge_is_built_in_and_a_file_replaces_it() {
+        let none = Config::default();
+        let local = none.judge("local").expect("built-in local judge");
+        assert_eq!(local.backend, "openai");
+        assert_eq!(local.base_url_env.as_deref(), Some("SAGE_LOCAL_JUDGE_URL"));
+        assert!(local.api_key_optional && local.cache_prompt == Some(true));
+        assert_eq!(local.concurrency, Some(1));
+        assert!(none.judge_names().contains(&"local".to_string()));
+        let price = none.price_table()["qwen2.5-coder-0.5b-instruct-q4_k_m"];
+        assert_eq!((price.input, price.output), (0.0, 0.0));
+        let c = Config::parse(
+            "[judges.local]\nbackend = \"openai\"\nmodel = \"mine\"\n",
+            "sage.toml",
+        )
+        .unwrap();
+        assert_eq!(c.judge("local").unwrap().model.as_deref(), Some("mine"));
+        assert!(c.judge("local").unwrap().base_url_env.is_none());
+        assert!(Config::parse(
+            "[judges.x]\nbackend = \"openai\"\nmodel = \"m\"\nconcurrency = 0\n",
             "s.toml"
         )
         .is_err());

@@ -34,7 +34,7 @@ pub use sage_trace::score::{
 pub use judge::{CallInfo, Judge, JudgeAnswer, JudgeError};
 pub use request::TurnRequest;
 pub(crate) use score::retry_feedback;
-pub use score::{score_turn, score_turn_with};
+pub use score::{rejection_kind, score_turn, score_turn_with};
 pub use verify::{validate, verify_judgment};
 
 #[cfg(test)]

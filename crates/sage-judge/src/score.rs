@@ -13,6 +13,27 @@ pub(crate) fn retry_feedback(k: usize, reason: &str) -> String {
     format!("Your previous answer was rejected: {reason}. Answer again, quoting turn {k} verbatim.")
 }
 
+/// The kind of a rejected answer, for the run's counts of what a judge gets wrong.
+pub fn rejection_kind(reason: &str) -> &'static str {
+    let r = reason;
+    if r.contains("does not occur verbatim") {
+        "quote-not-found"
+    } else if r.contains("occurs only in a tool result") {
+        "quote-outside-agent-text"
+    } else if r.contains("addressed to the judge") {
+        "quote-addresses-judge"
+    } else if r.contains("has no quote") || r.contains("the quote is empty") {
+        "score-without-quote"
+    } else if r.contains("cut off") {
+        "cut-off"
+    } else if r.contains("refused") {
+        "refused"
+    } else {
+        // not one JSON object, a missing or mistyped field, a score outside 0-3
+        "schema"
+    }
+}
+
 /// Score one turn with retries: a malformed answer or a quote that does not verify is sent
 /// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
 /// A transport fault, a fatal or a budget error is returned as `Err` so the caller can stop
@@ -26,9 +47,17 @@ pub async fn score_turn(
     run: u32,
     max_attempts: u32,
 ) -> Result<TurnOutcome, JudgeError> {
-    score_turn_with(judge, task, trace, None, k, run, max_attempts, |turn, j| {
-        verify_judgment(store, turn, j)
-    })
+    score_turn_with(
+        judge,
+        task,
+        trace,
+        None,
+        k,
+        run,
+        max_attempts,
+        None,
+        |turn, j| verify_judgment(store, turn, j),
+    )
     .await
 }
 
@@ -43,6 +72,7 @@ pub async fn score_turn_with<V>(
     k: usize,
     run: u32,
     max_attempts: u32,
+    stats: Option<&sage_llm::cost::RunStats>,
     mut verify: V,
 ) -> Result<TurnOutcome, JudgeError>
 where
@@ -101,6 +131,9 @@ where
             // stops with it instead.
             Err(e) => return Err(e),
         };
+        if let Some(st) = stats {
+            st.reject(rejection_kind(&rejection));
+        }
         reason = rejection;
         req.feedback = Some(retry_feedback(k, &reason));
     }

@@ -255,29 +255,57 @@ impl JudgeSession {
             JudgeSpec::Lexicon => return Ok(None),
             JudgeSpec::Llm { provider, model } => LlmSettings::from_env(*provider, model),
             JudgeSpec::Named(name) => {
-                let nj = self.config.judges.get(name).ok_or_else(|| SpecError::Spec {
+                let nj = self.config.judge(name).ok_or_else(|| SpecError::Spec {
                     spec: name.clone(),
                     msg: match &self.config.path {
                         Some(p) => format!(
-                            "no such judge; {} defines: {}",
+                            "no such judge; {} and the built-in judges define: {}",
                             p.display(),
-                            self.config.judges.keys().cloned().collect::<Vec<_>>().join(", ")
+                            self.config.judge_names().join(", ")
                         ),
-                        None => "not lexicon, openai:MODEL or anthropic:MODEL, and no sage.toml defines it".into(),
+                        None => format!(
+                            "not lexicon, openai:MODEL, anthropic:MODEL or a built-in judge ({}), \
+                             and no sage.toml defines it",
+                            self.config.judge_names().join(", ")
+                        ),
                     },
                 })?;
                 let Some(provider) = Provider::parse(&nj.backend) else {
                     return Ok(None); // lexicon
                 };
-                let mut s = LlmSettings::from_env(provider, nj.model.as_deref().unwrap_or(""));
+                let env = |var: &Option<String>| {
+                    var.as_deref()
+                        .and_then(|v| std::env::var(v).ok())
+                        .map(|v| v.trim().to_string())
+                        .filter(|v| !v.is_empty())
+                };
+                let model = env(&nj.model_env)
+                    .or_else(|| nj.model.clone())
+                    .unwrap_or_default();
+                let mut s = LlmSettings::from_env(provider, &model);
                 s.name = name.clone();
                 if let Some(b) = &nj.base_url {
                     s.base_url = b.clone();
+                }
+                if let Some(var) = &nj.base_url_env {
+                    // Named, so required: never the provider's remote default instead.
+                    s.base_url = env(&nj.base_url_env).ok_or_else(|| SpecError::Spec {
+                        spec: name.clone(),
+                        msg: format!(
+                            "{var} is not set: the judge's server is not running{}",
+                            nj.setup
+                                .as_deref()
+                                .map(|h| format!("; start it with: {h}"))
+                                .unwrap_or_default()
+                        ),
+                    })?;
                 }
                 if let Some(var) = &nj.api_key_env {
                     s.api_key = std::env::var(var).ok().and_then(ApiKey::new);
                     s.key_var = var.clone();
                 }
+                s.key_required = !nj.api_key_optional;
+                s.cache_prompt = nj.cache_prompt.unwrap_or(false);
                 s.temperature = nj.temperature;
                 s.max_tokens = nj.max_tokens;
                 if let Some(j) = nj.json_schema {
@@ -292,7 +320,7 @@ impl JudgeSession {
                 s
             }
         };
-        s.price = price_for(&s.model, &self.config.prices);
+        s.price = price_for(&s.model, &self.config.price_table());
         if let (Some(b), None) = (self.options.budget_usd, s.price) {
             // Without a price every call costs "0" and the budget would never stop anything.
             return Err(SpecError::Spec {
@@ -317,11 +345,20 @@ impl JudgeSession {
     /// entry under `[context_windows]` or in the embedded table.
     pub fn context_tokens(&self, spec: &JudgeSpec, model: &str) -> u64 {
         if let JudgeSpec::Named(name) = spec {
-            if let Some(t) = self.config.judges.get(name).and_then(|j| j.context_tokens) {
+            if let Some(t) = self.config.judge(name).and_then(|j| j.context_tokens) {
                 return t;
             }
         }
         crate::config::default_context_tokens(model, &self.config.context_windows)
+    }
+
+    /// The requests in flight a named judge asks for when `--concurrency` is not given
+    /// (`concurrency` in its `[judges.NAME]`; a one-slot local server wants 1).
+    pub fn preferred_concurrency(&self, spec: &str) -> Option<usize> {
+        match JudgeSpec::parse(spec).ok()? {
+            JudgeSpec::Named(name) => self.config.judge(&name)?.concurrency,
+            _ => None,
+        }
     }
 
     /// Build the judge named by `spec`.
@@ -333,6 +370,11 @@ impl JudgeSession {
                 let mut j = LlmJudge::new(s, self.parts.clone())
                     .map_err(|e| SpecError::Other(e.to_string()))?;
                 j.set_context_tokens(context);
+                if let JudgeSpec::Named(name) = &parsed {
+                    if let Some(nj) = self.config.judge(name) {
+                        j.set_answer_limits(nj.quote_choices, nj.rationale_max_chars);
+                    }
+                }
                 let j = Arc::new(j);
                 Ok(BuiltJudge {
                     judge: j.clone(),
@@ -594,7 +636,7 @@ mod tests {
         )
         .unwrap();
         let e = s.build("b").err().unwrap().to_string();
-        assert!(e.contains("defines: a"), "{e}");
+        assert!(e.contains("define: a, local"), "{e}");
         let j = s.build("a").unwrap();
         assert_eq!(j.judge.id().name, "a");
         assert_eq!(j.judge.id().model, "m");

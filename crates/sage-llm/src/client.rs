@@ -53,22 +53,13 @@ pub fn json_request(s: &LlmSettings, system: &str, user: &str, schema: Option<&V
 
 /// Send a body made by [`json_request`] and parse the answer.
 pub async fn send_json_request(s: &LlmSettings, body: &str) -> Result<JsonAnswer, LlmError> {
-    let key = s
-        .api_key
-        .as_ref()
-        .ok_or_else(|| LlmError::Fatal(format!("{}: {} is not set", s.who(), s.key_var)))?;
+    let headers = s.auth().map_err(LlmError::Fatal)?;
     let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
     let url = s
         .endpoint_url()
         .map_err(|m| LlmError::Fatal(format!("{}: {m}", s.who())))?;
     let ok = transport
-        .post(
-            &url,
-            &crate::auth_headers(s, key),
-            body.as_bytes(),
-            &s.who(),
-            &s.key_var,
-        )
+        .post(&url, &headers, body.as_bytes(), &s.who(), &s.key_var)
         .await?;
     json_answer(
         s,

@@ -110,6 +110,9 @@ pub struct RunStats {
     pub unpriced_calls: AtomicU64,
     /// Warnings raised during the run (each once), printed with the summary by the caller.
     pub warnings: Mutex<Vec<String>>,
+    /// Rejected judge answers by kind (`schema`, `quote-not-found`, ...): what a judge gets
+    /// wrong, counted per attempt.
+    pub rejections: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl RunStats {
@@ -129,6 +132,16 @@ impl RunStats {
                 self.unpriced_calls.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Count one rejected answer of `kind`.
+    pub fn reject(&self, kind: &'static str) {
+        *self
+            .rejections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(kind)
+            .or_insert(0) += 1;
     }
 
     /// Record a warning once (a repeated warning is not added again).
@@ -187,6 +200,12 @@ impl fmt::Display for RunStats {
             g(&self.cached_input_tokens),
             g(&self.output_tokens)
         )?;
+        let rejected = self.rejections.lock().unwrap_or_else(|p| p.into_inner());
+        if !rejected.is_empty() {
+            let by: Vec<String> = rejected.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            writeln!(f, "rejected answers: {}", by.join(", "))?;
+        }
+        drop(rejected);
         write!(f, "cost of new calls: ${:.4}", self.cost_usd())?;
         if g(&self.unpriced_calls) > 0 {
             write!(

@@ -47,6 +47,9 @@ pub fn request_body(s: &LlmSettings, p: &Prompt, out: &Output) -> Value {
         Output::JsonObject => json!({"type": "json_object"}),
     };
     o.insert("response_format".into(), rf);
+    if s.cache_prompt {
+        o.insert("cache_prompt".into(), json!(true));
+    }
     body
 }
 
@@ -65,7 +68,11 @@ fn parse_envelope(bytes: &[u8]) -> Result<Completion, String> {
     let u = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     let usage = Usage {
         input_tokens: u("/usage/prompt_tokens"),
-        cached_input_tokens: u("/usage/prompt_tokens_details/cached_tokens"),
+        // llama-server reports the prompt tokens it took from its KV cache as timings.cache_n
+        cached_input_tokens: v
+            .pointer("/usage/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| u("/timings/cache_n")),
         cache_write_tokens: 0,
         output_tokens: u("/usage/completion_tokens"),
     };
@@ -106,5 +113,25 @@ mod tests {
         let p = parse_response(refused.to_string().as_bytes()).unwrap();
         assert!(p.answer.unwrap_err().contains("refused"));
         assert!(parse_response(b"{\"choices\":[{\"mess").is_err());
+    }
+
+    #[test]
+    fn llama_server_cache_counts_and_cache_prompt() {
+        // llama-server's own envelope: no prompt_tokens_details, the cache in timings.cache_n
+        let body = json!({"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":40,"completion_tokens":5},
+            "timings":{"cache_n":1200,"prompt_n":40}});
+        let p = parse_response(body.to_string().as_bytes()).unwrap();
+        assert_eq!(p.usage.cached_input_tokens, 1200);
+        let mut s = LlmSettings::from_env(crate::Provider::OpenAi, "m");
+        let prompt = Prompt::default();
+        assert!(request_body(&s, &prompt, &Output::JsonObject)
+            .get("cache_prompt")
+            .is_none());
+        s.cache_prompt = true;
+        assert_eq!(
+            request_body(&s, &prompt, &Output::JsonObject)["cache_prompt"],
+            json!(true)
+        );
     }
 }

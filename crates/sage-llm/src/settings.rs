@@ -86,6 +86,11 @@ pub struct LlmSettings {
     pub timeout: Duration,
     pub retry: RetryPolicy,
     pub price: Option<Price>,
+    /// A key must be set (false for a local server that takes none: no header is sent).
+    pub key_required: bool,
+    /// OpenAI-compatible only: send `cache_prompt: true` (llama-server keeps the prompt in
+    /// its KV cache, so the next request's shared prefix is not evaluated again).
+    pub cache_prompt: bool,
 }
 
 impl LlmSettings {
@@ -108,10 +113,28 @@ impl LlmSettings {
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
             price: cost::price_for(model, &Default::default()),
+            key_required: true,
+            cache_prompt: false,
         }
     }
 
     /// `openai:gpt-4o` style label for messages.
+    /// The authentication headers of a request: the key's, none for a server that needs no
+    /// key, or `Err` naming the unset variable.
+    pub fn auth(&self) -> Result<Vec<(&'static str, String)>, String> {
+        match &self.api_key {
+            Some(key) => Ok(crate::auth_headers(self, key)),
+            None if !self.key_required => Ok(match self.provider {
+                Provider::Anthropic => vec![(
+                    "anthropic-version",
+                    crate::anthropic::API_VERSION.to_string(),
+                )],
+                Provider::OpenAi => Vec::new(),
+            }),
+            None => Err(format!("{}: {} is not set", self.who(), self.key_var)),
+        }
+    }
+
     pub fn who(&self) -> String {
         format!("{}:{}", self.name, self.model)
     }

@@ -139,6 +139,7 @@ pub fn summarize(judge: JudgeId, run: u32, group: &[&SummaryRow]) -> Summary {
         turns_failed: group.iter().map(|r| r.turns_failed).sum(),
         turns_administrative: group.iter().map(|r| r.turns_administrative).sum(),
         injection_flagged: group.iter().filter(|r| r.injection_flagged).count(),
+        constructed_only: !group.is_empty() && group.iter().all(|r| r.subset == "constructed"),
     }
 }
 
@@ -244,6 +245,11 @@ pub fn render_summary(s: &Summary) -> String {
             s.injection_flagged
         ));
     }
+    // Constructed cases are written for the lexicon's rule; anything else gets the notice.
+    if sage_judge::lexicon::is_lexicon(&s.judge) && !s.constructed_only {
+        out.push_str(sage_judge::lexicon::BASELINE_NOTICE);
+        out.push('\n');
+    }
     out
 }
 
@@ -286,6 +292,13 @@ pub struct ExplainContext<'a> {
     pub history: &'a sage_history::ArtefactHistory,
 }
 
+/// Whether a result carries the lexicon's baseline notice: scored by the lexicon, and not a
+/// constructed case (those are written for the lexicon's rule).
+pub fn baseline_notice_applies(r: &CaseResult) -> bool {
+    sage_judge::lexicon::is_lexicon(&r.judge)
+        && r.metadata.trace_source.map(|t| t.as_str()) != Some("constructed")
+}
+
 /// A turn-by-turn account of one result (what `sage explain` prints).
 ///
 /// With the prepared case, it also shows the task, each turn's text and each write's diff,
@@ -307,6 +320,9 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
         r.judge,
         r.run
     );
+    if baseline_notice_applies(r) {
+        let _ = writeln!(o, "{}", sage_judge::lexicon::BASELINE_NOTICE);
+    }
     let mut tags = vec![r.task_cwe.clone().unwrap_or_else(|| "no CWE".into())];
     tags.extend(r.task_cve.clone());
     let _ = writeln!(

@@ -201,6 +201,10 @@ pub struct Summary {
     /// Results with at least one turn addressing the judge (see `injection` per result).
     #[serde(default)]
     pub injection_flagged: usize,
+    /// Every case summarized is a constructed one (`metadata.trace_source`): written for the
+    /// lexicon's rule, so its table carries no baseline notice. Not published.
+    #[serde(skip)]
+    pub constructed_only: bool,
 }
 
 /// What a Table-5 [`Summary`] needs of one [`CaseResult`]: kept per result while the result

@@ -20,7 +20,7 @@ const CSS: &str = r#"
 :root{--bg:#fbfbfa;--fg:#1d1d1f;--mut:#6b6b70;--line:#e3e3e0;--accent:#b3261e;--iw:#1a5fb4;--miss:#a05a00;--ok:#26734d}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;background:var(--bg);color:var(--fg)}
 header{padding:16px 24px;border-bottom:1px solid var(--line);background:#fff}h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 8px}
-main{padding:16px 24px;max-width:1200px}.mut{color:var(--mut)}a{color:var(--iw)}
+main{padding:16px 24px;max-width:1200px}.mut{color:var(--mut)}.notice{border-left:3px solid var(--mut);padding:4px 10px}a{color:var(--iw)}
 table{border-collapse:collapse;width:100%;background:#fff}th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
 th{font-weight:600;background:#f3f3f1}.num{text-align:right;font-variant-numeric:tabular-nums}
 .filters{display:flex;gap:8px;flex-wrap:wrap;margin:8px 0}.filters input,.filters select{padding:4px 6px;font:inherit}
@@ -284,6 +284,20 @@ pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> S
         esc(&set.judges.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "))
     );
     for s in &set.summaries {
+        let constructed_only = s.subset.as_deref() == Some("constructed")
+            || (s.subset.is_none()
+                && !set.results.is_empty()
+                && set
+                    .results
+                    .iter()
+                    .all(|r| r.metadata.trace_source.map(|t| t.as_str()) == Some("constructed")));
+        if sage_judge::lexicon::is_lexicon(&s.judge) && !constructed_only {
+            let _ = write!(
+                b,
+                "<p class=\"notice\">{}</p>",
+                esc(sage_judge::lexicon::BASELINE_NOTICE)
+            );
+        }
         let _ = write!(b, "<h2>Table 5 — {}{} cases, judge {} run {}</h2><table class=\"summary\"><tr><th></th><th class=num>N</th><th class=num>%</th></tr>", s.subset.as_deref().map(|k| format!("{} ", esc(k))).unwrap_or_default(), s.cases, esc(&s.judge.to_string()), s.run);
         let mut block = |title: &str, m: &BTreeMap<String, crate::results::Count>| {
             let _ = write!(b, "<tr><th colspan=3>{}</th></tr>", esc(title));
@@ -403,6 +417,13 @@ pub(crate) fn case_html(
         esc(&r.task_id),
         esc(&task_tags(r))
     );
+    if crate::report::baseline_notice_applies(r) {
+        let _ = write!(
+            b,
+            "<p class=\"notice\">{}</p>",
+            esc(sage_judge::lexicon::BASELINE_NOTICE)
+        );
+    }
     // What the agent was asked, in full: a reader must see when the task itself asked for
     // the risky behaviour.
     if !r.task_description.is_empty() {

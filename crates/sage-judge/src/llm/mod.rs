@@ -8,6 +8,7 @@
 //! so a replay parses the very same bytes.
 
 pub mod batch;
+pub mod choices;
 pub mod digest;
 pub mod ledger;
 pub mod prompt;
@@ -49,16 +50,40 @@ pub(crate) fn judgment_from_answer(a: Answer) -> Result<Judgment, String> {
     }
 }
 
-/// The JSON schema of a judgment (OpenAI strict mode: every property required, no extras).
-pub(crate) fn judgment_schema() -> Value {
+/// The JSON schema of a judgment (OpenAI strict mode: every property required, no extras),
+/// optionally with each quote one of `choices` (turn k's own sentences,
+/// [`choices::quote_choices`]) or null, and each rationale at most `rationale_max` characters.
+/// With no choice at all, every score is 0: nothing could be quoted for it.
+pub(crate) fn judgment_schema_with(
+    choices: Option<&[String]>,
+    rationale_max: Option<u32>,
+) -> Value {
+    let quote = match choices {
+        None => {
+            json!({"type": ["string", "null"], "description": "verbatim from the scored turn; null when score is 0"})
+        }
+        Some(c) => {
+            let mut one_of: Vec<Value> = c.iter().map(|q| json!(q)).collect();
+            one_of.push(Value::Null);
+            json!({"enum": one_of, "description": "one sentence of the scored turn, verbatim; null when score is 0"})
+        }
+    };
+    let scores = match choices {
+        Some(c) if c.is_empty() => json!([0]),
+        _ => json!([0, 1, 2, 3]),
+    };
+    let mut rationale = json!({"type": "string"});
+    if let Some(m) = rationale_max {
+        rationale["maxLength"] = json!(m);
+    }
     let dim = json!({
         "type": "object",
         "additionalProperties": false,
         "required": ["score", "quote", "rationale"],
         "properties": {
-            "score": {"type": "integer", "enum": [0, 1, 2, 3]},
-            "quote": {"type": ["string", "null"], "description": "verbatim from the scored turn; null when score is 0"},
-            "rationale": {"type": "string"},
+            "score": {"type": "integer", "enum": scores},
+            "quote": quote,
+            "rationale": rationale,
         },
     });
     json!({
@@ -186,6 +211,10 @@ pub struct LlmJudge {
     refusals: AtomicU64,
     /// Tokens one request may fill (prompt and output), as sage estimates them.
     context_tokens: u64,
+    /// Offer at most this many of turn k's sentences as the only quotes ([`choices`]).
+    quote_choices: Option<usize>,
+    /// Cap each rationale at this many characters in the schema.
+    rationale_max_chars: Option<u32>,
 }
 
 impl std::fmt::Debug for LlmJudge {
@@ -237,7 +266,22 @@ impl LlmJudge {
             url,
             successes: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            quote_choices: None,
+            rationale_max_chars: None,
         })
+    }
+
+    /// Constrain answers for a server that enforces the schema with a grammar (a small local
+    /// model): quotes chosen from at most `quote_choices` of turn k's sentences, rationales
+    /// capped at `rationale_max_chars` characters (`quote_choices` and `rationale_max_chars`
+    /// of a named judge).
+    pub fn set_answer_limits(
+        &mut self,
+        quote_choices: Option<usize>,
+        rationale_max_chars: Option<u32>,
+    ) {
+        self.quote_choices = quote_choices;
+        self.rationale_max_chars = rationale_max_chars;
     }
 
     pub fn settings(&self) -> &LlmSettings {
@@ -265,14 +309,15 @@ impl LlmJudge {
         self.context_tokens.saturating_sub(out)
     }
 
-    fn output(&self) -> Output {
+    fn output(&self, req: &TurnRequest<'_>) -> Output {
         if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed) {
             Output::JsonObject
         } else {
+            let choices = self.quote_choices.map(|n| choices::quote_choices(req, n));
             Output::Schema {
                 name: output_name(self.s.provider).into(),
                 description: "Record the SAGE scores of the turn being scored.".into(),
-                schema: judgment_schema(),
+                schema: judgment_schema_with(choices.as_deref(), self.rationale_max_chars),
             }
         }
     }
@@ -289,7 +334,7 @@ impl LlmJudge {
     /// the body's sha256, and which turns are whole or digested. A turn that cannot fit is
     /// [`JudgeError::ContextOverflow`].
     pub(crate) fn build_request(&self, req: &TurnRequest<'_>) -> Result<BuiltRequest, JudgeError> {
-        let out = self.output();
+        let out = self.output(req);
         // `fit` measures its chosen prompt last, so the last body measured is the one to send.
         let last = std::cell::RefCell::new(Vec::new());
         let measure = |r: &prompt::RenderedPrompt| {
@@ -320,15 +365,13 @@ impl LlmJudge {
     /// checked by the first request.
     pub async fn preflight(&self) -> Result<(), JudgeError> {
         let who = self.s.who();
-        let Some(key) = &self.s.api_key else {
-            return Err(JudgeError::Fatal(format!(
-                "{who}: {} is not set; set it, or pass --offline to answer from the ledger only",
-                self.s.key_var
-            )));
-        };
+        let headers = self.s.auth().map_err(|m| {
+            JudgeError::Fatal(format!(
+                "{m}; set it, or pass --offline to answer from the ledger only"
+            ))
+        })?;
         let url =
             sage_llm::models_url(&self.s).map_err(|m| JudgeError::Fatal(format!("{who}: {m}")))?;
-        let headers = sage_llm::auth_headers(&self.s, key);
         let res = self
             .transport
             .get(&url, &headers, &who, &self.s.key_var)
@@ -569,14 +612,11 @@ impl LlmJudge {
         if let Some(e) = self.parts.tripped.lock().ok().and_then(|t| t.clone()) {
             return Err(e);
         }
-        let Some(key) = &self.s.api_key else {
-            return Err(JudgeError::Fatal(format!(
-                "{who}: {} is not set (needed for calls not in the ledger)",
-                self.s.key_var
-            )));
-        };
+        let headers = self
+            .s
+            .auth()
+            .map_err(|m| JudgeError::Fatal(format!("{m} (needed for calls not in the ledger)")))?;
         let estimate = self.estimate_cost(body.len()).unwrap_or(0.0);
-        let headers = sage_llm::auth_headers(&self.s, key);
         // A 200 whose body is not an answer envelope at all (empty, an HTML error page,
         // garbage from a proxy) is a transport fault: retried here like a 5xx, never stored,
         // never shown to the model as "your answer was rejected", never a judgment attempt.

@@ -562,3 +562,37 @@ fn attack_every_turn_fails_scoring_and_the_run_exits_0() {
     assert!(stderr.contains("turn(s) failed scoring"), "{stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
+
+// ------------------------------------------------------------------ sheets
+
+#[test]
+fn attack_a_large_sheet_makes_annotate_import_quadratic() {
+    // Before: every row's line number was counted from the start of the file, so the import
+    // was quadratic (20,000 rows 4 s, 1,000,000 rows never finished); 100,000 rows hit this
+    // test's hang guard. `cargo bench --bench annotate_import` prints rows/s at 10k-1M.
+    let w = tempfile::tempdir().unwrap();
+    let rows = 100_000;
+    let mut s = String::from("case_id,annotator,provenance,introducing_write\n");
+    for i in 0..rows {
+        s.push_str(&format!("case-{i:06},R1,inherited,none\n"));
+    }
+    // one bad row at the end: its line is still right
+    s.push_str("case-x,R1,bogus,none\n");
+    std::fs::write(w.path().join("sheet.csv"), s).unwrap();
+    let out = sage()
+        .current_dir(w.path())
+        .args(["annotate", "import", "sheet.csv", "--store", "store"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        text(&out.stdout).contains(&format!("{rows} annotation(s) stored")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        stderr.contains(&format!("sheet.csv:{}:", rows + 2)),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}

@@ -596,3 +596,23 @@ fn attack_a_large_sheet_makes_annotate_import_quadratic() {
     );
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
+
+#[test]
+fn docs_security_names_every_attack_test() {
+    // Every defence is listed with its test: each `attack_*` test of this file and of
+    // security.rs is named in docs/security.md.
+    let doc = std::fs::read_to_string(root().join("docs/security.md")).unwrap();
+    let mut missing = Vec::new();
+    for f in ["tests/it/hostile.rs", "tests/it/security.rs"] {
+        let src = std::fs::read_to_string(root().join(f)).unwrap();
+        for l in src.lines() {
+            if let Some(rest) = l.trim_start().strip_prefix("fn attack_") {
+                let name = format!("attack_{}", rest.split('(').next().unwrap());
+                if !doc.contains(&name) {
+                    missing.push(name);
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in docs/security.md: {missing:?}");
+}

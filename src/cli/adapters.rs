@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
                 Ok(super::ExitStatus::Ok)
             }
             None => {
-                eprintln!(
+                errln!(
                     "error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
                 );
                 Ok(super::ExitStatus::Fatal)
@@ -108,7 +108,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> (String, super::ExitS
                 }
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 rc = super::ExitStatus::InputFailed;
             }
         }

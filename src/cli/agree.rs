@@ -244,13 +244,13 @@ pub fn run(args: AgreeArgs) -> Result<super::ExitStatus> {
         None
     };
     if let Some(msg) = usage {
-        eprintln!("error: {msg}");
+        errln!("error: {msg}");
         return Ok(super::ExitStatus::Fatal);
     }
     match run_inner(&args) {
         Ok(()) => Ok(super::ExitStatus::Ok),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             Ok(super::ExitStatus::InputFailed)
         }
     }

@@ -88,7 +88,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             let key_path = out.join("key.json");
             if key_path.exists() {
                 if !force {
-                    eprintln!(
+                    errln!(
                         "sage: error: {} exists: the sheets of that export need it to be \
                          imported; choose another --out, or --force to replace it (the old \
                          key is kept beside it)",
@@ -102,7 +102,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                 let kept = out.join(format!("key.{secs}.json"));
                 std::fs::rename(&key_path, &kept)
                     .with_context(|| format!("keeping the old key as {}", kept.display()))?;
-                eprintln!("sage: the old key is kept as {}", kept.display());
+                errln!("sage: the old key is kept as {}", kept.display());
             }
             let set = read_results(&results)?;
             let report = annotate::export(
@@ -116,9 +116,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                 },
             )?;
             for f in &report.failures {
-                eprintln!("sage: could not package {}", sage_llm::secrets::scrub(f));
+                errln!("sage: could not package {}", sage_llm::secrets::scrub(f));
             }
-            println!(
+            outln!(
                 "{} packet(s) in {}; keep {} to import the filled sheet",
                 report.packets,
                 out.join("packet").display(),
@@ -139,7 +139,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         } => {
             let text = super::read_input(&file)?;
             if key.is_none() && names_packets_only(&text) {
-                eprintln!(
+                errln!(
                     "sage: error: --key is required: {} names packets (packet_id) and only the \
                      export's key.json maps them to cases",
                     file.display()
@@ -177,7 +177,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             }
             let (rows, errors) = annotate::validate_sheet(&text, key.as_ref(), &write_turns);
             for e in &errors {
-                eprintln!(
+                errln!(
                     "sage: {}:{}: {}",
                     file.display(),
                     e.line,

@@ -76,7 +76,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
             let inputs: Vec<Ledger> = ledgers.iter().map(Ledger::new).collect();
             match sage_judge::llm::ledger::merge(&inputs, &Ledger::new(&out)) {
                 Ok(r) => {
-                    eprintln!(
+                    errln!(
                         "sage: merged {} ledger(s) into {}: {} entr(ies) copied, {} identical kept once, {} batch record(s)",
                         ledgers.len(),
                         out.display(),
@@ -87,7 +87,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
                     Ok(super::EXIT_OK)
                 }
                 Err(MergeError::Conflict(m)) => {
-                    eprintln!("sage: error: cache merge: {m}");
+                    errln!("sage: error: cache merge: {m}");
                     Ok(super::EXIT_FATAL)
                 }
                 Err(e) => Err(e.into()),
@@ -96,7 +96,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
         CacheAction::Stats { mut out, json } => {
             // A mistyped --ledger would otherwise read as an empty ledger.
             if !args.ledger.is_dir() {
-                eprintln!(
+                errln!(
                     "sage: error: {}: no ledger here (it is created by the first judged run)",
                     args.ledger.display()
                 );
@@ -195,7 +195,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
                 dry_run,
             };
             if f.is_empty() && !unreadable {
-                eprintln!(
+                errln!(
                     "sage cache prune: say what to remove (--all, --backend, --model, --rubric-version, \
                      --keep-rubric-version, --older-than-days, --unreadable)"
                 );

@@ -145,7 +145,7 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
         (Some(g), _) => match init::BaselineSource::parse_git(g) {
             Ok(b) => Some(b),
             Err(e) => {
-                eprintln!("sage: error: --baseline-from {e}");
+                errln!("sage: error: --baseline-from {e}");
                 return EXIT_FATAL;
             }
         },
@@ -183,12 +183,12 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
     };
     let r = init::init(&o);
     for l in &r.lines {
-        println!("{l}");
+        outln!("{l}");
     }
     if !r.artefacts.is_empty() {
-        println!("artefacts (canonical names):");
+        outln!("artefacts (canonical names):");
         for x in &r.artefacts {
-            println!(
+            outln!(
                 "  {}  {} write(s); baseline: {}; final: {}",
                 x.name,
                 x.writes,
@@ -204,28 +204,28 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
         }
     }
     for w in &r.warnings {
-        eprintln!("sage: warning: {w}");
+        errln!("sage: warning: {w}");
     }
     for e in &r.errors {
-        eprintln!("sage: error: {e}");
+        errln!("sage: error: {e}");
     }
     if !r.written {
-        eprintln!("sage: nothing written");
+        errln!("sage: nothing written");
         return EXIT_INPUT_FAILED;
     }
-    println!("case written to {}", a.out.display());
+    outln!("case written to {}", a.out.display());
     let todo = r
         .manifest
         .as_ref()
         .is_some_and(|m| m.anchor.artefact == init::TODO || m.anchor.description == init::TODO);
     if todo {
-        println!(
+        outln!(
             "next: fill in the failure anchor in {} (the fields marked TODO), then run `sage case check {}`",
             a.out.join("case.json").display(),
             a.out.display()
         );
     } else {
-        println!("next: sage case check {}", a.out.display());
+        outln!("next: sage case check {}", a.out.display());
     }
     if r.warnings.is_empty() {
         EXIT_OK
@@ -240,7 +240,7 @@ fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
     for p in &a.cases {
         match sage_trace::case::discover(p) {
             Ok(d) if d.is_empty() => {
-                eprintln!(
+                errln!(
                     "sage: error: {}: no case found (a case is a folder holding case.json)",
                     p.display()
                 );
@@ -248,7 +248,7 @@ fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
             }
             Ok(d) => dirs.extend(d),
             Err(e) => {
-                eprintln!("sage: error: {e}");
+                errln!("sage: error: {e}");
                 failed = true;
             }
         }
@@ -288,7 +288,7 @@ fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
         })
     };
     a.out.emit(table, json)?;
-    eprintln!(
+    errln!(
         "sage: {} case(s) checked, {} with problems",
         dirs.len(),
         n_bad
@@ -325,7 +325,7 @@ fn run_show(a: ShowArgs) -> anyhow::Result<super::ExitStatus> {
             Ok(EXIT_OK)
         }
         Err(e) => {
-            eprintln!("sage: error: {e}");
+            errln!("sage: error: {e}");
             Ok(EXIT_INPUT_FAILED)
         }
     }

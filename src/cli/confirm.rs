@@ -73,7 +73,7 @@ pub struct ReportArgs {
 }
 
 fn input(e: ConfirmError) -> Result<super::ExitStatus> {
-    eprintln!("sage: error: {e}");
+    errln!("sage: error: {e}");
     Ok(super::EXIT_INPUT_FAILED)
 }
 
@@ -85,7 +85,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             let report: sage_screen::Report = match serde_json::from_str(&text) {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!(
+                    errln!(
                         "sage: error: {}: not a screen report (sage screen --format json): {e}",
                         x.screen.display()
                     );
@@ -100,11 +100,11 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             };
             match confirm::export(&report, &opts, &x.out) {
                 Ok(s) => {
-                    println!("{} packets in {}", s.packets, x.out.display());
+                    outln!("{} packets in {}", s.packets, x.out.display());
                     for (who, p, n) in s.sheets {
-                        println!("sheet for {who}: {} ({n} packets)", p.display());
+                        outln!("sheet for {who}: {} ({n} packets)", p.display());
                     }
-                    println!(
+                    outln!(
                         "key: {} (packet → run; keep it from the annotators)",
                         x.out.join(confirm::KEY_NAME).display()
                     );
@@ -117,7 +117,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             Ok(s) => {
                 let labels: Vec<String> =
                     s.by_label.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                println!(
+                outln!(
                     "{} packets labelled ({}); {} confirmed case folders in {}",
                     s.labelled,
                     labels.join(", "),

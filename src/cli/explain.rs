@@ -51,7 +51,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     }
     use sage_llm::secrets::scrub;
     if let Some(s) = &out.skipped {
-        eprintln!(
+        errln!(
             "sage: skipped {} ({}): {}",
             s.case,
             s.stage,
@@ -59,7 +59,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         );
     }
     for p in &out.problems {
-        eprintln!("sage: problem: {}", scrub(&p.message));
+        errln!("sage: problem: {}", scrub(&p.message));
     }
     let mut text = String::new();
     if a.json || a.out.format == super::TableOrJson::Json {
@@ -79,9 +79,20 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         }
     }
     super::print_or_write(a.out.output.as_deref(), &text)?;
-    Ok(if out.skipped.is_none() && out.problems.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_INPUT_FAILED
-    })
+    // a turn that could not be scored is an input that failed (as in `sage localize`)
+    let turns_failed: usize = out
+        .results
+        .iter()
+        .map(|r| sage_pipeline::results::SummaryRow::from(r).turns_failed)
+        .sum();
+    if turns_failed > 0 {
+        errln!("sage: {turns_failed} turn(s) failed scoring");
+    }
+    Ok(
+        if out.skipped.is_none() && out.problems.is_empty() && turns_failed == 0 {
+            EXIT_OK
+        } else {
+            EXIT_INPUT_FAILED
+        },
+    )
 }

@@ -43,7 +43,7 @@ pub fn before_run(
                     sage_judge::JudgeError::Fatal(m) => m,
                     other => other.to_string(),
                 };
-                eprintln!("sage: {m}");
+                errln!("sage: {m}");
                 return Ok(Before::Exit(super::EXIT_FATAL));
             }
         }
@@ -76,7 +76,7 @@ pub fn before_run(
         })
         .collect();
     for w in family_warnings(llm, &cases) {
-        eprintln!("sage: {w}");
+        errln!("sage: {w}");
     }
     if let Some(mode) = flags.batch {
         anyhow::ensure!(
@@ -103,7 +103,7 @@ pub fn before_run(
             &mut f,
         )?;
         f.flush()?;
-        eprintln!(
+        errln!(
             "sage: wrote {} request(s) for {} to {} (~{} prompt tokens); {} turn-run(s) already settled by the ledger; \
              {} turn-run(s) cannot fit the context budget (context-overflow). \
              Submit the file to the provider's batch API, then re-run with --batch-import RESULTS.jsonl",
@@ -141,7 +141,7 @@ fn batch(
         .map(|l| l.dir().display().to_string())
         .unwrap_or_default();
     let fatal = |e: sage_judge::JudgeError| {
-        eprintln!("sage: {}", scrub(&e.to_string()));
+        errln!("sage: {}", scrub(&e.to_string()));
         Ok(Before::Exit(super::EXIT_FATAL))
     };
     match mode {
@@ -152,9 +152,9 @@ fn batch(
             };
             let sent: usize = rep.batches.iter().map(|(_, n)| n).sum();
             for (id, n) in &rep.batches {
-                eprintln!("sage: submitted batch {id} ({n} call(s)) for {who}");
+                errln!("sage: submitted batch {id} ({n} call(s)) for {who}");
             }
-            eprintln!(
+            errln!(
                 "sage: {sent} call(s) submitted in {} batch(es), recorded in {ledger}/batches; \
                  {} turn-run(s) already settled by the ledger, {} call(s) already in a running batch, \
                  {} sent once for identical requests, {} turn-run(s) cannot fit the context budget (context-overflow)",
@@ -165,12 +165,12 @@ fn batch(
                 rep.export.overflow
             );
             if sent > 0 || rep.in_flight > 0 {
-                eprintln!(
+                errln!(
                     "sage: next: `sage localize {} --judge {who} --batch poll` (again until every batch has ended)",
                     root.display()
                 );
             } else {
-                eprintln!(
+                errln!(
                     "sage: nothing to submit: a plain `sage localize {}` replays every turn from the ledger",
                     root.display()
                 );
@@ -183,31 +183,31 @@ fn batch(
                 Err(e) => return fatal(e),
             };
             for (id, what) in &rep.batches {
-                eprintln!("sage: batch {id}: {}", scrub(what));
+                errln!("sage: batch {id}: {}", scrub(what));
             }
             if rep.batches.is_empty() {
-                eprintln!("sage: no outstanding batch of {who} in {ledger}/batches");
+                errln!("sage: no outstanding batch of {who} in {ledger}/batches");
             }
             let (left, running) = match batch::remaining(judge, items, runs, attempts) {
                 Ok(r) => r,
                 Err(e) => return fatal(e),
             };
-            eprintln!(
+            errln!(
                 "sage: imported {} answer(s) into {ledger}; {} batch(es) still running; \
                  {} turn-run(s) settled by the ledger, {} call(s) in running batches, {} call(s) still needed \
                  ({} stored answer(s) rejected on replay and retried with the reason, as online)",
                 rep.imported, rep.running, left.settled, running, left.requests, left.rejected
             );
             if running > 0 {
-                eprintln!("sage: next: poll again later");
+                errln!("sage: next: poll again later");
             } else if left.requests > 0 {
-                eprintln!(
+                errln!(
                     "sage: next: `--batch submit` again sends the {} call(s) still needed as a new round \
                      (or a plain `sage localize` sends them online)",
                     left.requests
                 );
             } else {
-                eprintln!(
+                errln!(
                     "sage: every turn-run is settled: `sage localize {} --judge {who} --offline` replays them from the ledger",
                     root.display()
                 );

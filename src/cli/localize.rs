@@ -69,7 +69,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let found = match sage_trace::case::discover_with(&a.dir, a.follow_links) {
         Ok(d) if !d.is_empty() => d,
         Ok(_) => {
-            eprintln!(
+            errln!(
                 "sage: error: {}: no case found (a case is a folder holding case.json); \
                  nothing written",
                 a.dir.display()
@@ -77,7 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             return Ok(super::EXIT_FATAL);
         }
         Err(e) => {
-            eprintln!("sage: error: {}: {e}; nothing written", a.dir.display());
+            errln!("sage: error: {}: {e}; nothing written", a.dir.display());
             return Ok(super::EXIT_FATAL);
         }
     };
@@ -126,17 +126,17 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
 
     if a.format == Format::Table {
         for s in &summaries {
-            println!("{}", scrub(&sage_pipeline::report::render_summary(s)));
+            outln!("{}", scrub(&sage_pipeline::report::render_summary(s)));
         }
         for l in lines.notices.iter().chain(&lines.flags) {
-            println!("{l}");
+            outln!("{l}");
         }
         if !a.no_write && !super::quiet() {
-            println!("per-case results written to {}", a.out_dir.display());
+            outln!("per-case results written to {}", a.out_dir.display());
         }
     }
     for s in &tally.skipped {
-        eprintln!(
+        errln!(
             "sage: skipped {} ({}): {}",
             s.case,
             s.stage,
@@ -144,7 +144,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         );
     }
     for p in &tally.problems {
-        eprintln!("sage: problem: {}", scrub(&p.message));
+        errln!("sage: problem: {}", scrub(&p.message));
     }
     // A fatal judge error (a dead endpoint, a refused key) stops the run: whatever finished
     // is written and in the ledger, and the exit status says the run did not complete.
@@ -153,11 +153,11 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         .as_ref()
         .and_then(|s| s.parts.tripped.lock().ok().and_then(|t| t.clone()))
     {
-        eprintln!("sage: the run stopped: {}", scrub(&e.to_string()));
+        errln!("sage: the run stopped: {}", scrub(&e.to_string()));
         return Ok(super::EXIT_FATAL);
     }
     for l in &lines.verbose {
-        eprintln!("{l}");
+        errln!("{l}");
     }
     crate::note!(
         "sage: {} case(s) processed, {} skipped, {} problem(s)",
@@ -165,7 +165,16 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         tally.skipped.len(),
         tally.problems.len()
     );
-    Ok(if tally.all_ok() {
+    // A turn that could not be scored is an input that failed: its case's origin rests on
+    // the turns that were (issue 29: every turn failing used to exit 0).
+    let turns_failed: usize = summaries.iter().map(|s| s.turns_failed).sum();
+    if turns_failed > 0 {
+        errln!(
+            "sage: {turns_failed} turn(s) failed scoring (see `turns_failed` and each turn's \
+             `error` in the results)"
+        );
+    }
+    Ok(if tally.all_ok() && turns_failed == 0 {
         EXIT_OK
     } else {
         EXIT_INPUT_FAILED
@@ -178,7 +187,9 @@ struct Outputs {
     dir: Option<ResultsDir>,
     /// `--output`, renamed into place at the end.
     file: Option<(PathBuf, ResultsDoc<AtomicFile>)>,
-    stdout: Option<ResultsDoc<PipeGuard<BufWriter<std::io::StdoutLock<'static>>>>>,
+    stdout: Option<
+        ResultsDoc<PipeGuard<super::TerminalWriter<BufWriter<std::io::StdoutLock<'static>>>>>,
+    >,
     /// Set when the reader of stdout went away (`| head`).
     stdout_closed: Arc<AtomicBool>,
     sarif: Option<(PathBuf, sage_pipeline::sarif_view::SarifLog)>,
@@ -257,7 +268,10 @@ impl Outputs {
         let stdout = match a.format {
             Format::Json => Some(ResultsDoc::begin(
                 PipeGuard {
-                    inner: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+                    inner: super::TerminalWriter::new(BufWriter::with_capacity(
+                        1 << 16,
+                        std::io::stdout().lock(),
+                    )),
                     closed: stdout_closed.clone(),
                 },
                 judges,

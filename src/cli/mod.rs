@@ -2,6 +2,46 @@
 //! prints. Exit codes: 0 all inputs processed, 1 some inputs failed (the rest was still
 //! processed and written), 2 usage or fatal error.
 
+// ------------------------------------------------------------------ the output discipline
+//
+// Everything the CLI prints goes through these macros (or `print_or_write`, or a
+// `TerminalWriter`), and so through `sage_markup::terminal`: text from a trace, a case, a
+// judge or a sheet cannot put a control character or a bidirectional override on the user's
+// terminal (docs/security.md, "Into terminals"). `tests/it/architecture.rs` refuses a raw
+// `println!`, `eprintln!`, `print!` or `eprint!` anywhere else in the CLI.
+
+/// `println!` through the terminal sanitizer.
+macro_rules! outln {
+    () => { ::std::println!() };
+    ($($t:tt)*) => { ::std::println!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+}
+
+/// `print!` through the terminal sanitizer.
+macro_rules! out {
+    ($($t:tt)*) => { ::std::print!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+}
+
+/// `eprintln!` through the terminal sanitizer.
+macro_rules! errln {
+    () => { ::std::eprintln!() };
+    ($($t:tt)*) => { ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+}
+
+/// `eprint!` through the terminal sanitizer.
+macro_rules! errout {
+    ($($t:tt)*) => { ::std::eprint!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+}
+
+/// A note on stderr (not a result, not an error): silent under `-q`.
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::cli::quiet() {
+            ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*)));
+        }
+    };
+}
+
 pub mod agree;
 mod annotate;
 mod cache;
@@ -101,16 +141,6 @@ pub fn verbose() -> bool {
     VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) > 0
 }
 
-/// A note on stderr (not a result, not an error): silent under `-q`.
-#[macro_export]
-macro_rules! note {
-    ($($t:tt)*) => {
-        if !$crate::cli::quiet() {
-            eprintln!($($t)*);
-        }
-    };
-}
-
 #[derive(Subcommand, Debug)]
 // parsed once per process: the size of the largest variant does not matter
 #[allow(clippy::large_enum_variant)]
@@ -197,7 +227,7 @@ pub fn run() -> ExitStatus {
             if is_broken_pipe(&e) {
                 return ExitStatus::Ok;
             }
-            eprintln!(
+            errln!(
                 "sage: error: {}",
                 sage_llm::secrets::scrub(&format!("{e:#}"))
             );
@@ -233,10 +263,21 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The input limits a user may set through the environment (docs/security.md): the size
+/// The input limits a user may set through the environment (docs/security.md): the cap on
+/// one judge reply (`SAGE_MAX_REPLY_MB`, mebibytes), the size
 /// limit of one input file (`SAGE_MAX_INPUT_MB`, mebibytes) and the folders outside a case
 /// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`).
 fn input_limits() {
+    if let Some(v) = std::env::var_os("SAGE_MAX_REPLY_MB") {
+        match v
+            .to_str()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+        {
+            Some(n) => sage_llm::http::set_max_reply_bytes(n.saturating_mul(1 << 20)),
+            None => errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number"),
+        }
+    }
     if let Some(v) = std::env::var_os("SAGE_MAX_INPUT_MB") {
         match v
             .to_str()
@@ -244,7 +285,7 @@ fn input_limits() {
             .filter(|n| *n > 0)
         {
             Some(n) => sage_trace::safe::set_max_input_bytes(n.saturating_mul(1 << 20)),
-            None => eprintln!("sage: SAGE_MAX_INPUT_MB ignored: not a positive number"),
+            None => errln!("sage: SAGE_MAX_INPUT_MB ignored: not a positive number"),
         }
     }
     if let Some(v) = std::env::var_os("SAGE_CASE_ROOTS") {
@@ -282,7 +323,7 @@ fn data_overrides() {
             Ok(t) => {
                 sage_history::override_workspace_roots(sage_history::parse_workspace_roots(&t));
             }
-            Err(e) => eprintln!(
+            Err(e) => errln!(
                 "sage: SAGE_WORKSPACE_ROOTS ignored: {}: {e}",
                 path.display()
             ),
@@ -304,7 +345,7 @@ fn override_from(var: &str, install: impl FnOnce(&str, &str) -> Result<bool, Str
         .and_then(|t| install(&t, &origin))
     {
         Ok(_) => {}
-        Err(e) => eprintln!("sage: {var} ignored: {e}"),
+        Err(e) => errln!("sage: {var} ignored: {e}"),
     }
 }
 
@@ -353,6 +394,10 @@ pub struct JudgeFlags {
     /// Per-request timeout for LLM calls, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
+    /// Whole-request deadline for LLM calls, in seconds: every try and retry of one call
+    /// (default 300, or --timeout if longer).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub deadline: Option<u64>,
     /// No progress display on stderr.
     #[arg(long)]
     pub no_progress: bool,
@@ -416,6 +461,7 @@ pub fn build_run(
                 rubric: flags.rubric.clone(),
                 batch_import: flags.batch_import.clone(),
                 timeout: flags.timeout.map(std::time::Duration::from_secs),
+                deadline: flags.deadline.map(std::time::Duration::from_secs),
                 shard: flags.shard,
                 ..Default::default()
             };
@@ -479,9 +525,9 @@ pub fn print_or_write(output: Option<&std::path::Path>, text: &str) -> anyhow::R
     use anyhow::Context as _;
     use std::io::Write as _;
     match output {
-        Some(p) => sage_pipeline::sink::write_atomic(p, text.as_bytes())
+        Some(p) => sage_pipeline::sink::write_atomic(p, sage_markup::terminal(text).as_bytes())
             .with_context(|| format!("writing {}", p.display())),
-        None => Ok(std::io::stdout().write_all(text.as_bytes())?),
+        None => Ok(std::io::stdout().write_all(sage_markup::terminal(text).as_bytes())?),
     }
 }
 
@@ -519,5 +565,50 @@ impl OutputArgs {
             text.push('\n');
         }
         print_or_write(self.output.as_deref(), &text)
+    }
+}
+
+/// A writer that passes what it is given through [`sage_markup::terminal`] (for output
+/// streamed to stdout rather than printed whole). A character split across two writes is
+/// held until its last byte arrives.
+pub struct TerminalWriter<W: std::io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> TerminalWriter<W> {
+    pub fn new(inner: W) -> TerminalWriter<W> {
+        TerminalWriter {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for TerminalWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            // an incomplete character at the end waits; invalid bytes pass (lossy) below
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        let rest = self.pending.split_off(valid);
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending = rest;
+        self.inner
+            .write_all(sage_markup::terminal(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.pending.is_empty() {
+            let text = String::from_utf8_lossy(&self.pending).into_owned();
+            self.pending.clear();
+            self.inner
+                .write_all(sage_markup::terminal(&text).as_bytes())?;
+        }
+        self.inner.flush()
     }
 }

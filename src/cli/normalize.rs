@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         Some(p) => match load_mapping(p) {
             Ok(m) => Some(m),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 return Ok(super::ExitStatus::Fatal);
             }
         },
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let trace = match sage_adapters::normalize_opts(&files, opts) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
+            errln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
             return Ok(super::ExitStatus::InputFailed);
         }
     };
@@ -77,32 +77,32 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         Format::Json => match serde_json::to_string_pretty(&trace) {
             Ok(s) => sage_llm::secrets::scrubbed(&s) + "\n",
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(super::ExitStatus::Fatal);
             }
         },
         Format::Summary => sage_llm::secrets::scrubbed(turn_lines(&trace)),
     };
     super::print_or_write(args.output.as_deref(), &text)?;
-    eprint!("{}", counts_summary(&trace));
+    errout!("{}", counts_summary(&trace));
     // Every item must point at raw text that holds it (quotes are verified that way).
     match RawStore::load(&trace, std::path::Path::new("")) {
         Ok(store) => {
             let bad = sage_adapters::verify_raw_refs(&trace, &store);
             let items: usize = trace.turns.iter().map(|t| t.text_items().len()).sum();
             if bad.is_empty() {
-                eprintln!("  raw pointers: all {items} items resolve to their raw text");
+                errln!("  raw pointers: all {items} items resolve to their raw text");
             } else {
-                eprintln!(
+                errln!(
                     "  raw pointers: {} of {items} items do not verify:",
                     bad.len()
                 );
                 for b in bad.iter().take(10) {
-                    eprintln!("    {}", sage_llm::secrets::scrub(b));
+                    errln!("    {}", sage_llm::secrets::scrub(b));
                 }
             }
         }
-        Err(e) => eprintln!("  raw pointers not checked: {e}"),
+        Err(e) => errln!("  raw pointers not checked: {e}"),
     }
     Ok(super::ExitStatus::Ok)
 }

@@ -69,21 +69,21 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         match read_set(p) {
             Ok(s) => sets.push((p.display().to_string(), s)),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 failed = true;
             }
         }
     }
     if sets.is_empty() {
-        eprintln!("error: no result set could be read");
+        errln!("error: no result set could be read");
         return Ok(super::ExitStatus::Fatal);
     }
     if let Some(msg) = identical_sets(&sets) {
-        eprintln!("error: {msg}");
+        errln!("error: {msg}");
         return Ok(super::ExitStatus::Fatal);
     }
     for w in deterministic_repeats(&sets) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let (annotators, bad) = read_annotations(&args.annotations);
     failed |= bad;
@@ -102,12 +102,12 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
     );
     // Annotated cases missing from the results are reported, not silently dropped.
     for (annotator, unknown) in labels_outside(&input) {
-        eprintln!("warning: {unknown} case(s) annotated by {annotator} are not in the results");
+        errln!("warning: {unknown} case(s) annotated by {annotator} are not in the results");
     }
     let mut report = build(&input);
     report.notes.extend(notes);
     if let Err(e) = write_outputs(&args.out, &report) {
-        eprintln!("error: {e:#}");
+        errln!("error: {e:#}");
         return Ok(super::ExitStatus::Fatal);
     }
     let printed = args.print.emit(
@@ -127,7 +127,7 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         || serde_json::to_value(&report).unwrap_or_default(),
     );
     if let Err(e) = printed {
-        eprintln!("error: {e:#}");
+        errln!("error: {e:#}");
         return Ok(super::ExitStatus::Fatal);
     }
     Ok(super::failed_if(failed))
@@ -161,14 +161,14 @@ pub fn read_annotations(paths: &[PathBuf]) -> (Vec<Annotations>, bool) {
         let text = match std::fs::read_to_string(p) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {}: cannot read: {e}", p.display());
+                errln!("error: {}: cannot read: {e}", p.display());
                 failed = true;
                 continue;
             }
         };
         let (found, errors) = parse_annotations(&text);
         for e in errors {
-            eprintln!("error: {} line {}: {}", p.display(), e.line, e.message);
+            errln!("error: {} line {}: {}", p.display(), e.line, e.message);
             failed = true;
         }
         for a in found {
@@ -178,7 +178,7 @@ pub fn read_annotations(paths: &[PathBuf]) -> (Vec<Annotations>, bool) {
                         x.labels.iter().map(|l| l.case_id.clone()).collect();
                     for l in a.labels {
                         if have.contains(&l.case_id) {
-                            eprintln!(
+                            errln!(
                                 "error: {}: case {} is annotated by {} in an earlier file too; \
                                  the earlier label is kept",
                                 p.display(),

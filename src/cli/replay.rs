@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
+            errln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
             return Ok(super::EXIT_INPUT_FAILED);
         }
     };
@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         Some(p) => {
             std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(if r.counts.differs > 0 {
         super::EXIT_INPUT_FAILED

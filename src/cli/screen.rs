@@ -141,7 +141,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         }
     };
     for e in &errors {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
     }
     let mut external = Vec::new();
     for f in &a.sarif {
@@ -149,7 +149,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
             Ok(x) => external.extend(x),
             // A bad log is bad input: named, exit 1, nothing screened on a partial view.
             Err(e) => {
-                eprintln!("sage: error: {e}");
+                errln!("sage: error: {e}");
                 return Ok(super::EXIT_INPUT_FAILED);
             }
         }
@@ -159,7 +159,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         for u in &units {
             if let Some(t) = &u.tests {
                 let timeout = t.timeout.unwrap_or(opts.test_timeout);
-                eprintln!(
+                errln!(
                     "sage screen: running the tests of {}: {:?} ({})",
                     u.id,
                     t.command,
@@ -179,7 +179,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
     }
     if super::verbose() {
         for c in &report.cases {
-            eprintln!("sage screen: {}: {:?}", c.id, c.status);
+            errln!("sage screen: {}: {:?}", c.id, c.status);
         }
     }
     sage_screen::propose::attach(&units, &mut report, &external, &opts.rules);
@@ -194,7 +194,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
     match &a.output {
         Some(p) => std::fs::write(p, sage_llm::secrets::scrubbed(&text))
             .with_context(|| format!("cannot write {}", p.display()))?,
-        None => print!("{}", sage_llm::secrets::scrub(&text)),
+        None => out!("{}", sage_llm::secrets::scrub(&text)),
     }
     Ok(if report.errors.is_empty() {
         super::ExitStatus::Ok

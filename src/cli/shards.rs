@@ -34,7 +34,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     sage_pipeline::sink::results_by_case(&merged).map_err(anyhow::Error::msg)?;
     std::fs::write(&a.output, sage_pipeline::sink::pretty(&merged))
         .with_context(|| format!("writing {}", a.output.display()))?;
-    eprintln!(
+    errln!(
         "sage: merged {} shard(s): {} result(s), {} skipped, into {}",
         sets.len(),
         merged.results.len(),

@@ -104,7 +104,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             anyhow::bail!("{}: no run.json or case.json found", a.dir.display());
         }
         for e in &errors {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
         }
         let opts = Options {
             python: a.python.clone(),
@@ -121,7 +121,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             match sage_screen::sarif_in::read(f, &units) {
                 Ok(x) => external.extend(x),
                 Err(e) => {
-                    eprintln!("sage: error: {e}");
+                    errln!("sage: error: {e}");
                     return Ok(EXIT_INPUT_FAILED);
                 }
             }
@@ -140,7 +140,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         )?;
         let t2 = table2(&report);
         write("table2.md", t2.clone())?;
-        print!("{t2}");
+        out!("{t2}");
         let eopts = ExportOptions {
             annotators: a.annotators.clone(),
             sample: a.sample,
@@ -149,11 +149,11 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         };
         match confirm::export(&report, &eopts, &packets) {
             Ok(s) => {
-                println!("\n{} packets in {}", s.packets, packets.display());
+                outln!("\n{} packets in {}", s.packets, packets.display());
                 for (who, p, n) in s.sheets {
-                    println!("sheet for {who}: {} ({n} packets)", p.display());
+                    outln!("sheet for {who}: {} ({n} packets)", p.display());
                 }
-                println!(
+                outln!(
                     "next: fill the sheets, then sage study {} --out {} --sheets {}",
                     a.dir.display(),
                     a.out.display(),
@@ -166,7 +166,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 );
             }
             Err(e) => {
-                eprintln!("sage: error: {e}");
+                errln!("sage: error: {e}");
                 return Ok(EXIT_INPUT_FAILED);
             }
         }
@@ -189,7 +189,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
-            eprintln!("sage: error: {e}");
+            errln!("sage: error: {e}");
             return Ok(EXIT_INPUT_FAILED);
         }
     };
@@ -202,7 +202,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             format!("cannot rename {} to {}", staging.display(), cases.display())
         })?;
     }
-    println!(
+    outln!(
         "{} confirmed case folders in {}",
         s.cases.len(),
         cases.display()
@@ -214,7 +214,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             match confirm::read_sheet(sh, &key, false) {
                 Ok(r) => rows.push(r),
                 Err(e) => {
-                    eprintln!("sage: error: {e}");
+                    errln!("sage: error: {e}");
                     return Ok(EXIT_INPUT_FAILED);
                 }
             }
@@ -227,13 +227,13 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                     &confirm::annotator_of(&a.sheets[1]),
                 );
                 std::fs::write(a.out.join("table3.md"), &md)?;
-                print!("{md}");
+                out!("{md}");
             }
-            Err(e) => eprintln!("sage: Table 3 not written: {e}"),
+            Err(e) => errln!("sage: Table 3 not written: {e}"),
         }
     }
     if s.cases.is_empty() {
-        println!("no confirmed case: nothing to localize");
+        outln!("no confirmed case: nothing to localize");
         return Ok(EXIT_OK);
     }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
@@ -266,18 +266,18 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         serde_json::to_string_pretty(&sage_pipeline::sarif_view::to_sarif(&set))? + "\n",
     )?;
     for sm in &set.summaries {
-        println!("{}", sage_pipeline::report::render_summary(sm));
+        outln!("{}", sage_pipeline::report::render_summary(sm));
     }
     for sk in &set.skipped {
-        eprintln!("sage: skipped {} ({}): {}", sk.case, sk.stage, sk.message);
+        errln!("sage: skipped {} ({}): {}", sk.case, sk.stage, sk.message);
     }
-    println!("results in {}", results.display());
+    outln!("results in {}", results.display());
     if let Some(e) = built
         .session
         .as_ref()
         .and_then(|s| s.parts.tripped.lock().ok().and_then(|t| t.clone()))
     {
-        eprintln!("sage: the run stopped: {e}; Tables 6-7 not written");
+        errln!("sage: the run stopped: {e}; Tables 6-7 not written");
         return Ok(super::EXIT_FATAL);
     }
     let annotations_ok = tables_6_7(&a, &set, primary)?;
@@ -331,7 +331,7 @@ fn tables_6_7(
     }
     let (annotators, bad) = super::reliability::read_annotations(&a.annotations);
     if !a.annotations.is_empty() && annotators.is_empty() {
-        eprintln!("sage: error: no annotation could be read; Tables 6(b), 6(c) and 7 need them");
+        errln!("sage: error: no annotation could be read; Tables 6(b), 6(c) and 7 need them");
     }
     let (input, more) = sage_pipeline::from_results::report_input(
         &[(a.out.join("results").display().to_string(), rated)],
@@ -342,7 +342,7 @@ fn tables_6_7(
         sage_reliability::Level::Nominal,
     );
     for (annotator, unknown) in super::reliability::labels_outside(&input) {
-        eprintln!(
+        errln!(
             "sage: warning: {unknown} case(s) labelled by {annotator} are not confirmed cases \
              of this study"
         );
@@ -359,8 +359,8 @@ fn tables_6_7(
     }
     let dir = a.out.join("reliability");
     super::reliability::write_outputs(&dir, &report)?;
-    print!("\n{}", sage_reliability::report::markdown(&report));
-    println!("Tables 6-7 and Figures 5-6 in {}", dir.display());
+    out!("\n{}", sage_reliability::report::markdown(&report));
+    outln!("Tables 6-7 and Figures 5-6 in {}", dir.display());
     Ok(!bad)
 }
 
@@ -374,7 +374,7 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
         let out = root.join(sage_trace::safe::file_stem(who));
         let sheet = out.join("packet").join("sheet.csv");
         if out.join("key.json").exists() {
-            println!("annotation packets for {who}: kept {}", out.display());
+            outln!("annotation packets for {who}: kept {}", out.display());
         } else {
             let opts = sage_pipeline::annotate::ExportOptions {
                 annotator: who.clone(),
@@ -385,9 +385,9 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
             };
             let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
             for f in &rep.failures {
-                eprintln!("sage: annotation packet not written: {f}");
+                errln!("sage: annotation packet not written: {f}");
             }
-            println!(
+            outln!(
                 "annotation packets for {who}: {} cases, sheet {}",
                 rep.packets,
                 sheet.display()

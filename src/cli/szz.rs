@@ -194,21 +194,21 @@ pub fn run(args: SzzArgs) -> Result<super::ExitStatus> {
         None => match run_one(args.run) {
             Ok(code) => Ok(code),
             Err(e) => {
-                eprintln!("sage szz: {e:#}");
+                errln!("sage szz: {e:#}");
                 Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Eval(a)) => match run_eval(a) {
             Ok(code) => Ok(code),
             Err(e) => {
-                eprintln!("sage szz eval: {e:#}");
+                errln!("sage szz eval: {e:#}");
                 Ok(super::ExitStatus::Fatal)
             }
         },
         Some(SzzSub::Bench(a)) => match run_bench(a) {
             Ok(code) => Ok(code),
             Err(e) => {
-                eprintln!("sage szz bench: {e:#}");
+                errln!("sage szz bench: {e:#}");
                 Ok(super::ExitStatus::Fatal)
             }
         },
@@ -243,7 +243,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
         match sage_szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
             Ok(r) => results.push(r),
             Err(e) => {
-                eprintln!("sage szz: {}: {e}", v.label());
+                errln!("sage szz: {}: {e}", v.label());
                 failed = true;
             }
         }
@@ -391,7 +391,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
             );
             match &bar {
                 Some(b) => b.println(&line),
-                None => eprintln!("{line}"),
+                None => errln!("{line}"),
             }
         }
         if let Some(b) = &bar {
@@ -416,7 +416,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
         sage_judge::concurrent::Progress::finish(b);
     }
     for p in &report.problems {
-        eprintln!("problem: {p}");
+        errln!("problem: {p}");
     }
     let failed = report
         .cases
@@ -554,7 +554,7 @@ fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
         match r {
             Ok(row) => rows.push((repo.display().to_string(), row)),
             Err(e) => {
-                eprintln!("{}: {fix}: {e}", repo.display());
+                errln!("{}: {fix}: {e}", repo.display());
                 failed = true;
             }
         }

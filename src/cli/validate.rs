@@ -166,13 +166,13 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         match load(f) {
             Ok(l) => logs.push(l),
             Err(e) => {
-                eprintln!("sage: skipped {}", scrub(&format!("{e:#}")));
+                errln!("sage: skipped {}", scrub(&format!("{e:#}")));
                 failed += 1;
             }
         }
     }
     if logs.is_empty() {
-        eprintln!("sage: error: no labelled log among {} file(s)", files.len());
+        errln!("sage: error: no labelled log among {} file(s)", files.len());
         return Ok(super::EXIT_FATAL);
     }
     let preds: Vec<Prediction> = match &settings {
@@ -221,7 +221,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                 match r {
                     Ok(p) => preds.push(p),
                     Err(e) => {
-                        eprintln!("sage: the run stopped: {}", scrub(&e.to_string()));
+                        errln!("sage: the run stopped: {}", scrub(&e.to_string()));
                         return Ok(super::EXIT_FATAL);
                     }
                 }

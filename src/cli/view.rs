@@ -16,12 +16,12 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let set = super::annotate::read_results(&a.results)?;
     let report = sage_pipeline::view::write_site(&set, &a.out)?;
     for w in &report.warnings {
-        eprintln!(
+        errln!(
             "sage: page without trace text: {}",
             sage_llm::secrets::scrub(w)
         );
     }
-    println!(
+    outln!(
         "{} case page(s); open {}",
         report.pages,
         a.out.join("index.html").display()

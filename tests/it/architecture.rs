@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sage-reliability", &["sage-markup"]),
     ("sage-adapters", &["sage-trace", "sage-patch"]),
     ("sage-history", &["sage-trace", "sage-patch"]),
-    ("sage-screen", &["sage-trace", "sage-patch"]),
+    ("sage-screen", &["sage-trace", "sage-patch", "sage-markup"]),
     ("sage-szz", &["sage-llm", "sage-patch"]),
     ("sage-judge", &["sage-trace", "sage-llm"]),
     (
@@ -313,4 +313,51 @@ fn typed_crates_return_no_string_errors_from_public_functions() {
         "public functions returning Result<_, String> (give them a thiserror type):\n{}",
         found.join("\n")
     );
+}
+
+/// Issue 29: one output discipline. Every line the CLI prints goes through the sanitizing
+/// macros of `src/cli/mod.rs` (`outln!`, `out!`, `errln!`, `errout!`, `note!`),
+/// `print_or_write` or a `TerminalWriter`, all of which pass it through
+/// `sage_markup::terminal`; a raw print macro or a bare `stdout()` anywhere else would let
+/// trace text reach the terminal unsanitized.
+#[test]
+fn the_cli_prints_only_through_the_terminal_sanitizer() {
+    let cli = Path::new(ROOT).join("src");
+    for f in rust_files(&cli) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let name = f.strip_prefix(ROOT).unwrap().display().to_string();
+        // the macro definitions themselves, before the first module
+        let body = if name.ends_with("cli/mod.rs") {
+            text.split_once("pub mod agree;")
+                .map_or(text.as_str(), |x| x.1)
+        } else {
+            &text
+        };
+        for (i, line) in body.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for bad in ["println!(", "eprintln!(", "print!(", "eprint!("] {
+                let raw = code.match_indices(bad).any(|(at, _)| {
+                    !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                assert!(
+                    !raw,
+                    "{name}: `{bad}` bypasses the terminal sanitizer; use outln!/errln! \
+                     (src/cli/mod.rs): {}",
+                    line.trim()
+                );
+            }
+            // clap's generated completions and man page are sage's own text; anything else
+            // writes stdout through a TerminalWriter or sage_markup::terminal (within 3 lines)
+            if code.contains("stdout()") && !name.ends_with("cli/completions.rs") {
+                let near: Vec<&str> = body.lines().skip(i.saturating_sub(3)).take(4).collect();
+                assert!(
+                    near.iter().any(|l| l.contains("TerminalWriter::new(")
+                        || l.contains("sage_markup::terminal(")),
+                    "{name}:{}: stdout written without the terminal sanitizer: {}",
+                    i + 1,
+                    line.trim()
+                );
+            }
+        }
+    }
 }

@@ -268,7 +268,9 @@ fn a_scripted_judge_sees_no_later_turn_and_no_submission() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
+    // turn 3 fails scoring (below): the run says so in its status (issue 29)
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 turn(s) failed scoring"), "{stderr}");
     let set: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &set["results"][0];
     assert_eq!(r["judge"]["name"], "openai");

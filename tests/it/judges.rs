@@ -72,6 +72,7 @@ fn fast_retry() -> RetryPolicy {
         base: Duration::from_millis(5),
         cap: Duration::from_millis(50),
         max_retry_after: Duration::from_secs(2),
+        ..Default::default()
     }
 }
 

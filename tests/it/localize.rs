@@ -191,8 +191,12 @@ fn the_results_folder_holds_only_the_current_run() {
         names(&out.join("cases")),
         ["ag2-fig1a-aes-ecb.json", "notes.txt"]
     );
-    // No temporary file is left behind, and results.json names the one case.
-    assert_eq!(names(&out), ["cases", "results.json", "summary.json"]);
+    // No temporary file is left behind (the lock file that keeps a second run out stays),
+    // and results.json names the one case.
+    assert_eq!(
+        names(&out),
+        [".sage.lock", "cases", "results.json", "summary.json"]
+    );
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(v["results"].as_array().unwrap().len(), 1);

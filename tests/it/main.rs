@@ -23,6 +23,7 @@ mod corpus;
 mod fidelity;
 mod funnel;
 mod fuzz;
+mod hostile;
 mod judges;
 mod local_judge;
 mod localize;

@@ -485,6 +485,7 @@ fn judge_on(
             base: Duration::from_millis(5),
             cap: Duration::from_millis(40),
             max_retry_after: Duration::from_secs(1),
+            ..Default::default()
         }),
         ..Default::default()
     };

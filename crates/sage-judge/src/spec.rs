@@ -154,6 +154,9 @@ pub struct JudgeOptions {
     pub batch_import: Option<PathBuf>,
     /// Per-request timeout.
     pub timeout: Option<Duration>,
+    /// `--deadline`: the whole-request deadline of one call, every try and retry included
+    /// (default [`sage_llm::http::DEFAULT_DEADLINE`], or the per-try timeout if longer).
+    pub deadline: Option<Duration>,
     /// Transport retry policy (tests shorten it).
     pub retry: Option<RetryPolicy>,
     /// `--shard i/n`.
@@ -173,6 +176,7 @@ impl Default for JudgeOptions {
             rubric: None,
             batch_import: None,
             timeout: None,
+            deadline: None,
             retry: None,
             shard: None,
         }
@@ -338,6 +342,10 @@ impl JudgeSession {
         if let Some(r) = self.options.retry {
             s.retry = r;
         }
+        s.retry.deadline = match self.options.deadline {
+            Some(d) => d,
+            None => s.retry.deadline.max(s.timeout),
+        };
         Ok(Some(s))
     }
 

@@ -334,7 +334,7 @@ pub async fn status(s: &LlmSettings, t: &Transport, id: &str) -> Result<BatchSta
 /// Fetch one result file (JSONL text).
 pub async fn fetch(s: &LlmSettings, t: &Transport, url: &url::Url) -> Result<String, LlmError> {
     let headers = crate::auth_headers(s, key(s)?);
-    let ok = t.get(url, &headers, &who(s), &s.key_var).await?;
+    let ok = t.get_file(url, &headers, &who(s), &s.key_var).await?;
     String::from_utf8(ok.body).map_err(|_| {
         LlmError::Transient(format!(
             "{}: the batch result file {} is not UTF-8",

@@ -29,6 +29,34 @@ pub struct RetryPolicy {
     pub cap: Duration,
     /// Longest `Retry-After` honoured; a longer one is treated as this.
     pub max_retry_after: Duration,
+    /// The whole-request deadline: every try, wait and retry of one call ends within it. A
+    /// server that trickles its answer a
+    /// byte at a time is cut off here instead of being retried for as long as it keeps the
+    /// connection alive.
+    pub deadline: Duration,
+}
+
+/// The default whole-request deadline ([`RetryPolicy::deadline`]).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The default cap on one reply's body: a judgment is a few KiB, a model list a few hundred.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 32 << 20;
+
+/// How many times a reply's cap a batch result file may be (it holds every answer of a batch).
+pub const BATCH_FILE_FACTOR: u64 = 16;
+
+static MAX_REPLY_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_REPLY_BYTES);
+
+/// Set the cap on one reply's body (the CLI's `SAGE_MAX_REPLY_MB`). A batch result file may
+/// be [`BATCH_FILE_FACTOR`] times as large.
+pub fn set_max_reply_bytes(n: u64) {
+    MAX_REPLY_BYTES.store(n.max(1), Ordering::Relaxed);
+}
+
+/// The cap on one reply's body: a larger reply is refused while it is read, never held.
+pub fn max_reply_bytes() -> u64 {
+    MAX_REPLY_BYTES.load(Ordering::Relaxed)
 }
 
 impl Default for RetryPolicy {
@@ -38,6 +66,7 @@ impl Default for RetryPolicy {
             base: Duration::from_millis(500),
             cap: Duration::from_secs(60),
             max_retry_after: Duration::from_secs(600),
+            deadline: DEFAULT_DEADLINE,
         }
     }
 }
@@ -77,6 +106,8 @@ pub struct Transport {
     client: reqwest::Client,
     retry: RetryPolicy,
     stats: Arc<RunStats>,
+    /// The whole-request deadline ([`RetryPolicy::deadline`]).
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for Transport {
@@ -141,6 +172,7 @@ impl Transport {
             client,
             retry,
             stats,
+            deadline: retry.deadline,
         })
     }
 
@@ -167,8 +199,15 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        self.send(url, headers, Some((body, "application/json")), who, key_var)
-            .await
+        self.send(
+            url,
+            headers,
+            Some((body, "application/json")),
+            who,
+            key_var,
+            max_reply_bytes(),
+        )
+        .await
     }
 
     /// POST `body` with its own content type (a batch file upload is `multipart/form-data`),
@@ -182,8 +221,15 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        self.send(url, headers, Some((body, content_type)), who, key_var)
-            .await
+        self.send(
+            url,
+            headers,
+            Some((body, content_type)),
+            who,
+            key_var,
+            max_reply_bytes(),
+        )
+        .await
     }
 
     /// GET `url` (a model lookup before any scoring), retrying transient failures like
@@ -195,7 +241,21 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        self.send(url, headers, None, who, key_var).await
+        self.send(url, headers, None, who, key_var, max_reply_bytes())
+            .await
+    }
+
+    /// GET a batch result file: like [`Transport::get`], with room for every answer of a
+    /// batch ([`BATCH_FILE_FACTOR`] times the reply cap).
+    pub async fn get_file(
+        &self,
+        url: &url::Url,
+        headers: &[(&str, String)],
+        who: &str,
+        key_var: &str,
+    ) -> Result<HttpOk, LlmError> {
+        let cap = max_reply_bytes().saturating_mul(BATCH_FILE_FACTOR);
+        self.send(url, headers, None, who, key_var, cap).await
     }
 
     async fn send(
@@ -205,12 +265,28 @@ impl Transport {
         body: Option<(&[u8], &str)>,
         who: &str,
         key_var: &str,
+        cap: u64,
     ) -> Result<HttpOk, LlmError> {
         let started = Instant::now();
+        let deadline = started + self.deadline;
+        let past_deadline = || {
+            LlmError::Transient(format!(
+                "{who}: no complete answer within the whole-request deadline of {} s \
+                 (every try and retry of one call; --deadline changes it)",
+                self.deadline.as_secs()
+            ))
+        };
         let mut retries = 0u32;
         let mut unreachable = 0u32;
         loop {
-            match self.try_once(url, headers, body, who, key_var).await {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let tried =
+                tokio::time::timeout(left, self.try_once(url, headers, body, who, key_var, cap))
+                    .await;
+            let Ok(tried) = tried else {
+                return Err(past_deadline());
+            };
+            match tried {
                 Ok((status, bytes)) => {
                     return Ok(HttpOk {
                         status,
@@ -228,6 +304,9 @@ impl Transport {
                         )));
                     }
                     let wait = self.retry.backoff(unreachable);
+                    if Instant::now() + wait >= deadline {
+                        return Err(past_deadline());
+                    }
                     unreachable += 1;
                     retries += 1;
                     self.stats.http_retries.fetch_add(1, Ordering::Relaxed);
@@ -244,6 +323,9 @@ impl Transport {
                     if let Some(ra) = retry_after {
                         wait = wait.max(ra.min(self.retry.max_retry_after));
                     }
+                    if Instant::now() + wait >= deadline {
+                        return Err(past_deadline());
+                    }
                     retries += 1;
                     self.stats.http_retries.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(wait).await;
@@ -259,6 +341,7 @@ impl Transport {
         body: Option<(&[u8], &str)>,
         who: &str,
         key_var: &str,
+        cap: u64,
     ) -> Result<(u16, Vec<u8>), TryError> {
         let shown = crate::secrets::display_url(url);
         let mut rb = match body {
@@ -301,20 +384,42 @@ impl Transport {
         };
         let status = resp.status().as_u16();
         let retry_after = retry_after(resp.headers());
-        let bytes = match resp.bytes().await {
-            Ok(b) => b.to_vec(),
-            Err(e) => {
-                let why = if e.is_timeout() {
-                    "timed out reading the response".to_string()
-                } else {
-                    format!("reading the response: {}", self.scrub(&error_chain(&e)))
-                };
-                return Err(TryError::Retry {
-                    why,
-                    retry_after: None,
-                });
-            }
+        // Read at most `cap` bytes: a server that answers with gigabytes is refused while
+        // it is read, never held (`SAGE_MAX_REPLY_MB`).
+        let too_big = || {
+            TryError::Stop(LlmError::Fatal(format!(
+                "{who}: the reply from {shown} is larger than {} (SAGE_MAX_REPLY_MB); an \
+                 answer is a few KiB: is the base URL right?",
+                human_bytes(cap)
+            )))
         };
+        if resp.content_length().is_some_and(|n| n > cap) {
+            return Err(too_big());
+        }
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut resp = resp;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if (bytes.len() + chunk.len()) as u64 > cap {
+                        return Err(too_big());
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let why = if e.is_timeout() {
+                        "timed out reading the response".to_string()
+                    } else {
+                        format!("reading the response: {}", self.scrub(&error_chain(&e)))
+                    };
+                    return Err(TryError::Retry {
+                        why,
+                        retry_after: None,
+                    });
+                }
+            }
+        }
         if (200..300).contains(&status) {
             return Ok((status, bytes));
         }
@@ -342,6 +447,17 @@ impl Transport {
                 "{who}: HTTP {status}: {msg}"
             )))),
         }
+    }
+}
+
+/// `n` bytes for a message: `32 MiB`, `1.5 KiB`, `12 bytes`.
+fn human_bytes(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -455,6 +571,7 @@ mod tests {
             base: Duration::from_millis(100),
             cap: Duration::from_millis(350),
             max_retry_after: Duration::from_secs(1),
+            deadline: DEFAULT_DEADLINE,
         };
         for _ in 0..20 {
             let b0 = p.backoff(0);

@@ -237,24 +237,35 @@ pub(crate) fn build_packet(case_dir: &Path, case_id: &str) -> Result<Packet, Str
     })
 }
 
-/// The packet as plain text for reading.
+/// The packet as Markdown for reading. Every value from the case or the trace goes through
+/// `sage_markup`'s Markdown helpers: names on one line as escaped text, texts and diffs as
+/// fenced blocks no line of them can close (docs/security.md).
 pub(crate) fn packet_text(p: &Packet) -> String {
+    use sage_markup::{markdown as md, markdown_block as block};
     use std::fmt::Write as _;
     let mut o = String::new();
-    let _ = writeln!(o, "# Packet {}\n\n## Task\n\n{}\n", p.packet_id, p.task);
     let _ = writeln!(
         o,
-        "## Failure anchor\n\nartefact: {}\ncategory: {}\nCWE: {}\nfragment: {}\n\n{}\n",
-        p.anchor_artefact,
-        p.anchor_category,
-        p.anchor_cwe,
-        p.anchor_fragment
-            .as_deref()
-            .unwrap_or("(none: no identifiable code location)"),
-        p.anchor_description
+        "# Packet {}\n\n## Task\n\n{}",
+        md(&p.packet_id),
+        block("text", &p.task)
+    );
+    let _ = writeln!(
+        o,
+        "## Failure anchor\n\nartefact: {}\ncategory: {}\nCWE: {}\nfragment:\n\n{}\n{}",
+        md(&p.anchor_artefact),
+        md(&p.anchor_category),
+        md(&p.anchor_cwe),
+        block(
+            "",
+            p.anchor_fragment
+                .as_deref()
+                .unwrap_or("(none: no identifiable code location)")
+        ),
+        block("text", &p.anchor_description)
     );
     for (a, text) in &p.baselines {
-        let _ = writeln!(o, "## Baseline {a}\n\n```\n{}```\n", text);
+        let _ = writeln!(o, "## Baseline {}\n\n{}", md(a), block("", text));
     }
     let _ = writeln!(o, "## Writes\n");
     if p.writes.is_empty() {
@@ -265,15 +276,21 @@ pub(crate) fn packet_text(p: &Packet) -> String {
             Some(reason) => {
                 let _ = writeln!(
                     o,
-                    "### Write {} at turn {} → {} (could not be applied: {reason})\n",
-                    w.write, w.turn, w.artefact
+                    "### Write {} at turn {} → {} (could not be applied: {})\n",
+                    w.write,
+                    w.turn,
+                    md(&w.artefact),
+                    md(reason)
                 );
             }
             None => {
                 let _ = writeln!(
                     o,
-                    "### Write {} at turn {} → {}\n\n```diff\n{}```\n",
-                    w.write, w.turn, w.artefact, w.diff
+                    "### Write {} at turn {} → {}\n\n{}",
+                    w.write,
+                    w.turn,
+                    md(&w.artefact),
+                    block("diff", &w.diff)
                 );
             }
         }
@@ -281,16 +298,21 @@ pub(crate) fn packet_text(p: &Packet) -> String {
     for f in &p.final_states {
         let _ = writeln!(
             o,
-            "## Recorded final state of {} ({}; no turn's write)\n\n```diff\n{}```\n",
-            f.artefact, f.source, f.diff
+            "## Recorded final state of {} ({}; no turn's write)\n\n{}",
+            md(&f.artefact),
+            md(&f.source),
+            block("diff", &f.diff)
         );
     }
     let _ = writeln!(o, "## Trace\n");
     for t in &p.turns {
         let _ = writeln!(
             o,
-            "### Turn {} — {} ({})\n\n{}\n",
-            t.turn, t.actor, t.kind, t.text
+            "### Turn {} — {} ({})\n\n{}",
+            t.turn,
+            md(&t.actor),
+            md(&t.kind),
+            block("text", &t.text)
         );
     }
     o

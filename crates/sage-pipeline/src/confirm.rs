@@ -120,17 +120,10 @@ fn numbered(src: &str) -> String {
     s
 }
 
-fn fence(s: &str) -> &'static str {
-    if s.contains("````") {
-        "``````"
-    } else if s.contains("```") {
-        "````"
-    } else {
-        "```"
-    }
-}
-
+/// The packet of one run as Markdown: every value from the run goes through `sage_markup`'s
+/// Markdown helpers (escaped text, code spans and fenced blocks no line can close).
 fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Unit) -> String {
+    use sage_markup::{markdown as md, markdown_block as block, markdown_code as code};
     let mut s = String::new();
     let _ = writeln!(s, "# Packet {pid}\n");
     let _ = writeln!(
@@ -140,11 +133,10 @@ fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Uni
     );
     let _ = writeln!(s, "## Task\n");
     if let Some(cwe) = &run.manifest.task.cwe {
-        let _ = writeln!(s, "Target weakness: {cwe}\n");
+        let _ = writeln!(s, "Target weakness: {}\n", md(cwe));
     }
     let d = &run.manifest.task.description;
-    let f = fence(d);
-    let _ = writeln!(s, "{f}text\n{}\n{f}\n", d.trim_end());
+    let _ = writeln!(s, "{}", block("text", d.trim_end()));
     let _ = writeln!(s, "## Findings\n");
     let mut any = false;
     for a in &c.artefacts {
@@ -152,12 +144,12 @@ fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Uni
             any = true;
             let _ = writeln!(
                 s,
-                "- `{}` line {}: {} {} ({} severity{}){}",
-                a.path,
+                "- {} line {}: {} {} ({} severity{}){}",
+                code(&a.path),
                 b.line,
-                b.test_id,
-                b.test_name,
-                b.severity,
+                md(&b.test_id),
+                md(&b.test_name),
+                md(&b.severity),
                 b.cwe.map(|x| format!(", CWE-{x}")).unwrap_or_default(),
                 if b.in_baseline {
                     ", also in the baseline"
@@ -170,20 +162,25 @@ fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Uni
             any = true;
             let _ = writeln!(
                 s,
-                "- `{}` line {}: {} {}{}",
-                a.path,
+                "- {} line {}: {} {}{}",
+                code(&a.path),
                 h.line,
                 match h.kind {
                     sage_screen::l3::HitKind::Sink => "sink",
                     sage_screen::l3::HitKind::Source => "source",
                     sage_screen::l3::HitKind::Safeguard => "safeguard",
                 },
-                h.rule,
+                md(&h.rule),
                 h.cwe.map(|x| format!(" (CWE-{x})")).unwrap_or_default()
             );
         }
         if a.l3.flagged {
-            let _ = writeln!(s, "- `{}`: exploitability score R = {}", a.path, a.l3.r);
+            let _ = writeln!(
+                s,
+                "- {}: exploitability score R = {}",
+                code(&a.path),
+                a.l3.r
+            );
         }
     }
     if !any {
@@ -196,24 +193,23 @@ fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Uni
     for p in &c.proposals {
         let _ = writeln!(
             s,
-            "{}. `{}` lines {}-{}, {}, {}, from {} ({}): {}",
+            "{}. {} lines {}-{}, {}, {}, from {} ({}): {}",
             p.rank,
-            p.artefact,
+            code(&p.artefact),
             p.start_line,
             p.end_line,
-            p.category
+            md(p.category
                 .as_deref()
-                .unwrap_or("category for you to decide"),
-            p.cwe.as_deref().unwrap_or("CWE for you to decide"),
-            blind_finding(&p.finding),
+                .unwrap_or("category for you to decide")),
+            md(p.cwe.as_deref().unwrap_or("CWE for you to decide")),
+            md(blind_finding(&p.finding)),
             match p.provenance {
                 sage_screen::propose::Provenance::New => "new code",
                 sage_screen::propose::Provenance::Inherited => "inherited from the baseline",
             },
-            p.description
+            md(&p.description)
         );
-        let f = fence(&p.fragment);
-        let _ = writeln!(s, "\n   {f}python\n{}\n   {f}\n", indent(&p.fragment));
+        let _ = writeln!(s, "\n{}", indent(&block("python", &p.fragment)));
     }
     let _ = writeln!(s, "## Diff against the baseline\n");
     for a in &unit.artefacts {
@@ -226,17 +222,15 @@ fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Uni
         }
         let d =
             sage_history::unified_diff(b, fi, &format!("a/{}", a.path), &format!("b/{}", a.path));
-        let f = fence(&d);
-        let _ = writeln!(s, "{f}diff\n{}\n{f}\n", d.trim_end());
+        let _ = writeln!(s, "{}", block("diff", d.trim_end()));
     }
     let _ = writeln!(s, "## Final artefacts\n");
     for a in &unit.artefacts {
         let Some(fi) = a.final_content.as_deref() else {
-            let _ = writeln!(s, "### {}\n\n(deleted)\n", a.path);
+            let _ = writeln!(s, "### {}\n\n(deleted)\n", md(&a.path));
             continue;
         };
-        let f = fence(fi);
-        let _ = writeln!(s, "### {}\n\n{f}\n{}{f}\n", a.path, numbered(fi));
+        let _ = writeln!(s, "### {}\n\n{}", md(&a.path), block("", &numbered(fi)));
     }
     s
 }

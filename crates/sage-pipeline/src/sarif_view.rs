@@ -9,7 +9,7 @@
 //! repository paths.
 
 use crate::results::{CaseResult, ResultSet};
-use sage_screen::sarif::{cwe_relationship, cwe_taxonomy};
+use sage_screen::sarif::{cwe_relationship, cwe_taxonomy, srcroot_base, SRCROOT};
 use sage_trace::run::Run;
 use sage_trace::{CanonicalTrace, Locator, RawRef};
 use serde_json::{json, Value};
@@ -49,7 +49,9 @@ fn related(id: usize, text: String, raw: &RawRef, base: &str) -> Option<Value> {
         return None;
     }
     let (region, pointer) = region_of(raw);
-    let mut phys = json!({"artifactLocation": {"uri": raw.file, "uriBaseId": base}});
+    // a trace file the manifest named: relative to its case folder, percent-encoded
+    let uri = sage_markup::sarif_uri(&raw.file).ok()?;
+    let mut phys = json!({"artifactLocation": {"uri": uri, "uriBaseId": base}});
     if let Some(r) = region {
         phys["region"] = r;
     }
@@ -95,16 +97,21 @@ fn anchor_lines(run: &Run, r: &CaseResult) -> Option<(usize, usize)> {
     Some((start, start + frag.matches('\n').count()))
 }
 
+/// A case folder as a `file:` URI ending in `/` (the base of its trace files), encoded by
+/// the `url` crate, so a folder name with `#`, `%` or `?` stays one path.
 fn file_uri(dir: &Path) -> String {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let mut s = abs.display().to_string().replace('\\', "/");
-    if !s.starts_with('/') {
-        s.insert(0, '/');
+    match url::Url::from_directory_path(&abs) {
+        Ok(u) => u.to_string(),
+        // a relative path that cannot be made absolute: its segments, encoded
+        Err(()) => {
+            let rel = abs.display().to_string();
+            format!(
+                "file:///{}/",
+                sage_markup::sarif_uri(&rel).unwrap_or_default()
+            )
+        }
     }
-    if !s.ends_with('/') {
-        s.push('/');
-    }
-    format!("file://{}", s.replace(' ', "%20"))
 }
 
 /// The result set as a SARIF 2.1.0 log. A case whose folder or trace can no longer be read
@@ -166,10 +173,22 @@ impl SarifLog {
         if let Some((s, e)) = run.as_ref().and_then(|run| anchor_lines(run, r)) {
             region = Some(json!({"startLine": s, "endLine": e}));
         }
-        let mut phys = json!({"artifactLocation": {"uri": r.anchor.artefact}});
-        if let Some(reg) = region {
-            phys["region"] = reg;
-        }
+        // The anchor's artefact is a name from the case: a relative, percent-encoded URI
+        // under SRCROOT, never a scheme or an absolute path (docs/security.md); a name that
+        // is not a relative path is kept as text, without a physical location.
+        let location = match sage_markup::sarif_uri(&r.anchor.artefact) {
+            Ok(uri) => {
+                let mut phys = json!({"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT}});
+                if let Some(reg) = region {
+                    phys["region"] = reg;
+                }
+                json!({"physicalLocation": phys})
+            }
+            Err(why) => json!({"message": {"text": format!(
+                "artefact {:?} is {why}, not a path under the repository root",
+                r.anchor.artefact
+            )}}),
+        };
         let origin_turn = origin["origin_turn"].as_u64().map(|x| x as usize);
         let iw = &provenance["introducing_write"];
         let mut rel = Vec::new();
@@ -220,7 +239,7 @@ impl SarifLog {
             "ruleId": rule,
             "level": "warning",
             "message": {"text": message},
-            "locations": [{"physicalLocation": phys}],
+            "locations": [location],
             "partialFingerprints": {"sage/v1": fp},
             "properties": {
                 "case": r.case_id,
@@ -269,6 +288,8 @@ impl SarifLog {
                        "properties": {"tags": ["security", "silent-failure-origin"]}})
             })
             .collect();
+        let mut bases = self.bases;
+        bases.insert(SRCROOT.into(), srcroot_base());
         json!({
             "$schema": SCHEMA,
             "version": "2.1.0",
@@ -279,7 +300,7 @@ impl SarifLog {
                     "rules": rules,
                     "supportedTaxonomies": [{"name": "CWE", "index": 0}],
                 }},
-                "originalUriBaseIds": self.bases,
+                "originalUriBaseIds": bases,
                 "taxonomies": [taxonomy],
                 "results": results,
             }]

@@ -238,18 +238,56 @@ pub struct ResultsDir {
     cases: PathBuf,
     written: BTreeSet<String>,
     doc: ResultsDoc<AtomicFile>,
+    /// `DIR/.sage.lock`, locked for as long as the folder is written (released by the
+    /// system when the process ends, however it ends).
+    _lock: std::fs::File,
 }
 
+/// The lock file of a results folder.
+pub const LOCK_FILE: &str = ".sage.lock";
+
 impl ResultsDir {
+    /// Start writing the results folder `dir`. Two runs never write one folder: the second
+    /// is refused with an error naming the folder (`WouldBlock`), instead of the two racing
+    /// on its files. Temporary files that a killed run left (`.tmp-*`) are removed first:
+    /// with the lock held, no other run can be writing them.
     pub fn create(dir: &Path, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
         let cases = dir.join("cases");
         std::fs::create_dir_all(&cases)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_FILE))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!(
+                        "another sage run is writing {} (it holds {LOCK_FILE}); wait for it to \
+                         finish or choose another output folder",
+                        dir.display()
+                    ),
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        for d in [dir, cases.as_path()] {
+            for e in std::fs::read_dir(d)?.flatten() {
+                let stale = e.file_name().to_string_lossy().starts_with(".tmp-");
+                if stale && e.file_type().is_ok_and(|t| t.is_file()) {
+                    std::fs::remove_file(e.path())?;
+                }
+            }
+        }
         let file = AtomicFile::create(&dir.join("results.json"))?;
         Ok(ResultsDir {
             dir: dir.to_path_buf(),
             cases,
             written: BTreeSet::new(),
             doc: ResultsDoc::begin(file, judges, runs)?,
+            _lock: lock,
         })
     }
 
@@ -472,6 +510,38 @@ mod tests {
             .filter(|n| n.starts_with(".tmp-"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn attack_two_runs_write_one_folder_and_a_killed_run_leaves_temp_files() {
+        // Before: a second run wrote the same folder at once (the two raced: "writing cc: No
+        // such file or directory"), and the 0-byte `.tmp-*` files of a run killed with -9
+        // stayed for ever.
+        let s = set();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("cases")).unwrap();
+        std::fs::write(dir.path().join(".tmp-999999-results.json"), "").unwrap();
+        std::fs::write(dir.path().join("cases/.tmp-999999-a.json"), "").unwrap();
+        let first = ResultsDir::create(dir.path(), &s.judges, s.runs).unwrap();
+        let names = |d: &Path| -> Vec<String> {
+            std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("999999"))
+                .collect()
+        };
+        assert!(names(dir.path()).is_empty() && names(&dir.path().join("cases")).is_empty());
+        let second = ResultsDir::create(dir.path(), &s.judges, s.runs)
+            .err()
+            .unwrap();
+        assert_eq!(second.kind(), io::ErrorKind::WouldBlock);
+        assert!(
+            second.to_string().contains("another sage run is writing"),
+            "{second}"
+        );
+        first.finish(&[], &[], &[]).unwrap();
+        // once the first is done, the folder is free again
+        ResultsDir::create(dir.path(), &s.judges, s.runs).unwrap();
     }
 
     #[test]

@@ -117,12 +117,15 @@ impl Sheet {
                 return sheet;
             }
         }
+        // record offsets only grow: lines are counted from the previous record on, so a
+        // sheet of n rows is read in O(n), not O(n²) (issue 29)
+        let mut lines = LineCounter::new(text);
         for rec in rdr.records() {
             let rec = match rec {
                 Ok(r) => r,
                 Err(e) => {
                     sheet.errors.push(AnnotationError {
-                        line: e.position().map_or(0, |p| file_line(text, p.byte())),
+                        line: e.position().map_or(0, |p| lines.line_at(p.byte())),
                         message: format!("malformed CSV: {e}"),
                     });
                     continue;
@@ -134,7 +137,7 @@ impl Sheet {
             sheet.rows.push(SheetRow {
                 // counted from the byte offset: the reader's own line count is off after a
                 // quoted field that spans lines
-                line: rec.position().map_or(0, |p| file_line(text, p.byte())),
+                line: rec.position().map_or(0, |p| lines.line_at(p.byte())),
                 cells: rec
                     .iter()
                     .map(|c| csv_uncell(c.trim()).to_string())
@@ -157,16 +160,45 @@ impl Sheet {
     }
 }
 
-/// 1-based file line of the record at byte offset `byte` in `text`. The csv reader puts a
-/// record's offset at the end of the previous one (before the `\n` of a CRLF, before blank
-/// lines), so line breaks right there are stepped over first.
-fn file_line(text: &str, byte: u64) -> u64 {
-    let b = text.as_bytes();
-    let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(b.len());
-    while end < b.len() && (b[end] == b'\n' || b[end] == b'\r') {
-        end += 1;
+/// 1-based file lines of records at byte offsets in `text`. The csv reader puts a record's
+/// offset at the end of the previous one (before the `\n` of a CRLF, before blank lines), so
+/// line breaks right there are stepped over first. Newlines are counted from the last offset
+/// asked for, so asking in increasing order (as a reader does) is linear in the text.
+struct LineCounter<'a> {
+    text: &'a [u8],
+    /// Offset counted up to, and the newlines before it.
+    at: usize,
+    newlines: u64,
+}
+
+impl<'a> LineCounter<'a> {
+    fn new(text: &'a str) -> LineCounter<'a> {
+        LineCounter {
+            text: text.as_bytes(),
+            at: 0,
+            newlines: 0,
+        }
     }
-    b[..end].iter().filter(|&&c| c == b'\n').count() as u64 + 1
+
+    fn line_at(&mut self, byte: u64) -> u64 {
+        let b = self.text;
+        let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(b.len());
+        while end < b.len() && (b[end] == b'\n' || b[end] == b'\r') {
+            end += 1;
+        }
+        if end < self.at {
+            // asked out of order: count from the start again
+            self.at = 0;
+            self.newlines = 0;
+        }
+        self.newlines += memchr_count(&b[self.at..end]);
+        self.at = end;
+        self.newlines + 1
+    }
+}
+
+fn memchr_count(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c == b'\n').count() as u64
 }
 
 /// Parses one annotation file; returns the annotators found (in order of appearance) and the
@@ -249,6 +281,18 @@ pub fn parse_annotations(text: &str) -> (Vec<Annotations>, Vec<AnnotationError>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_counter_counts_in_order_and_out_of_order() {
+        let text = "h\r\na\n\nb\r\nc";
+        let mut l = LineCounter::new(text);
+        // offsets at the end of the previous record step over its line break
+        assert_eq!(l.line_at(1), 2);
+        assert_eq!(l.line_at(4), 4);
+        assert_eq!(l.line_at(7), 5);
+        assert_eq!(l.line_at(0), 1, "out of order counts again from the start");
+        assert_eq!(l.line_at(99), 5);
+    }
 
     #[test]
     fn parses_and_reports_bad_rows() {

@@ -17,6 +17,14 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// The base every artefact URI is relative to: the root of the repository the run changed.
+pub const SRCROOT: &str = "SRCROOT";
+
+/// The run's `originalUriBaseIds` entry for [`SRCROOT`] (its location is the consumer's).
+pub fn srcroot_base() -> Value {
+    json!({"description": {"text": "The root of the repository the agent changed."}})
+}
 const SEVERITY_TSV: &str = include_str!("../rules/sarif_severity.tsv");
 
 fn severities() -> BTreeMap<String, String> {
@@ -113,7 +121,7 @@ fn result(f: Finding, cx: &Ctx, seen: &mut BTreeMap<(String, String), usize>) ->
         "message": {"text": f.message},
         "locations": [{
             "physicalLocation": {
-                "artifactLocation": {"uri": uri(cx.path)},
+                "artifactLocation": {"uri": "", "uriBaseId": SRCROOT},
                 "region": region,
             }
         }],
@@ -124,6 +132,17 @@ fn result(f: Finding, cx: &Ctx, seen: &mut BTreeMap<(String, String), usize>) ->
             "candidate": cx.case.candidate,
         }
     });
+    // The artefact path is the run's (from a patch or a trace): a relative, percent-encoded
+    // URI under SRCROOT, or no physical location at all (docs/security.md).
+    match sage_markup::sarif_uri(cx.path) {
+        Ok(u) => r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] = json!(u),
+        Err(why) => {
+            r["locations"] = json!([{"message": {"text": format!(
+                "artefact {:?} is {why}, not a path under the repository root",
+                cx.path
+            )}}]);
+        }
+    }
     if let Some(b) = f.in_baseline {
         r["baselineState"] = json!(if b { "unchanged" } else { "new" });
     }
@@ -139,19 +158,6 @@ fn result(f: Finding, cx: &Ctx, seen: &mut BTreeMap<(String, String), usize>) ->
 }
 
 /// Artefact paths as relative URIs (spaces and `%` escaped, separators kept).
-fn uri(path: &str) -> String {
-    let mut out = String::new();
-    for ch in path.trim_start_matches("./").chars() {
-        match ch {
-            ' ' => out.push_str("%20"),
-            '%' => out.push_str("%25"),
-            '\\' => out.push('/'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The CWE taxonomy component naming `cwes`, and each CWE's index in it.
 pub fn cwe_taxonomy(cwes: &BTreeSet<u32>) -> (Value, BTreeMap<u32, usize>) {
     let taxa: Vec<Value> = cwes
@@ -413,6 +419,7 @@ pub fn to_sarif(report: &Report, units: &[Unit]) -> Value {
                 "rules": rule_list,
                 "supportedTaxonomies": [{"name": "CWE", "index": 0}],
             }},
+            "originalUriBaseIds": {SRCROOT: srcroot_base()},
             "taxonomies": [taxonomy],
             "results": results,
             "properties": {

@@ -71,7 +71,9 @@ fn rule_cwe(rule: &Value) -> Option<u32> {
 
 fn decode_uri(uri: &str) -> String {
     let u = uri.strip_prefix("file://").unwrap_or(uri);
-    u.replace("%20", " ").replace("%25", "%").replace('\\', "/")
+    percent_encoding::percent_decode_str(u)
+        .decode_utf8_lossy()
+        .replace('\\', "/")
 }
 
 /// Which artefact of `unit` a URI names.

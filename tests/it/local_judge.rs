@@ -230,7 +230,7 @@ fn sentinels(case: &sage_pipeline::localize::PreparedCase) -> Vec<Option<String>
                     && !cand.contains('\\')
                     && !cand.contains('"')
                     && !texts[..j].iter().any(|e| e.contains(cand.as_str()))
-                    && !case.case.task.description.contains(cand.as_str())
+                    && !case.case.task().description.contains(cand.as_str())
             })
         })
         .collect()
@@ -294,7 +294,7 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
         let dir = corpus.join(id);
         let (prepared, _) =
             sage_pipeline::localize::prepare(&dir).unwrap_or_else(|e| panic!("{id}: {e:?}"));
-        let fragment = prepared.case.anchor.fragment.clone().unwrap_or_default();
+        let fragment = prepared.case.anchor().fragment.clone().unwrap_or_default();
         let marks = sentinels(&prepared);
         let scores = r["scores"].as_array().expect("scores");
         assert_eq!(scores.len(), 1, "{id}: one judge, one run");
@@ -339,7 +339,7 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
             // prefix-only: the requests for this case's turn k
             let heading = format!("Score turn {k}, the last turn above");
             let task_marker =
-                &prepared.case.task.description[..prepared.case.task.description.len().min(60)];
+                &prepared.case.task().description[..prepared.case.task().description.len().min(60)];
             let mine: Vec<&String> = bodies
                 .iter()
                 .filter(|b| b.contains(&heading) && b.contains(&json_str(task_marker)))
@@ -355,7 +355,7 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
                     }
                 }
                 if fragment.trim().len() >= 12
-                    && !prepared.case.task.description.contains(fragment.trim())
+                    && !prepared.case.task().description.contains(fragment.trim())
                 {
                     let earlier_has = prepared.trace.turns[..k].iter().any(|t| {
                         serde_json::to_string(t)

@@ -6,6 +6,7 @@
 #   eval "$(bash scripts/local-judge.sh start [--model 0.5b|1.5b])" start it; prints OPENAI_BASE_URL=…
 #   bash scripts/local-judge.sh stop                               end exactly the server it started
 #   bash scripts/local-judge.sh status                             what is installed and running
+#   bash scripts/local-judge.sh verify FILE [--model 0.5b|1.5b]    check weights (a bad file is deleted)
 #
 # Everything lives under ${XDG_CACHE_HOME:-~/.cache}/sage/local-judge/ (SAGE_LOCAL_JUDGE_HOME
 # overrides); every step is idempotent. Provenance, licences and checksums: docs/judges.md,
@@ -143,6 +144,29 @@ with open(sys.argv[1], "rb") as f:
 EOF
 }
 
+# Check joined weights against the pins: size, sha256 and the GGUF header's own model name.
+# Prints the header's name; on any mismatch deletes the file and fails.
+verify_weights() { # file model
+    model_info "$2"
+    local f="$1" size sum name
+    size="$(stat -c %s "$f")"
+    sum="$(sha256sum "$f" | cut -d' ' -f1)"
+    if [ "$size" != "$M_SIZE" ] || [ "$sum" != "$M_SHA256" ]; then
+        rm -f "$f"
+        die "$f: $size bytes, sha256 $sum; expected $M_SIZE bytes, sha256 $M_SHA256: refused and deleted"
+    fi
+    name="$(gguf_name "$f")" || { rm -f "$f"; die "$f: $name; refused and deleted"; }
+    # compared without case, spaces or punctuation: "Qwen2.5 Coder 0.5B Instruct AWQ"
+    case "$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]' | tr -cd 'a-z0-9')" in
+    *"$M_NAME_PATTERN"*) ;;
+    *)
+        rm -f "$f"
+        die "$f: the GGUF header names '$name', not a Qwen2.5-Coder-Instruct of this size: refused and deleted"
+        ;;
+    esac
+    echo "$name"
+}
+
 install_model() {
     model_info "$1"
     local dest="$HOME_DIR/models/$M_FILE"
@@ -179,22 +203,8 @@ with open(out, "wb") as o:
                 o.write(chunk)
 EOF
     rm -rf "$dl"
-    local size sum name
-    size="$(stat -c %s "$dest.part")"
-    sum="$(sha256sum "$dest.part" | cut -d' ' -f1)"
-    if [ "$size" != "$M_SIZE" ] || [ "$sum" != "$M_SHA256" ]; then
-        rm -f "$dest.part"
-        die "$M_FILE: $size bytes, sha256 $sum; expected $M_SIZE bytes, sha256 $M_SHA256: refused and deleted"
-    fi
-    name="$(gguf_name "$dest.part")" || { rm -f "$dest.part"; die "$M_FILE: $name"; }
-    # compared without case, spaces or punctuation: "Qwen2.5 Coder 0.5B Instruct AWQ"
-    case "$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]' | tr -cd 'a-z0-9')" in
-    *"$M_NAME_PATTERN"*) ;;
-    *)
-        rm -f "$dest.part"
-        die "$M_FILE: the GGUF header names '$name', not a Qwen2.5-Coder-Instruct of this size: refused and deleted"
-        ;;
-    esac
+    local name
+    name="$(verify_weights "$dest.part" "$1")" || exit 1
     mv "$dest.part" "$dest"
     printf '%s  %s\n%s\n' "$M_SHA256" "$M_FILE" "$name" >"$dest.verified"
     say "installed $dest ($name, sha256 verified)"
@@ -238,9 +248,10 @@ start() {
     local slots="${SAGE_LOCAL_JUDGE_SLOTS:-1}"
     port="$(free_port)"
     # One slot by default: on 2 cores, parallel slots only split the same compute, and one slot
-    # keeps one trace's growing prefix in its KV cache (cache_prompt) from turn to turn.
+    # keeps one trace's growing prefix in its KV cache (cache_prompt) from turn to turn;
+    # --cache-reuse keeps what follows a changed middle (a digest boundary that moved).
     nohup "$SERVER" -m "$gguf" --host 127.0.0.1 --port "$port" --alias "$M_ID" \
-        -c "$((ctx * slots))" -np "$slots" -t "$threads" --no-webui \
+        -c "$((ctx * slots))" -np "$slots" -t "$threads" --no-webui --cache-reuse 256 \
         >"$HOME_DIR/run/server.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" >"$(pid_file)"
@@ -298,7 +309,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --model) model="${2:-}"; shift 2 ;;
     --model=*) model="${1#--model=}"; shift ;;
-    *) die "unknown argument '$1'" ;;
+    -*) die "unknown argument '$1'" ;;
+    *) file="$1"; shift ;;
     esac
 done
 case "$cmd" in
@@ -309,8 +321,13 @@ install)
 start) start "$model" ;;
 stop) stop ;;
 status) status ;;
+verify)
+    # verify FILE [--model M]: the install's own check of a weights file (deletes a bad one)
+    [ -n "${file:-}" ] || die "usage: local-judge.sh verify FILE [--model 0.5b|1.5b]"
+    verify_weights "$file" "$model" >/dev/null && say "$file: verified"
+    ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || exit 2
     ;;
 esac

@@ -425,7 +425,10 @@ fn localize_local(dir: &Path, url: Option<&str>, model: &str) -> std::process::O
 
 fn one_case() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    copy_dir(Path::new("corpora/ag2-fig1a-aes-ecb"), &tmp.path().join("case"));
+    copy_dir(
+        Path::new("corpora/ag2-fig1a-aes-ecb"),
+        &tmp.path().join("case"),
+    );
     tmp
 }
 
@@ -437,7 +440,10 @@ fn local_judge_not_started_stops_at_once_naming_the_start_command() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("SAGE_LOCAL_JUDGE_URL is not set"), "{err}");
     assert!(err.contains("bash scripts/local-judge.sh start"), "{err}");
-    assert!(!err.contains("api.openai.com"), "never a remote default: {err}");
+    assert!(
+        !err.contains("api.openai.com"),
+        "never a remote default: {err}"
+    );
 }
 
 #[test]
@@ -455,7 +461,10 @@ fn local_judge_down_or_serving_another_model_stops_once() {
     let out = localize_local(tmp.path(), Some(&server.openai_base()), MODEL_ID);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("unknown model") && err.contains(MODEL_ID), "{err}");
+    assert!(
+        err.contains("unknown model") && err.contains(MODEL_ID),
+        "{err}"
+    );
     assert!(server.requests().is_empty(), "no judgment was requested");
 }
 
@@ -476,7 +485,10 @@ fn local_judge_answering_garbage_fails_the_case_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     // the case is skipped with the reason, the rest of a corpus would go on: exit 1
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("skipped case") && err.contains("not JSON"), "{err}");
+    assert!(
+        err.contains("skipped case") && err.contains("not JSON"),
+        "{err}"
+    );
     assert!(!server.requests().is_empty());
 }
 

@@ -53,7 +53,7 @@ pub fn json_request(s: &LlmSettings, system: &str, user: &str, schema: Option<&V
 
 /// Send a body made by [`json_request`] and parse the answer.
 pub async fn send_json_request(s: &LlmSettings, body: &str) -> Result<JsonAnswer, LlmError> {
-    let headers = s.auth().map_err(LlmError::Fatal)?;
+    let headers = crate::auth(s).map_err(|e| LlmError::Fatal(e.0))?;
     let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
     let url = s
         .endpoint_url()

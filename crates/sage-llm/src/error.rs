@@ -28,3 +28,9 @@ pub struct UrlError(pub String);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct EnvelopeError(pub String);
+
+/// A request that cannot be authenticated: the key's variable is unset for a server that
+/// needs a key. The message names the variable, never a key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MissingKey(pub String);

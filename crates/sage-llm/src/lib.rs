@@ -22,8 +22,8 @@ mod provider;
 mod settings;
 mod wire;
 
-pub use error::{EnvelopeError, LlmError, UrlError};
-pub use provider::{auth_headers, endpoint, parse_response, request_body};
+pub use error::{EnvelopeError, LlmError, MissingKey, UrlError};
+pub use provider::{auth, auth_headers, endpoint, parse_response, request_body};
 pub(crate) use settings::base_url;
 pub use settings::{
     endpoint_url, model_family, model_listed, models_url, ApiKey, LlmSettings, Provider,

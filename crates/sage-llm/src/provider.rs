@@ -1,6 +1,6 @@
 //! Each provider's request body and response parser, chosen by [`Provider`].
 
-use crate::error::EnvelopeError;
+use crate::error::{EnvelopeError, MissingKey};
 use crate::settings::{ApiKey, LlmSettings, Provider};
 use crate::wire::{Completion, Output, Prompt};
 use crate::{anthropic, openai};
@@ -38,5 +38,18 @@ pub fn auth_headers(s: &LlmSettings, key: &ApiKey) -> Vec<(&'static str, String)
             ("x-api-key", key.expose().to_string()),
             ("anthropic-version", anthropic::API_VERSION.to_string()),
         ],
+    }
+}
+
+/// The authentication headers of a request: the key's, none for a server that needs no key
+/// (`key_required` false: only Anthropic's version header), or which variable is unset.
+pub fn auth(s: &LlmSettings) -> Result<Vec<(&'static str, String)>, MissingKey> {
+    match &s.api_key {
+        Some(key) => Ok(auth_headers(s, key)),
+        None if !s.key_required => Ok(match s.provider {
+            Provider::Anthropic => vec![("anthropic-version", anthropic::API_VERSION.to_string())],
+            Provider::OpenAi => Vec::new(),
+        }),
+        None => Err(MissingKey(format!("{}: {} is not set", s.who(), s.key_var))),
     }
 }

@@ -119,22 +119,6 @@ impl LlmSettings {
     }
 
     /// `openai:gpt-4o` style label for messages.
-    /// The authentication headers of a request: the key's, none for a server that needs no
-    /// key, or `Err` naming the unset variable.
-    pub fn auth(&self) -> Result<Vec<(&'static str, String)>, String> {
-        match &self.api_key {
-            Some(key) => Ok(crate::auth_headers(self, key)),
-            None if !self.key_required => Ok(match self.provider {
-                Provider::Anthropic => vec![(
-                    "anthropic-version",
-                    crate::anthropic::API_VERSION.to_string(),
-                )],
-                Provider::OpenAi => Vec::new(),
-            }),
-            None => Err(format!("{}: {} is not set", self.who(), self.key_var)),
-        }
-    }
-
     pub fn who(&self) -> String {
         format!("{}:{}", self.name, self.model)
     }

@@ -365,7 +365,7 @@ impl LlmJudge {
     /// checked by the first request.
     pub async fn preflight(&self) -> Result<(), JudgeError> {
         let who = self.s.who();
-        let headers = self.s.auth().map_err(|m| {
+        let headers = sage_llm::auth(&self.s).map_err(|m| {
             JudgeError::Fatal(format!(
                 "{m}; set it, or pass --offline to answer from the ledger only"
             ))
@@ -612,9 +612,7 @@ impl LlmJudge {
         if let Some(e) = self.parts.tripped.lock().ok().and_then(|t| t.clone()) {
             return Err(e);
         }
-        let headers = self
-            .s
-            .auth()
+        let headers = sage_llm::auth(&self.s)
             .map_err(|m| JudgeError::Fatal(format!("{m} (needed for calls not in the ledger)")))?;
         let estimate = self.estimate_cost(body.len()).unwrap_or(0.0);
         // A 200 whose body is not an answer envelope at all (empty, an HTML error page,

@@ -688,6 +688,48 @@ fn attack_moatless_trajectory_is_read_as_ag2() {
     assert!(!err.contains("--framework"), "{err}");
 }
 
+// ------------------------------------------------------------------ szz
+
+#[test]
+fn attack_repository_makes_git_print_more_than_the_cap() {
+    // Before: `sage szz` read every git child's stdout whole, so a repository whose fix
+    // rewrites a huge file (or whose blame is huge) made sage hold gigabytes. Now each call
+    // stops at --git-max-output-mb: git is killed and the error names the command and the
+    // cap. A 2 MiB rewrite against a 1 MiB cap stands in for gigabytes.
+    let mut r = crate::szz::Repo::new();
+    let pad = "x".repeat(400);
+    let old: String = (0..2_000)
+        .map(|i| format!("int v{i} = {i}; // {pad}\n"))
+        .collect();
+    r.commit_file("big.c", &old, "add big.c");
+    r.write("big.c", &old.replace(" = ", " = 1 + "));
+    let fix = r.commit("fix every line");
+    let szz = |extra: &[&str]| {
+        let out = sage()
+            .args(["szz", "--repo"])
+            .arg(r.path())
+            .args(["--fix", &fix, "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = szz(&["--git-max-output-mb", "1"]);
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("printed more than 1048576 bytes") && all.contains("--git-max-output-mb"),
+        "{code:?}\n{all}"
+    );
+    assert!(
+        all.contains("git ") && (all.contains("diff") || all.contains("blame")),
+        "{all}"
+    );
+    assert_ne!(code, Some(0), "{all}");
+    // The same repository under the default cap is read.
+    let (code, _, err) = szz(&[]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 #[test]
 fn docs_security_names_every_attack_test() {
     // Every defence is listed with its test: each `attack_*` test of this file and of

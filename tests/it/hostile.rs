@@ -730,6 +730,44 @@ fn attack_repository_makes_git_print_more_than_the_cap() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+// ------------------------------------------------------------------ output files
+
+#[test]
+fn attack_killed_runs_leave_temporaries_beside_an_output_file() {
+    // Before: a run killed while writing `-o FILE` left `.tmp-PID-FILE` beside it for good
+    // (only the results folder was cleaned). Now the atomic writer removes its own stale
+    // temporaries of that file: its exact name pattern, another (dead) process, older than
+    // the run. Anything else stays.
+    let w = tempfile::tempdir().unwrap();
+    let keep = [
+        ".tmp-999999-other.1",    // another target's
+        ".tmp-x-sage.1",          // not a pid
+        ".tmp-999999-sage.1.bak", // not this name
+        "sage.1.tmp-999999",
+    ];
+    for f in keep
+        .iter()
+        .chain([&".tmp-999999-sage.1", &".tmp-4000001-sage.1"])
+    {
+        std::fs::write(w.path().join(f), "partial").unwrap();
+    }
+    let out = sage()
+        .current_dir(w.path())
+        .args(["man", "-o", "sage.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = keep.iter().map(|s| s.to_string()).collect();
+    want.push("sage.1".into());
+    want.sort();
+    assert_eq!(names, want);
+}
+
 #[test]
 fn docs_security_names_every_attack_test() {
     // Every defence is listed with its test: each `attack_*` test of this file and of

@@ -65,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         mapping,
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
+        framework_from: None,
     };
     let trace = match sage_adapters::normalize_opts(&files, opts) {
         Ok(t) => t,

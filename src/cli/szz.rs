@@ -122,6 +122,10 @@ pub struct VariantOpts {
     /// Timeout of each git call, in seconds.
     #[arg(long, default_value_t = 120)]
     pub git_timeout: u64,
+    /// The most each git call may print, in MiB: a call that prints more (a hostile
+    /// repository's blame or show) is killed and its case fails, naming the command.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub git_max_output_mb: u64,
 }
 
 impl VariantOpts {
@@ -163,6 +167,10 @@ impl VariantOpts {
     }
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.git_timeout.max(1))
+    }
+    /// `--git-max-output-mb` in bytes.
+    pub fn max_output(&self) -> u64 {
+        self.git_max_output_mb.max(1).saturating_mul(1024 * 1024)
     }
 }
 
@@ -232,7 +240,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
         anyhow::bail!("--repo and --fix are required (or use `sage szz eval`)");
     };
     let variants = parse_variants(&a.variant)?;
-    let git = sage_szz::open(repo, Some(a.opts.timeout()))?;
+    let git = sage_szz::open(repo, Some(a.opts.timeout()))?.with_max_output(a.opts.max_output());
     // fail early, and once, on an unknown fix
     let fix = git.resolve_commit(fix)?;
     let opts = a.opts.options(a.cve.clone());
@@ -402,6 +410,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
         variants,
         options: a.opts.options(None),
         timeout: a.opts.timeout(),
+        max_output: a.opts.max_output(),
         descriptions,
         oracle: Some(oracle.as_ref()),
         limit: a.limit,

@@ -326,7 +326,7 @@ fn localize_skips_a_case_whose_trace_has_no_agent_turn_or_the_wrong_framework() 
     assert!(find("wrong-framework")["message"]
         .as_str()
         .unwrap()
-        .contains("--framework aider refused"));
+        .contains("framework aider (the manifest's trace.framework) refused"));
     // Neither became a silent no-code-location result.
     assert_eq!(skipped.len(), 2);
 }

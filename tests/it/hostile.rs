@@ -597,6 +597,177 @@ fn attack_a_large_sheet_makes_annotate_import_quadratic() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
 
+// ------------------------------------------------------------------ detection
+
+/// A Moatless-shaped trajectory (a format sage does not list): `name` at the top and on each
+/// transition, `role` and `content` on the completion messages nested under them, no AG2
+/// `chat_history`. `tool_message` adds one nested message that has all three keys.
+fn moatless(tool_message: bool) -> String {
+    let last = if tool_message {
+        r#"{"role": "tool", "name": "SearchCode", "content": "found parser.py"}"#
+    } else {
+        r#"{"role": "user", "content": "plan the change"}"#
+    };
+    format!(
+        r#"{{"name": "MoatlessTools", "initial_message": "Fix the parser",
+  "workspace": {{"repository": {{"type": "git", "repo_path": "/tmp/repo"}}}},
+  "transitions": [
+    {{"id": 1, "name": "SearchCode", "state": {{"name": "SearchCode", "max_tokens": 8000}},
+     "actions": [{{"request": {{"scratch_pad": "look", "search_requests": [{{"query": "parse"}}]}},
+       "completion": {{"model": "gpt-4o", "input": [
+          {{"role": "system", "content": "You are an autonomous AI assistant."}},
+          {{"role": "user", "content": "Fix the parser"}}],
+        "response": {{"choices": [{{"message": {{"role": "assistant", "content": "I search."}}}}]}}}}}}]}},
+    {{"id": 2, "name": "PlanToCode", "state": {{"name": "PlanToCode"}},
+     "actions": [{{"request": {{"action": "modify", "file_path": "parser.py"}},
+       "completion": {{"model": "gpt-4o", "input": [{last}]}}}}]}}
+  ],
+  "info": {{"session_id": "s1"}}}}
+"#
+    )
+}
+
+#[test]
+fn attack_moatless_trajectory_is_read_as_ag2() {
+    // Before: AG2's rule matched `name`, `role` and `content` anywhere in the file, so a
+    // Moatless trajectory was detected as AG2 and refused as "no agent-authored turn in this
+    // ag2 trace". Now the keys must be on one object; weak evidence that reads nothing is
+    // "format not recognized"; a case's trace.framework is not called a --framework flag.
+    let w = tempfile::tempdir().unwrap();
+    for (name, nested) in [("spread.json", false), ("nested.json", true)] {
+        std::fs::write(w.path().join(name), moatless(nested)).unwrap();
+        let out = sage()
+            .current_dir(w.path())
+            .args(["normalize", name])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}: printed a trace");
+        assert!(err.contains(&format!("{name} (whole file)")), "{err}");
+        assert!(err.contains("format not recognized"), "{name}: {err}");
+        assert!(!err.contains("ag2 trace"), "{name}: {err}");
+        assert!(!err.contains("--framework ag2 refused"), "{name}: {err}");
+    }
+    // Keys spread over objects: AG2 does not score at all.
+    let out = sage()
+        .current_dir(w.path())
+        .args(["adapters", "detect", "spread.json"])
+        .output()
+        .unwrap();
+    assert!(!text(&out.stdout).contains("ag2"), "{}", text(&out.stdout));
+    // One nested message with all three keys: weak evidence, named as such.
+    let out = sage()
+        .current_dir(w.path())
+        .args(["normalize", "nested.json"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("only weak evidence (ag2 scores 30"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A case built when the file was taken for AG2 names its manifest, not a flag.
+    let cases = w.path().join("cases");
+    copy_dir(
+        &root().join("corpora/ag2-fig1a-aes-ecb"),
+        &cases.join("moatless"),
+    );
+    std::fs::write(cases.join("moatless/chat.json"), moatless(false)).unwrap();
+    let out = sage()
+        .current_dir(w.path())
+        .args(["localize", "cases"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(err.contains("skipped"), "{err}");
+    assert!(
+        err.contains("framework ag2 (the manifest's trace.framework) refused"),
+        "{err}"
+    );
+    assert!(!err.contains("--framework"), "{err}");
+}
+
+// ------------------------------------------------------------------ szz
+
+#[test]
+fn attack_repository_makes_git_print_more_than_the_cap() {
+    // Before: `sage szz` read every git child's stdout whole, so a repository whose fix
+    // rewrites a huge file (or whose blame is huge) made sage hold gigabytes. Now each call
+    // stops at --git-max-output-mb: git is killed and the error names the command and the
+    // cap. A 2 MiB rewrite against a 1 MiB cap stands in for gigabytes.
+    let mut r = crate::szz::Repo::new();
+    let pad = "x".repeat(400);
+    let old: String = (0..2_000)
+        .map(|i| format!("int v{i} = {i}; // {pad}\n"))
+        .collect();
+    r.commit_file("big.c", &old, "add big.c");
+    r.write("big.c", &old.replace(" = ", " = 1 + "));
+    let fix = r.commit("fix every line");
+    let szz = |extra: &[&str]| {
+        let out = sage()
+            .args(["szz", "--repo"])
+            .arg(r.path())
+            .args(["--fix", &fix, "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = szz(&["--git-max-output-mb", "1"]);
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("printed more than 1048576 bytes") && all.contains("--git-max-output-mb"),
+        "{code:?}\n{all}"
+    );
+    assert!(
+        all.contains("git ") && (all.contains("diff") || all.contains("blame")),
+        "{all}"
+    );
+    assert_ne!(code, Some(0), "{all}");
+    // The same repository under the default cap is read.
+    let (code, _, err) = szz(&[]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+// ------------------------------------------------------------------ output files
+
+#[test]
+fn attack_killed_runs_leave_temporaries_beside_an_output_file() {
+    // Before: a run killed while writing `-o FILE` left `.tmp-PID-FILE` beside it for good
+    // (only the results folder was cleaned). Now the atomic writer removes its own stale
+    // temporaries of that file: its exact name pattern, another (dead) process, older than
+    // the run. Anything else stays.
+    let w = tempfile::tempdir().unwrap();
+    let keep = [
+        ".tmp-999999-other.1",    // another target's
+        ".tmp-x-sage.1",          // not a pid
+        ".tmp-999999-sage.1.bak", // not this name
+        "sage.1.tmp-999999",
+    ];
+    for f in keep
+        .iter()
+        .chain([&".tmp-999999-sage.1", &".tmp-4000001-sage.1"])
+    {
+        std::fs::write(w.path().join(f), "partial").unwrap();
+    }
+    let out = sage()
+        .current_dir(w.path())
+        .args(["man", "-o", "sage.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = keep.iter().map(|s| s.to_string()).collect();
+    want.push("sage.1".into());
+    want.sort();
+    assert_eq!(names, want);
+}
+
 #[test]
 fn docs_security_names_every_attack_test() {
     // Every defence is listed with its test: each `attack_*` test of this file and of

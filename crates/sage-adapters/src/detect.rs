@@ -19,6 +19,11 @@ pub use crate::shape::{sample, Sample, WINDOWS, WINDOW_BYTES};
 /// The best adapter must score at least this much more than the next different one.
 pub const MARGIN: u8 = 10;
 
+/// A verdict whose score is below this rests on weak evidence (a rule that only says "some
+/// messages"): when reading the file that way gives no agent-authored turn, the file is
+/// refused as a format not recognized, not as an empty trace of that format.
+pub const WEAK_BELOW: u8 = 50;
+
 /// One adapter's score on a sample.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Candidate {

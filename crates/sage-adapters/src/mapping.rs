@@ -361,6 +361,9 @@ impl Mapping {
                 })
                 .collect()
         };
+        if let Some(why) = file.detect.iter().find_map(|r| r.problem()) {
+            return Err(err(format!("[[detect]]: {why}")));
+        }
         for w in &file.writes {
             if !matches!(
                 w.op.as_str(),

@@ -15,7 +15,7 @@ use std::path::Path;
 /// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
 /// file is or which adapters tie.
 pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
-    let best = detect_shared(path)?.name();
+    let best = detect_shared(path)?.0.name();
     let name = path.display().to_string();
     registry()
         .into_iter()
@@ -23,8 +23,8 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
 }
 
-/// [`detect`] among the adapters built once per process.
-fn detect_shared(path: &Path) -> Result<&'static dyn Adapter, AdapterError> {
+/// [`detect`] among the adapters built once per process, with the winner's score and evidence.
+fn detect_shared(path: &Path) -> Result<(&'static dyn Adapter, detect::Candidate), AdapterError> {
     let name = path.display().to_string();
     let reg = shared_registry();
     let d = detect::detect_file(reg, path, &name)?;
@@ -38,11 +38,10 @@ fn detect_shared(path: &Path) -> Result<&'static dyn Adapter, AdapterError> {
     let best = d
         .verdict()
         .map_err(|e| AdapterError::new(&name, Some(at.into()), e.to_string()))?
-        .framework
         .clone();
     reg.iter()
-        .find(|a| a.name() == best)
-        .map(|a| a.as_ref())
+        .find(|a| a.name() == best.framework)
+        .map(|a| (a.as_ref(), best))
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
 }
 
@@ -79,6 +78,9 @@ pub struct NormalizeOptions {
     /// OpenHands `output.jsonl`, the Nth sample of an Inspect log. `None` reads the first and
     /// reports every other run as a dropped record.
     pub run: Option<usize>,
+    /// Where `framework` was given, for messages (`trace.framework of case.json`); `None`
+    /// for the `--framework` flag.
+    pub framework_from: Option<String>,
 }
 
 /// The files of the trace a case or run manifest names (`trace.files`, relative to its
@@ -101,6 +103,7 @@ pub fn normalize_spec(
         NormalizeOptions {
             framework: spec.framework.clone(),
             run: spec.run,
+            framework_from: Some("the manifest's trace.framework".into()),
             ..NormalizeOptions::default()
         },
     )
@@ -122,6 +125,7 @@ pub fn normalize_with(
             mapping,
             allow_empty: false,
             run: None,
+            framework_from: None,
         },
     )
 }
@@ -153,6 +157,8 @@ pub fn normalize_opts(
         }
     }
     let framework = opts.framework.as_deref();
+    // The detected adapter's score and evidence, when it was detected (not forced).
+    let mut detected: Option<detect::Candidate> = None;
     let trace = if let Some(m) = opts.mapping {
         let target = framework.unwrap_or(m.name()).to_string();
         let adapter: Box<dyn Adapter> = match by_name(&target) {
@@ -190,13 +196,17 @@ pub fn normalize_opts(
                             format!("unknown framework {n:?}; see `sage adapters`"),
                         )
                     })?;
-                check_forced(a, main)?;
+                check_forced(a, main, opts.framework_from.as_deref())?;
                 a
             }
-            None => detect_shared(&main.path).map_err(|mut e| {
-                e.file = main.name.clone();
-                e
-            })?,
+            None => {
+                let (a, c) = detect_shared(&main.path).map_err(|mut e| {
+                    e.file = main.name.clone();
+                    e
+                })?;
+                detected = Some(c);
+                a
+            }
         };
         match opts.run {
             Some(n) => normalize_run(adapter, files, n)?,
@@ -206,6 +216,12 @@ pub fn normalize_opts(
     let trace = finish(trace);
     if !opts.allow_empty {
         if let Some(why) = no_agent_turn(&trace) {
+            // Weak evidence that gives nothing was a guess, not a format: say so rather than
+            // "this ag2 trace".
+            let why = match detected.filter(|c| c.score < detect::WEAK_BELOW) {
+                Some(c) => not_recognized_weak(&c, &trace),
+                None => why,
+            };
             return Err(AdapterError::new(
                 &main.name,
                 Some("whole file".into()),
@@ -288,9 +304,33 @@ pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
     trace
 }
 
+/// The error of a file detected only on weak evidence ([`detect::WEAK_BELOW`]) that gives no
+/// agent-authored turn: the format is not recognized, and what was looked for.
+fn not_recognized_weak(c: &detect::Candidate, trace: &CanonicalTrace) -> String {
+    format!(
+        "format not recognized: no adapter's rules recognise this file, only weak evidence \
+         ({} scores {} of 100, below {}: {}), and read as {} it gives no agent-authored turn \
+         ({} turns, {} dropped records); sage looked for the structure of every format it \
+         reads (`sage adapters` lists them, `sage adapters detect FILE` shows the evidence); \
+         pass --framework NAME or --adapter MAPPING if it is one of them",
+        c.framework,
+        c.score,
+        detect::WEAK_BELOW,
+        c.evidence,
+        c.framework,
+        trace.turns.len(),
+        trace.dropped.len()
+    )
+}
+
 /// A forced adapter must recognise the file's structure: `--framework aider` on an OpenHands
-/// export would otherwise give a made-up trace.
-fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> {
+/// export would otherwise give a made-up trace. `from` says where the framework was given
+/// (`None`: the `--framework` flag).
+fn check_forced(
+    a: &dyn Adapter,
+    main: &SourceFile,
+    from: Option<&str>,
+) -> Result<(), AdapterError> {
     let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
@@ -318,10 +358,16 @@ fn check_forced(a: &dyn Adapter, main: &SourceFile) -> Result<(), AdapterError> 
     Err(AdapterError::new(
         &main.name,
         Some("whole file".into()),
-        format!(
-            "--framework {} refused: its detector does not recognise this file's structure; {found}",
-            a.name()
-        ),
+        match from {
+            None => format!(
+                "--framework {} refused: its detector does not recognise this file's structure; {found}",
+                a.name()
+            ),
+            Some(from) => format!(
+                "framework {} ({from}) refused: its detector does not recognise this file's structure; {found}",
+                a.name()
+            ),
+        },
     ))
 }
 

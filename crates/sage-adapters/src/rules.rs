@@ -12,7 +12,9 @@ pub const DEFAULT_DETECT_RULES: &str = include_str!("../mappings/detect.toml");
 ///
 /// Structural conditions (`has`, `has_any`, `lacks`) name key paths of the parsed JSON
 /// (`/a/*/b`, `*` any one segment, `**` any number) optionally with a test on the string value
-/// there (`PATH = V`, `PATH ^= PREFIX`, `PATH *= PART`); `lines` are regular expressions each
+/// there (`PATH = V`, `PATH ^= PREFIX`, `PATH *= PART`), or keys that must be on one object
+/// (`/**/{name,role,content}`: some object at a path matching `/**` has all three; keys
+/// spread over different objects or records do not count); `lines` are regular expressions each
 /// of which some line of the sampled text must match; `all` / `any` / `none` are plain
 /// substrings of the sampled text, the form older mapping files use.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -87,9 +89,41 @@ fn cond(c: &str) -> Cond<'_> {
     }
 }
 
+/// `PARENT/{k1,k2,...}`: the parent pattern and the keys that must be on one object there.
+fn keys_together(p: &str) -> Option<(&str, Vec<&str>)> {
+    let (parent, group) = p.rsplit_once('/')?;
+    let inner = group.strip_prefix('{')?.strip_suffix('}')?;
+    Some((parent, inner.split(',').map(str::trim).collect()))
+}
+
+/// Why condition `c` is malformed, if it is.
+fn cond_problem(c: &str) -> Option<String> {
+    let braces = |p: &str| p.contains('{') || p.contains('}');
+    match cond(c) {
+        Cond::Path(p) if braces(p) => match keys_together(p) {
+            Some((parent, keys))
+                if !braces(parent) && keys.iter().all(|k| !k.is_empty() && !braces(k)) =>
+            {
+                None
+            }
+            _ => Some(format!(
+                "condition {c:?}: keys that must be on one object are written as the last \
+                 segment, PATH/{{key1,key2,...}}"
+            )),
+        },
+        Cond::Eq(p, _) | Cond::Prefix(p, _) | Cond::Contains(p, _) if braces(p) => Some(format!(
+            "condition {c:?}: a value test takes a key path, not a {{key,...}} group"
+        )),
+        _ => None,
+    }
+}
+
 fn holds(shape: &Shape, c: &str) -> bool {
     match cond(c) {
-        Cond::Path(p) => shape.count(p) > 0,
+        Cond::Path(p) => match keys_together(p) {
+            Some((parent, keys)) => shape.has_keys_together(parent, &keys),
+            None => shape.count(p) > 0,
+        },
         Cond::Eq(p, v) => shape.has_value(p, |x| x == v),
         Cond::Prefix(p, v) => shape.has_value(p, |x| x.starts_with(v)),
         Cond::Contains(p, v) => shape.has_value(p, |x| x.contains(v)),
@@ -97,6 +131,15 @@ fn holds(shape: &Shape, c: &str) -> bool {
 }
 
 impl DetectRule {
+    /// Why the rule is malformed, if it is (a `{key,...}` group out of place).
+    pub fn problem(&self) -> Option<String> {
+        self.has
+            .iter()
+            .chain(&self.has_any)
+            .chain(&self.lacks)
+            .find_map(|c| cond_problem(c))
+    }
+
     /// Whether the rule holds for `shape`.
     pub fn matches(&self, shape: &Shape) -> bool {
         (self.form.is_empty() || self.form.iter().any(|f| f == shape.form.name()))
@@ -179,6 +222,16 @@ impl DetectRules {
                 format!("a rule names no adapter (score {})", bad.score),
             ));
         }
+        if let Some((rule, why)) = r.rule.iter().find_map(|x| x.problem().map(|p| (x, p))) {
+            return Err(AdapterError::new(
+                origin,
+                None,
+                format!(
+                    "invalid detection rule of {}: {why}",
+                    rule.adapter.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
         Ok(r)
     }
 
@@ -218,5 +271,24 @@ impl DetectRules {
                 .filter(|r| r.adapter.as_deref() == Some(adapter)),
             shape,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_group_must_be_the_last_segment_and_take_no_value() {
+        let rules = |has: &str| {
+            format!("version = \"t\"\n[[rule]]\nadapter = \"ag2\"\nhas = [{has:?}]\nscore = 30\n")
+        };
+        assert!(DetectRules::parse(&rules("/**/{name,role}"), "t").is_ok());
+        for bad in ["/{a,b}/c", "/**/{a,}", "/x/{a,b} = v", "/x/{a"] {
+            let e = DetectRules::parse(&rules(bad), "t")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
     }
 }

@@ -105,6 +105,11 @@ const MAX_VALUES: usize = 64;
 const MAX_VALUE_CHARS: usize = 120;
 /// Deepest path recorded.
 const MAX_DEPTH: usize = 16;
+/// Objects with more keys than this are keyed by data (file names, ids): their key sets are
+/// not kept for same-object conditions.
+const MAX_OBJECT_KEYS: usize = 48;
+/// Key sets kept per object path (only the maximal ones: a set inside a kept one adds nothing).
+const MAX_KEY_SETS: usize = 256;
 
 /// How a file is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -144,6 +149,10 @@ pub struct Shape {
     paths: HashMap<String, u32>,
     /// Key path → short string values found there.
     values: HashMap<String, BTreeSet<String>>,
+    /// Object path (`/messages/*`, `` for the record itself) → the key sets of the objects
+    /// there (sorted, escaped as in paths), the maximal ones only: what same-object conditions
+    /// (`/**/{name,role,content}`) are tested on.
+    objects: HashMap<String, Vec<Vec<String>>>,
     /// The sampled text (for line rules and the needles of older mapping files).
     pub text: String,
     /// Where a JSON document stopped parsing, if it did (what was read before still counts).
@@ -241,6 +250,7 @@ impl Shape {
             bad_lines: 0,
             paths: HashMap::new(),
             values: HashMap::new(),
+            objects: HashMap::new(),
             text,
             error: None,
         }
@@ -312,6 +322,40 @@ impl Shape {
         self.values
             .iter()
             .any(|(p, vs)| path_matches(pattern, p) && check(vs))
+    }
+
+    /// Whether one object at a path matching `parent` has every key of `keys` (the keys
+    /// together, on the same object of the same record, not anywhere in the file).
+    pub fn has_keys_together(&self, parent: &str, keys: &[&str]) -> bool {
+        let holds = |sets: &Vec<Vec<String>>| {
+            sets.iter()
+                .any(|set| keys.iter().all(|k| set.iter().any(|s| s == k)))
+        };
+        if !parent.contains('*') {
+            return self.objects.get(parent).is_some_and(holds);
+        }
+        self.objects
+            .iter()
+            .any(|(p, sets)| path_matches(parent, p) && holds(sets))
+    }
+
+    /// Keep the key set of one object at `path`: only maximal sets, at most [`MAX_KEY_SETS`]
+    /// per path, at most [`MAX_PATHS`] paths.
+    fn add_key_set(&mut self, path: &str, mut keys: Vec<String>) {
+        keys.sort_unstable();
+        keys.dedup();
+        if !self.objects.contains_key(path) && self.objects.len() >= MAX_PATHS {
+            return;
+        }
+        let sets = self.objects.entry(path.to_string()).or_default();
+        let within = |small: &[String], big: &[String]| small.iter().all(|k| big.contains(k));
+        if sets.iter().any(|s| within(&keys, s)) {
+            return;
+        }
+        sets.retain(|s| !within(s, &keys));
+        if sets.len() < MAX_KEY_SETS {
+            sets.push(keys);
+        }
     }
 
     /// The most common top-level keys or record paths, for the evidence report.
@@ -485,6 +529,9 @@ impl<'de> Visitor<'de> for Walker<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         let len = self.path.len();
+        // This object's keys, for same-object conditions (none past the depth limit, none
+        // when there are more than an object of named fields has).
+        let mut keys: Option<Vec<String>> = (self.depth < MAX_DEPTH).then(Vec::new);
         let result = loop {
             let key = match map.next_key::<std::borrow::Cow<'de, str>>() {
                 Ok(Some(k)) => k,
@@ -506,6 +553,13 @@ impl<'de> Visitor<'de> for Walker<'_> {
                     c => self.path.push(c),
                 }
             }
+            if let Some(ks) = keys.as_mut() {
+                if ks.len() < MAX_OBJECT_KEYS {
+                    ks.push(self.path[len + 1..].to_string());
+                } else {
+                    keys = None;
+                }
+            }
             self.note_path();
             let r = map.next_value_seed(self.child());
             self.path.truncate(len);
@@ -514,6 +568,10 @@ impl<'de> Visitor<'de> for Walker<'_> {
             }
         };
         self.path.truncate(len);
+        if let (Ok(()), Some(ks)) = (&result, keys) {
+            let at = self.path.clone();
+            self.shape.add_key_set(&at, ks);
+        }
         result
     }
 }
@@ -543,6 +601,32 @@ mod tests {
         assert_eq!(s.form, Form::Document);
         assert_eq!(s.count("/history/*/role"), 1);
         assert_eq!(s.count("/mistake_agent"), 1);
+    }
+
+    #[test]
+    fn keys_together_are_keys_of_one_object() {
+        // AG2 messages: name, role and content on each message.
+        let ag2 = r#"[{"name": "coder", "role": "assistant", "content": "x"}]"#;
+        let s = Shape::of_json_text(ag2);
+        assert!(s.has_keys_together("/**", &["name", "role", "content"]));
+        assert!(s.has_keys_together("/*", &["content", "name"]));
+        assert!(!s.has_keys_together("", &["name"]));
+        // The same keys spread over objects (a Moatless trajectory): not together.
+        let spread = r#"{"name": "t", "messages": [{"role": "user", "content": "x"}]}"#;
+        let s = Shape::of_json_text(spread);
+        assert!(s.count("/**/name") > 0 && s.count("/**/role") > 0);
+        assert!(!s.has_keys_together("/**", &["name", "role", "content"]));
+        assert!(s.has_keys_together("/messages/*", &["role", "content"]));
+        // JSON Lines: one record's object, not keys from different lines.
+        let lines = "{\"name\": \"a\"}\n{\"role\": \"b\", \"content\": \"c\"}\n";
+        let s = Shape::of_json_text(lines);
+        assert_eq!(s.form, Form::Lines);
+        assert!(!s.has_keys_together("/**", &["name", "role", "content"]));
+        // Only maximal key sets are kept.
+        let many = r#"[{"a": 1}, {"a": 1, "b": 2}, {"a": 1}, {"c": 3}]"#;
+        let s = Shape::of_json_text(many);
+        assert_eq!(s.objects["/*"].len(), 2);
+        assert!(s.has_keys_together("/*", &["a", "b"]));
     }
 
     #[test]

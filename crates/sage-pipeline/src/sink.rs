@@ -162,6 +162,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
+        remove_stale_temporaries(dir, &name);
         let tmp = dir.join(format!(".tmp-{}-{name}", std::process::id()));
         let f = std::fs::File::create(&tmp)?;
         Ok(AtomicFile {
@@ -177,6 +178,44 @@ impl AtomicFile {
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&self.tmp, &self.path)
+    }
+}
+
+/// When this process first wrote an atomic file: a temporary modified since may be another
+/// run's, in progress.
+static RUN_START: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
+
+/// Remove the temporaries of `name` that killed runs left beside it: exactly the names
+/// [`AtomicFile::create`] makes (`.tmp-PID-NAME`), of another process, not modified since
+/// this run started, and (where `/proc` tells) of a process that no longer runs. Best
+/// effort: a file that cannot be removed is left.
+fn remove_stale_temporaries(dir: &Path, name: &str) {
+    let start = *RUN_START.get_or_init(std::time::SystemTime::now);
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(".tmp-"))
+            .and_then(|f| f.strip_suffix(name))
+            .and_then(|f| f.strip_suffix('-'))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else { continue };
+        let old = meta.modified().is_ok_and(|m| m < start);
+        let running = Path::new("/proc").is_dir() && Path::new(&format!("/proc/{pid}")).exists();
+        if meta.is_file() && old && !running {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 

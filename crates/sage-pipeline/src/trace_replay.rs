@@ -502,6 +502,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
             mapping: None,
             allow_empty: opts.allow_empty,
             run: opts.run,
+            framework_from: None,
         },
     )?;
     let (trace, seen) =

@@ -71,7 +71,7 @@ pub fn bench_fix(git: &Git, fix: &str, runs: usize) -> Result<BenchRow, SzzError
     let mut calls = warm.git_calls;
     for _ in 0..runs.max(1) {
         // a fresh handle so metadata caches do not carry over between runs
-        let g = Git::open(git.git_dir(), git.timeout())?;
+        let g = Git::open(git.git_dir(), git.timeout())?.with_max_output(git.max_output());
         let t = Instant::now();
         let r = find_inducing(&g, fix, Variant::B, &opts, None)?;
         b_times.push(t.elapsed().as_secs_f64() * 1000.0);

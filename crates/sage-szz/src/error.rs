@@ -17,6 +17,8 @@ pub enum SzzError {
     Git { args: String, stderr: String },
     #[error("git {args} timed out after {secs:.0}s and was killed")]
     Timeout { args: String, secs: f64 },
+    #[error("git {args} printed more than {limit} bytes (the cap on a git call's output, --git-max-output-mb) and was killed")]
+    OutputTooLarge { args: String, limit: u64 },
     #[error("could not run git: {0}")]
     Spawn(String),
     #[error("{file}: {record}: {msg}")]

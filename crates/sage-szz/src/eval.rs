@@ -99,6 +99,8 @@ pub struct EvalConfig<'a> {
     pub variants: Vec<Variant>,
     pub options: Options,
     pub timeout: Duration,
+    /// The cap on what one git call may print, in bytes.
+    pub max_output: u64,
     /// CVE id → description, handed to the agent.
     pub descriptions: HashMap<String, String>,
     pub oracle: Option<&'a dyn SzzOracle>,
@@ -161,7 +163,7 @@ pub fn evaluate(ds: &Dataset, repos: &Path, cfg: &EvalConfig) -> EvalReport {
             continue;
         };
         let git = match Git::open(&dir, cfg.timeout) {
-            Ok(g) => Some(g),
+            Ok(g) => Some(g.with_max_output(cfg.max_output)),
             Err(e) => {
                 report.problems.push(format!("{repo}: {e}"));
                 None

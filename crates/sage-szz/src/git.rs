@@ -1,5 +1,7 @@
 //! Git plumbing: every call runs the `git` binary through `std::process::Command` with a
-//! timeout (the process is killed when it expires), on a working tree or a bare repository.
+//! timeout and a cap on what it prints (the process is killed when either is passed), on a
+//! working tree or a bare repository. A hostile repository can make `git show` or `git
+//! blame` print gigabytes; nothing past the cap is read.
 //!
 //! git's own output is the reference (gix's blame disagreed with it on up to 1.3% of lines
 //! even with rewrite tracking), so nothing here reimplements git.
@@ -16,6 +18,12 @@ use std::time::{Duration, Instant};
 
 /// Default timeout of one git call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Default cap on what one git call may print on stdout (`--git-max-output-mb`).
+pub const DEFAULT_MAX_OUTPUT: u64 = 256 * 1024 * 1024;
+
+/// What is kept of a git call's stderr (the rest is read and dropped).
+const STDERR_KEPT: u64 = 64 * 1024;
 
 /// Configuration passed with `-c` on every call so a user's or repository's settings cannot
 /// change what blame and diff report (prefixes, rename detection, diff algorithm, colour), or
@@ -71,6 +79,7 @@ pub fn short(h: &str) -> &str {
 pub struct Git {
     git_dir: PathBuf,
     timeout: Duration,
+    max_output: u64,
     info_cache: RefCell<HashMap<String, CommitInfo>>,
     files_cache: RefCell<HashMap<String, usize>>,
     lines_cache: RefCell<HashMap<String, u64>>,
@@ -93,6 +102,7 @@ impl Git {
             None,
             &["rev-parse", "--absolute-git-dir"],
             timeout,
+            DEFAULT_MAX_OUTPUT,
         )?;
         if !out.ok {
             return Err(SzzError::NotARepo {
@@ -104,6 +114,7 @@ impl Git {
         let git = Git {
             git_dir,
             timeout,
+            max_output: DEFAULT_MAX_OUTPUT,
             info_cache: RefCell::default(),
             files_cache: RefCell::default(),
             lines_cache: RefCell::default(),
@@ -123,6 +134,18 @@ impl Git {
 
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// This handle with a cap of `bytes` (at least 1) on what each git call may print: a
+    /// call that prints more is killed and fails with [`SzzError::OutputTooLarge`].
+    pub fn with_max_output(mut self, bytes: u64) -> Git {
+        self.max_output = bytes.max(1);
+        self
+    }
+
+    /// The cap on what each git call may print.
+    pub fn max_output(&self) -> u64 {
+        self.max_output
     }
 
     /// How many git processes this handle has started.
@@ -156,7 +179,13 @@ impl Git {
     /// Run git and return the whole outcome, success or not.
     pub(crate) fn run_status(&self, args: &[&str]) -> Result<RawOutput, SzzError> {
         *self.calls.borrow_mut() += 1;
-        run_raw(None, Some(&self.git_dir), args, self.timeout)
+        run_raw(
+            None,
+            Some(&self.git_dir),
+            args,
+            self.timeout,
+            self.max_output,
+        )
     }
 
     /// Resolve `rev` (a full hash, a unique prefix, a ref) to a full commit hash. A prefix
@@ -364,13 +393,17 @@ fn kill_group(pid: u32) {
     let _ = pid;
 }
 
-/// Spawn git with the fixed configuration and wait at most `timeout`; on expiry the process
-/// is killed and [`SzzError::Timeout`] names the command.
+/// Spawn git with the fixed configuration and wait at most `timeout`, reading at most
+/// `max_output` bytes of its stdout; on expiry the process is killed and
+/// [`SzzError::Timeout`] names the command, past the cap it is killed and
+/// [`SzzError::OutputTooLarge`] names the command and the cap. Of stderr the first
+/// [`STDERR_KEPT`] bytes are kept.
 fn run_raw(
     cwd: Option<&Path>,
     git_dir: Option<&Path>,
     args: &[&str],
     timeout: Duration,
+    max_output: u64,
 ) -> Result<RawOutput, SzzError> {
     let mut cmd = Command::new("git");
     if let Some(dir) = git_dir {
@@ -415,11 +448,24 @@ fn run_raw(
     };
     let err_reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
-        let _ = stderr.read_to_end(&mut buf);
+        let _ = stderr.by_ref().take(STDERR_KEPT).read_to_end(&mut buf);
+        // the rest is drained, so git never blocks on a full pipe (the timeout still holds)
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
         buf
     });
     let mut out = Vec::new();
-    let _ = stdout.read_to_end(&mut out);
+    let _ = stdout
+        .by_ref()
+        .take(max_output.saturating_add(1))
+        .read_to_end(&mut out);
+    let too_large = out.len() as u64 > max_output;
+    if too_large {
+        // nothing more is read: end git (and whatever it started) now
+        kill_group(pid);
+        let _ = child.lock().unwrap_or_else(|p| p.into_inner()).kill();
+        drop(stdout);
+        out = Vec::new();
+    }
     let err = err_reader.join().unwrap_or_default();
     // stdout is closed: the process has exited or is about to.
     let start = Instant::now();
@@ -442,6 +488,12 @@ fn run_raw(
     };
     let _ = done_tx.send(());
     let _ = watchdog.join();
+    if too_large {
+        return Err(SzzError::OutputTooLarge {
+            args: args.join(" "),
+            limit: max_output,
+        });
+    }
     if *timed_out.lock().unwrap_or_else(|p| p.into_inner()) {
         return Err(SzzError::Timeout {
             args: args.join(" "),
@@ -475,11 +527,34 @@ mod tests {
             None,
             &["-c", "alias.hang=!sleep 30", "hang"],
             Duration::from_millis(300),
+            DEFAULT_MAX_OUTPUT,
         );
         match r {
             Err(SzzError::Timeout { args, .. }) => assert!(args.contains("hang")),
             other => panic!("expected a timeout, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn endless_output_is_cut_at_the_cap_and_the_command_killed() {
+        // `yes` prints forever: the call must end at the cap, long before the timeout.
+        let dir = std::env::temp_dir();
+        let start = Instant::now();
+        let r = run_raw(
+            Some(&dir),
+            None,
+            &["-c", "alias.flood=!yes", "flood"],
+            Duration::from_secs(60),
+            4096,
+        );
+        match r {
+            Err(e @ SzzError::OutputTooLarge { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains("flood") && m.contains("4096 bytes"), "{m}");
+            }
+            other => panic!("expected the cap, got {other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(30));
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub(crate) fn judgment_schema_with(
         }
     };
     let scores = match choices {
-        Some(c) if c.is_empty() => json!([0]),
+        Some([]) => json!([0]),
         _ => json!([0, 1, 2, 3]),
     };
     let mut rationale = json!({"type": "string"});

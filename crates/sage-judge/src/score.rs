@@ -143,3 +143,35 @@ where
         reason,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejections_are_counted_by_kind() {
+        let k = |r: &str| rejection_kind(r);
+        assert_eq!(
+            k("DI: the quote \"x\" does not occur verbatim in turn 3"),
+            "quote-not-found"
+        );
+        assert_eq!(
+            k("TR: the quote \"x\" occurs only in a tool result of turn 3, which"),
+            "quote-outside-agent-text"
+        );
+        assert_eq!(
+            k("SA: the quote \"x\" is text in turn 2 addressed to the judge (injection rule r)"),
+            "quote-addresses-judge"
+        );
+        assert_eq!(k("VR score 2 has no quote"), "score-without-quote");
+        assert_eq!(
+            k("the answer was cut off at the token limit (finish_reason=length); answer briefly"),
+            "cut-off"
+        );
+        assert_eq!(
+            k("\"DI\".score must be an integer 0-3, got \"high\""),
+            "schema"
+        );
+        assert_eq!(k("the answer is not one JSON object (EOF)"), "schema");
+    }
+}

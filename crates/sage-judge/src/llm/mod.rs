@@ -759,6 +759,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn quote_choices_and_rationale_cap_shape_the_schema() {
+        let plain = judgment_schema_with(None, None);
+        assert_eq!(
+            plain["properties"]["TR"]["properties"]["quote"]["type"],
+            json!(["string", "null"])
+        );
+        assert!(plain["properties"]["TR"]["properties"]["rationale"]
+            .get("maxLength")
+            .is_none());
+        let c = vec!["I will validate the host.".to_string()];
+        let s = judgment_schema_with(Some(&c), Some(160));
+        let dim = &s["properties"]["DI"]["properties"];
+        assert_eq!(
+            dim["quote"]["enum"],
+            json!(["I will validate the host.", null])
+        );
+        assert_eq!(dim["rationale"]["maxLength"], json!(160));
+        assert_eq!(dim["score"]["enum"], json!([0, 1, 2, 3]));
+        // nothing quotable: nothing but 0 can be verified, so nothing else is offered
+        let none = judgment_schema_with(Some(&[]), None);
+        assert_eq!(
+            none["properties"]["SA"]["properties"]["score"]["enum"],
+            json!([0])
+        );
+    }
+
+    #[test]
     fn strict_parsing_rejects_what_is_not_one_judgment() {
         let ok = r#"{"applicable":true,"security_opportunity":false,
           "TR":{"score":0,"quote":null,"rationale":""},"DI":{"score":2,"quote":"x","rationale":""},

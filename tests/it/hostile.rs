@@ -2,6 +2,7 @@
 //! driving the real binary (docs/security.md lists each defence with its test). Network
 //! tests talk only to servers on 127.0.0.1 that the test starts itself.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::io::{Read as _, Write as _};
@@ -21,19 +22,6 @@ fn sage() -> Command {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
 }
 
 fn text(b: &[u8]) -> String {

@@ -15,6 +15,7 @@
 //! line and passes; in CI (`.ci/run` installs it) a missing judge fails.
 
 use crate::need;
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -195,19 +196,6 @@ const CASES: &[&str] = &[
     "corpora/aider-whole-cookie",
     "corpora/susvibes/gemini-2.5-pro__aio-libs__aiohttp-session_1b356f01bbab57d041c9a75bacd72fbbf8524728",
 ];
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
 
 /// Text that turn `j` has and no other turn ≤ k, nor the task, has: its sentinel.
 fn sentinels(case: &sage_pipeline::localize::PreparedCase) -> Vec<Option<String>> {

@@ -10,6 +10,8 @@
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
+//! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
+//! - `need`: what a test needs from outside the repository; `support`: shared helpers
 
 mod adapters_chat;
 mod adapters_detect;
@@ -32,6 +34,7 @@ mod reliability;
 mod replay_fidelity;
 mod screen;
 mod security;
+mod support;
 mod susvibes;
 mod szz;
 mod view;

@@ -4,6 +4,7 @@
 //! the fix (the comment says how). Network tests talk only to servers on 127.0.0.1 that the
 //! test starts itself.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use sage_llm::fake::{Captured, FakeServer, Fault};
 use serde_json::Value;
@@ -26,19 +27,6 @@ fn sage() -> Command {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
 }
 
 /// A copy of a bundled corpus case at `to`, its manifest edited by `edit`.

@@ -405,20 +405,13 @@ mod tests {
         let (t1, s1) = trace_with(&["one", "two"]);
         let (t2, s2) = trace_with(&["alpha", "beta"]);
         let task = TaskContext::default();
-        let items = [
-            ScoreItem {
-                id: "a",
-                task: &task,
-                trace: &t1,
-                store: &s1,
-            },
-            ScoreItem {
-                id: "b",
-                task: &task,
-                trace: &t2,
-                store: &s2,
-            },
-        ];
+        let item = |id, trace, store| ScoreItem {
+            id,
+            task: &task,
+            trace,
+            store,
+        };
+        let items = [item("a", &t1, &s1), item("b", &t2, &s2)];
         let key = |j: &Job| (j.item, j.judge, j.k, j.run);
         let serial: Vec<_> = job_order(&items, 1, 2, 1).iter().map(key).collect();
         assert_eq!(

@@ -2,6 +2,7 @@
 //! file is either read (at least one agent-authored turn, every raw pointer resolving) or
 //! refused with a reason that names what it is. Nothing yields a silent empty trace.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
@@ -262,19 +263,6 @@ fn legacy_codex_rollout_is_read_with_its_apply_patch_heredocs() {
     );
     assert!(patch_calls.iter().all(|r| r.contains("/arguments")));
     assert!(err.contains("raw pointers: all "), "{err}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let t = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &t);
-        } else {
-            std::fs::copy(&p, &t).unwrap();
-        }
-    }
 }
 
 #[test]

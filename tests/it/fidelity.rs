@@ -5,6 +5,7 @@
 //! text and no submission reaching any prompt, a scoring failure that the rule does not need,
 //! a quote taken from a tool result, and the turn counters.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use sage_llm::fake::{scored_turn, FakeServer, Fault};
 use serde_json::{json, Value};
@@ -15,19 +16,6 @@ use std::time::Duration;
 
 fn fidelity_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fidelity")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn localize_json(dir: &Path, extra: &[&str]) -> (Value, String, i32) {

@@ -2,6 +2,7 @@
 //! `sage confirm export / import / report`, on the SusVibes runs of ../shared and the bundled
 //! corpus.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -19,21 +20,6 @@ fn susvibes() -> Option<PathBuf> {
         return None;
     }
     Some(super::need::shared_path("susvibes"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from)
-        .into_iter()
-        .filter_map(|e| e.ok())
-    {
-        let rel = e.path().strip_prefix(from).unwrap();
-        let dst = to.join(rel);
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
 }
 
 fn read_json(p: &Path) -> Value {

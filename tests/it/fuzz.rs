@@ -4,6 +4,7 @@
 //! under `cargo test` (CI) with a fixed number of cases; `SAGE_FUZZ_CASES=N` runs more.
 //! Why proptest and not `cargo fuzz`: docs/security.md, "Fuzzing".
 
+use crate::support::copy_dir;
 use proptest::prelude::*;
 use sage_adapters::{self as adapters, SourceFile};
 use sage_trace::RawStore;
@@ -223,18 +224,6 @@ const CASES: &[&str] = &[
     "ag2-final-only-usermod",
     "aider-remove-reinstate-path",
 ];
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e.unwrap();
-        let dest = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, .. ProptestConfig::default() })]

@@ -1,5 +1,6 @@
 //! LLM judges against a fake server on 127.0.0.1 speaking both APIs, with injected faults.
 
+use crate::support::copy_dir;
 use sage_judge::concurrent::{score_traces_concurrently, ScoreItem, ScoredBatch};
 use sage_judge::config::Config;
 use sage_judge::spec::{BuiltJudge, JudgeOptions, JudgeSession};
@@ -584,21 +585,6 @@ fn cache_stats_and_prune_via_the_binary() {
         .assert()
         .success()
         .stdout(predicates::str::contains("removed 2 file"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from)
-        .into_iter()
-        .filter_map(|e| e.ok())
-    {
-        let rel = e.path().strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
 }
 
 fn read_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {

@@ -294,6 +294,10 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
         let fragment = prepared.case.anchor().fragment.clone().unwrap_or_default();
         let marks = sentinels(&prepared);
         assert!(
+            marks.iter().skip(1).any(Option::is_some),
+            "{id}: no later turn has a sentinel, so prefix-only could not be checked"
+        );
+        assert!(
             r["judge"]["model"].as_str() == Some(MODEL_ID) && r["run"] == 0,
             "{id}: judged by {} run {}",
             r["judge"],
@@ -343,12 +347,16 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
             }
             // prefix-only: the requests for this case's turn k
             let heading = format!("Score turn {k}, the last turn above");
-            let task_marker =
-                &prepared.case.task().description[..prepared.case.task().description.len().min(60)];
+            // the task header names the case's task id (task.txt): which case a body is for
+            let task_marker = format!("Task id: {}", prepared.case.task().id);
             let mine: Vec<&String> = bodies
                 .iter()
-                .filter(|b| b.contains(&heading) && b.contains(&json_str(task_marker)))
+                .filter(|b| b.contains(&heading) && b.contains(&json_str(&task_marker)))
                 .collect();
+            // a turn that was sent has its requests here, so the checks below are not vacuous
+            if t["status"] != "context-overflow" {
+                assert!(!mine.is_empty(), "{id} turn {k}: no request found for it");
+            }
             for b in mine {
                 for (j, m) in marks.iter().enumerate().skip(k) {
                     if let Some(m) = m {

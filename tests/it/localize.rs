@@ -1,6 +1,7 @@
 //! `sage localize` and `sage explain` on bad input: every bad case gets one clear message
 //! naming the case and the record, the other cases still run, and the exit status says so.
 
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
@@ -8,19 +9,6 @@ fn corpus_case(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("corpora")
         .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn sage() -> Command {

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 /// Copy the folder `from` (files and subfolders) to `to`, e.g. a bundled case into a
-/// temporary corpus that a test may write into.
+/// temporary corpus that a test may write into. File contents only: a read-only source (the
+/// `../shared` CI lays out without write bits) gives writable copies.
 pub fn copy_dir(from: &Path, to: &Path) {
     for e in walkdir::WalkDir::new(from) {
         let e = e.unwrap();
@@ -12,7 +13,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
         if e.file_type().is_dir() {
             std::fs::create_dir_all(&dest).unwrap();
         } else {
-            std::fs::copy(e.path(), &dest).unwrap();
+            std::fs::write(&dest, std::fs::read(e.path()).unwrap()).unwrap();
         }
     }
 }

@@ -4,6 +4,7 @@
 //! when ../shared is absent.
 
 use crate::adapters_events::summary;
+use crate::support::copy_dir;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use sage_adapters::{self as adapters, SourceFile};
@@ -333,19 +334,6 @@ fn case_check_on_the_shared_cases() {
         out.contains("the replay differs from the final file"),
         "{out}"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::write(&dest, std::fs::read(e.path()).unwrap()).unwrap();
-        }
-    }
 }
 
 /// gemini-2.5-pro wagtail 5c7a6097: the agent inserts link_entity, undoes it (undo_edit at

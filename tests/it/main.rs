@@ -37,4 +37,5 @@ mod security;
 mod support;
 mod susvibes;
 mod szz;
+mod szz_adversarial;
 mod view;

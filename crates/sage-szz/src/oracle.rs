@@ -135,6 +135,10 @@ pub struct PresenceQuery<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Presence {
     pub present: bool,
+    /// This commit's own change brought the vulnerability in (it removed a guard, say): the
+    /// code was safe before it, so the walk stops here and answers this commit.
+    #[serde(default)]
+    pub introduced: bool,
     pub reason: String,
 }
 
@@ -602,6 +606,7 @@ impl SzzOracle for LexiconOracle {
             let present = !q.line.trim().is_empty();
             return Ok(Presence {
                 present,
+                introduced: false,
                 reason: "no keyword in the anchor: present while the statement exists".into(),
             });
         }
@@ -619,12 +624,14 @@ impl SzzOracle for LexiconOracle {
         if !guard_removed.is_empty() {
             return Ok(Presence {
                 present: true,
+                introduced: true,
                 reason: format!("this commit removes the guard {}", guard_removed[0]),
             });
         }
         let guard_here: Vec<&String> = q.root.guards.iter().filter(|g| line.contains(*g)).collect();
         if !guard_here.is_empty() {
             return Ok(Presence {
+                introduced: false,
                 present: false,
                 reason: format!("the statement already carries the guard {}", guard_here[0]),
             });
@@ -640,6 +647,7 @@ impl SzzOracle for LexiconOracle {
             .collect();
         if !bound.is_empty() {
             return Ok(Presence {
+                introduced: false,
                 present: false,
                 reason: format!(
                     "this version carries a check the vulnerable statement lacks ({})",
@@ -652,6 +660,7 @@ impl SzzOracle for LexiconOracle {
             });
         }
         Ok(Presence {
+            introduced: false,
             present: share >= self.retention,
             reason: format!(
                 "{kept} of {} anchor keyword(s) present in the statement ({:.0}%)",

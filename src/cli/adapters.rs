@@ -52,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
             }
             None => {
                 errln!(
-                    "error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
+                    "sage: error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
                 );
                 Ok(super::ExitStatus::Fatal)
             }
@@ -108,7 +108,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> (String, super::ExitS
                 }
             }
             Err(e) => {
-                errln!("error: {e}");
+                errln!("sage: error: {e}");
                 rc = super::ExitStatus::InputFailed;
             }
         }

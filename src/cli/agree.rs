@@ -244,13 +244,13 @@ pub fn run(args: AgreeArgs) -> Result<super::ExitStatus> {
         None
     };
     if let Some(msg) = usage {
-        errln!("error: {msg}");
+        errln!("sage: error: {msg}");
         return Ok(super::ExitStatus::Fatal);
     }
     match run_inner(&args) {
         Ok(()) => Ok(super::ExitStatus::Ok),
         Err(e) => {
-            errln!("error: {e:#}");
+            errln!("sage: error: {e:#}");
             Ok(super::ExitStatus::InputFailed)
         }
     }

@@ -48,7 +48,9 @@ mod cache;
 mod case;
 mod completions;
 mod confirm;
+mod examples;
 mod explain;
+mod inputs;
 mod judges;
 mod localize;
 pub mod reliability;
@@ -60,7 +62,7 @@ pub mod szz;
 mod validate;
 mod view;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod adapters;
 mod normalize;
@@ -194,12 +196,22 @@ pub fn run() -> ExitStatus {
     // docs/security.md); judges add their keys and base-URL credentials when built.
     sage_llm::secrets::register_env_secrets(std::env::vars_os());
     input_limits();
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&examples::with_examples(Cli::command()).get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     VERBOSITY.store(
         if cli.quiet { -1 } else { i8::from(cli.verbose) },
         std::sync::atomic::Ordering::Relaxed,
     );
     data_overrides();
+    let missing = inputs::missing(&inputs::named_inputs(&cli.command));
+    if !missing.is_empty() {
+        for p in missing {
+            errln!("sage: error: {}: no such file or directory", p.display());
+        }
+        return ExitStatus::Fatal;
+    }
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
         Command::Explain(a) => explain::run(a),

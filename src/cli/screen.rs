@@ -141,7 +141,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         }
     };
     for e in &errors {
-        errln!("error: {e}");
+        errln!("sage: error: {e}");
     }
     let mut external = Vec::new();
     for f in &a.sarif {

@@ -104,7 +104,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             anyhow::bail!("{}: no run.json or case.json found", a.dir.display());
         }
         for e in &errors {
-            errln!("error: {e}");
+            errln!("sage: error: {e}");
         }
         let opts = Options {
             python: a.python.clone(),

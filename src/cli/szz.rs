@@ -202,7 +202,7 @@ pub fn run(args: SzzArgs) -> Result<super::ExitStatus> {
         None => match run_one(args.run) {
             Ok(code) => Ok(code),
             Err(e) => {
-                errln!("sage szz: {e:#}");
+                errln!("sage: error: {e:#}");
                 Ok(super::ExitStatus::Fatal)
             }
         },
@@ -251,7 +251,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
         match sage_szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
             Ok(r) => results.push(r),
             Err(e) => {
-                errln!("sage szz: {}: {e}", v.label());
+                errln!("sage: error: {}: {e}", v.label());
                 failed = true;
             }
         }

@@ -332,6 +332,13 @@ fn check_forced(
     from: Option<&str>,
 ) -> Result<(), AdapterError> {
     let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
+    if d.file_bytes == 0 {
+        return Err(AdapterError::new(
+            &main.name,
+            Some("whole file".into()),
+            detect::NoVerdict::Empty.to_string(),
+        ));
+    }
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
             &main.name,

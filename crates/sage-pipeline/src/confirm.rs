@@ -80,7 +80,7 @@ impl Key {
     pub fn load(dir: &Path) -> Result<Key, ConfirmError> {
         let p = dir.join(KEY_NAME);
         let text = std::fs::read_to_string(&p).map_err(|e| io(&p, e))?;
-        let k: Key = serde_json::from_str(&text).map_err(|e| io(&p, e))?;
+        let k: Key = sage_trace::json::parse(&text).map_err(|e| io(&p, e))?;
         if k.schema != KEY_SCHEMA {
             return Err(io(
                 &p,

@@ -129,7 +129,7 @@ impl ResultSet {
         };
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let set: ResultSet = serde_json::from_str(&text)
+        let set: ResultSet = sage_trace::json::parse(&text)
             .map_err(|e| format!("{}: not a sage results file: {e}", file.display()))?;
         if set.version != RESULTS_VERSION {
             return Err(format!(

@@ -79,9 +79,9 @@ impl Run {
         }
         let text = case::read_case_text(dir, RUN_MANIFEST_NAME)?;
         let manifest: RunManifest =
-            serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
+            crate::json::parse(&text).map_err(|msg| CaseError::Manifest {
                 path: rpath.display().to_string(),
-                msg: e.to_string(),
+                msg,
             })?;
         Run::from_manifest(dir, manifest)
     }

@@ -71,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let text = match args.format {
         Format::Table => {
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.set_header(vec!["framework", "mapping", "versions and formats covered"]);
             for (n, m, v) in &rows {
                 t.add_row(vec![n, m, v]);

@@ -474,6 +474,7 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
 
 fn table(out: &serde_json::Map<String, Value>) -> String {
     let mut t = comfy_table::Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     let show = |v: &Value| match v {
         Value::String(s) => s.clone(),

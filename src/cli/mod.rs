@@ -13,18 +13,18 @@
 /// `println!` through the terminal sanitizer.
 macro_rules! outln {
     () => { ::std::println!() };
-    ($($t:tt)*) => { ::std::println!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::println!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `print!` through the terminal sanitizer.
 macro_rules! out {
-    ($($t:tt)*) => { ::std::print!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::print!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `eprintln!` through the terminal sanitizer.
 macro_rules! errln {
     () => { ::std::eprintln!() };
-    ($($t:tt)*) => { ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::eprintln!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `eprint!` through the terminal sanitizer.
@@ -37,7 +37,7 @@ macro_rules! errout {
 macro_rules! note {
     ($($t:tt)*) => {
         if !$crate::cli::quiet() {
-            ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*)));
+            ::std::eprintln!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width()));
         }
     };
 }
@@ -61,6 +61,7 @@ mod study;
 pub mod szz;
 mod validate;
 mod view;
+pub mod width;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -570,6 +571,8 @@ impl OutputArgs {
         json: impl FnOnce() -> serde_json::Value,
     ) -> anyhow::Result<()> {
         let mut text = match self.format {
+            // for people: prose lines fit the terminal (tables are laid out to it)
+            TableOrJson::Table if self.output.is_none() => width::fit(&table(), width::width()),
             TableOrJson::Table => table(),
             TableOrJson::Json => serde_json::to_string_pretty(&json())?,
         };

@@ -205,6 +205,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
 
 fn render_table(r: &Report) -> String {
     let mut t = Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "case",
@@ -262,6 +263,7 @@ fn render_table(r: &Report) -> String {
     s.push_str(&t.to_string());
     s.push('\n');
     let mut sum = Table::new();
+    super::width::fit_table(&mut sum);
     sum.load_preset(UTF8_FULL_CONDENSED);
     sum.set_header(vec![
         "framework",

@@ -382,6 +382,8 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
                 sample: if i == 0 { None } else { a.sample },
                 seed: a.seed,
                 stratify_by: None,
+                // the set was made by this run: its case folders are as written
+                locator: sage_pipeline::locate::CaseLocator::default(),
             };
             let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
             for f in &rep.failures {

@@ -278,6 +278,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
 fn print_table(o: &mut String, fix: &str, results: &[SzzResult]) {
     _ = writeln!(o, "fix {fix}");
     let mut t = Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "variant",
@@ -435,6 +436,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
         Format::Json => _ = writeln!(o, "{}", serde_json::to_string_pretty(&report)?),
         Format::Table => {
             let mut cases = Table::new();
+            super::width::fit_table(&mut cases);
             cases.load_preset(UTF8_FULL_CONDENSED);
             cases.set_header(vec![
                 "case",
@@ -472,6 +474,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
             }
             _ = writeln!(o, "{cases}");
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
                 "variant",
@@ -578,6 +581,7 @@ fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
         }
         Format::Table => {
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
                 "repo",

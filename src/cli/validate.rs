@@ -278,6 +278,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     a.out.emit(
         || {
             let mut t = comfy_table::Table::new();
+            super::width::fit_table(&mut t);
             t.set_header(vec![
                 "split".to_string(),
                 "subset".into(),

@@ -18,6 +18,7 @@ pub mod authoring;
 pub mod confirm;
 pub mod from_results;
 pub mod localize;
+pub mod locate;
 pub mod replay;
 pub mod report;
 pub mod results;

@@ -261,7 +261,13 @@ pub(crate) fn conclude(
         task_description: p.case.task().description.clone(),
         metadata: p.case.manifest.metadata.clone(),
         anchor: anchor.clone(),
-        framework: p.trace.framework.clone(),
+        // The agent framework as the case names it (the word screen, reliability and the
+        // study use), else the adapter's; the adapter is kept apart when it differs (an
+        // OpenHands run recorded as a Claude stream).
+        framework: framework_of(&p.case.manifest.metadata, &p.case.manifest.trace, &p.trace),
+        trace_format: Some(p.trace.framework.clone()).filter(|f| {
+            *f != framework_of(&p.case.manifest.metadata, &p.case.manifest.trace, &p.trace)
+        }),
         counts: p.trace.counts(),
         turns,
         reconstruction_condition: p.history.condition,
@@ -631,4 +637,18 @@ pub async fn localize_found_each<E>(
     })
     .await;
     (tally, error)
+}
+
+/// The framework a result names: the case's `metadata.framework`, else its
+/// `trace.framework`, else the adapter that read the trace.
+fn framework_of(
+    metadata: &sage_trace::case::Metadata,
+    spec: &sage_trace::case::TraceSpec,
+    trace: &sage_trace::CanonicalTrace,
+) -> String {
+    metadata
+        .framework
+        .clone()
+        .or_else(|| spec.framework.clone())
+        .unwrap_or_else(|| trace.framework.clone())
 }

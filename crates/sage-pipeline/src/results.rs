@@ -42,8 +42,13 @@ pub struct CaseResult {
     pub task_description: String,
     pub metadata: Metadata,
     pub anchor: FailureAnchor,
-    /// The adapter that read the trace.
+    /// The agent framework: the case's `metadata.framework`, else its `trace.framework`,
+    /// else the adapter that read the trace.
     pub framework: String,
+    /// The adapter that read the trace, when it is not the framework's name (an OpenHands
+    /// run recorded in Claude's stream format is `openhands` read as `claude-stream`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_format: Option<String>,
     pub counts: TraceCounts,
     pub turns: Vec<TurnInfo>,
     pub reconstruction_condition: ReconstructionCondition,

@@ -674,7 +674,11 @@ pub struct ViewReport {
 
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
 /// case; the index lists every run).
-pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
+pub fn write_site(
+    set: &ResultSet,
+    locator: &crate::locate::CaseLocator,
+    out: &Path,
+) -> std::io::Result<ViewReport> {
     // One id, one case folder, one page: a collision is an error, not a shared page.
     crate::sink::results_by_case(set)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
@@ -687,12 +691,18 @@ pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
         if !done.insert(r.case_id.clone()) {
             continue;
         }
-        let prepared = match prepare(Path::new(&r.case_dir)) {
-            Ok((p, _)) => Some(p),
-            Err(s) => {
-                report.warnings.push(format!("{}: {}", s.case, s.message));
+        let prepared = match locator.locate(&r.case_dir) {
+            Err(m) => {
+                report.warnings.push(m);
                 None
             }
+            Ok(dir) => match prepare(&dir) {
+                Ok((p, _)) => Some(p),
+                Err(s) => {
+                    report.warnings.push(format!("{}: {}", s.case, s.message));
+                    None
+                }
+            },
         };
         let mut diffs = BTreeMap::new();
         if let Some(p) = &prepared {

@@ -368,6 +368,7 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
         match opts
             .locator
             .locate(&r.case_dir)
+            .map_err(|e| e.0)
             .and_then(|dir| build_packet(&dir, &r.case_id))
         {
             Ok(p) => {

@@ -9,6 +9,11 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// Why a case folder was not found, or a `--relocate` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LocateError(pub String);
+
 /// Where to look for case folders named by a result set.
 #[derive(Debug, Clone, Default)]
 pub struct CaseLocator {
@@ -34,13 +39,15 @@ impl CaseLocator {
     }
 
     /// Add `OLD=NEW` rewrites (the `--relocate` flag); an entry without `=` is refused.
-    pub fn with_relocations(mut self, specs: &[String]) -> Result<CaseLocator, String> {
+    pub fn with_relocations(mut self, specs: &[String]) -> Result<CaseLocator, LocateError> {
         for s in specs {
             let Some((old, new)) = s.split_once('=') else {
-                return Err(format!("--relocate {s:?}: expected OLD=NEW"));
+                return Err(LocateError(format!("--relocate {s:?}: expected OLD=NEW")));
             };
             if old.is_empty() || new.is_empty() {
-                return Err(format!("--relocate {s:?}: OLD and NEW must both be given"));
+                return Err(LocateError(format!(
+                    "--relocate {s:?}: OLD and NEW must both be given"
+                )));
             }
             self.relocate.push((PathBuf::from(old), PathBuf::from(new)));
         }
@@ -66,7 +73,7 @@ impl CaseLocator {
     }
 
     /// The case folder, or a message saying where it was looked for and what to do.
-    pub fn locate(&self, case_dir: &str) -> Result<PathBuf, String> {
+    pub fn locate(&self, case_dir: &str) -> Result<PathBuf, LocateError> {
         let tried = self.candidates(case_dir);
         if let Some(found) = tried.iter().find(|p| is_case(p)) {
             return Ok(found.clone());
@@ -76,10 +83,10 @@ impl CaseLocator {
             .next()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .unwrap_or_default();
-        Err(format!(
+        Err(LocateError(format!(
             "case folder {case_dir} not found (looked from the current folder and beside the \
              results); give --relocate {first}=WHERE_IT_IS_NOW"
-        ))
+        )))
     }
 }
 
@@ -116,7 +123,7 @@ mod tests {
         case(t.path(), "moved/a");
         let res = tempfile::tempdir().unwrap();
         let l = CaseLocator::for_results(res.path());
-        let e = l.locate("corpora/a").unwrap_err();
+        let e = l.locate("corpora/a").unwrap_err().0;
         assert!(e.contains("--relocate corpora=WHERE_IT_IS_NOW"), "{e}");
         let spec = format!("corpora={}", t.path().join("moved").display());
         let l = l.with_relocations(&[spec]).unwrap();

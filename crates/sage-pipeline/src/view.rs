@@ -693,7 +693,7 @@ pub fn write_site(
         }
         let prepared = match locator.locate(&r.case_dir) {
             Err(m) => {
-                report.warnings.push(m);
+                report.warnings.push(m.0);
                 None
             }
             Ok(dir) => match prepare(&dir) {

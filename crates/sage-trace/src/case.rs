@@ -348,9 +348,9 @@ impl Case {
         let mpath = dir.join(MANIFEST_NAME);
         let text = read_case_text(dir, MANIFEST_NAME)?;
         let manifest: CaseManifest =
-            crate::json::parse(&text).map_err(|msg| CaseError::Manifest {
+            crate::json::parse(&text).map_err(|e| CaseError::Manifest {
                 path: mpath.display().to_string(),
-                msg,
+                msg: e.0,
             })?;
         Case::from_manifest(dir, manifest)
     }

@@ -4,8 +4,24 @@
 
 use serde::de::DeserializeOwned;
 
-/// Parse `text` as `T`; the error is one line a person can act on.
-pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+/// Why a document could not be read: one line a person can act on (the field path, the
+/// line and column).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JsonError(pub String);
+
+impl From<JsonError> for String {
+    fn from(e: JsonError) -> String {
+        e.0
+    }
+}
+
+/// Parse `text` as `T`.
+pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, JsonError> {
+    parse_text(text).map_err(JsonError)
+}
+
+fn parse_text<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     if text.trim().is_empty() {
         return Err("empty file (a JSON document was expected)".into());
     }
@@ -39,7 +55,7 @@ mod tests {
 
     #[test]
     fn a_wrong_type_names_the_field_path() {
-        let e = parse::<M>(r#"{"anchor": {"fragment": 7}}"#).unwrap_err();
+        let e = parse::<M>(r#"{"anchor": {"fragment": 7}}"#).unwrap_err().0;
         assert!(e.starts_with("at `anchor.fragment`: invalid type"), "{e}");
         assert!(e.contains("line 1"), "{e}");
     }
@@ -47,7 +63,7 @@ mod tests {
     #[test]
     fn an_empty_file_says_empty() {
         assert_eq!(
-            parse::<M>(" \n").unwrap_err(),
+            parse::<M>(" \n").unwrap_err().to_string(),
             "empty file (a JSON document was expected)"
         );
     }
@@ -60,7 +76,9 @@ mod tests {
 
     #[test]
     fn trailing_text_is_refused() {
-        let e = parse::<M>(r#"{"anchor": {"fragment": "x"}} x"#).unwrap_err();
+        let e = parse::<M>(r#"{"anchor": {"fragment": "x"}} x"#)
+            .unwrap_err()
+            .0;
         assert!(e.contains("trailing"), "{e}");
     }
 }

@@ -110,7 +110,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                 errln!("sage: the old key is kept as {}", kept.display());
             }
             let set = read_results(&results)?;
-            let locator = sage_pipeline::locate::CaseLocator::for_results(&results)
+            let locator = sage_pipeline::locate::CaseLocator::for_set(&results, &set)
                 .with_relocations(&relocate)
                 .map_err(anyhow::Error::msg)?;
             let report = annotate::export(

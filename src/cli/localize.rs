@@ -251,14 +251,20 @@ impl Outputs {
             None
         } else {
             Some(
-                ResultsDir::create(&a.out_dir, judges, runs)
+                ResultsDir::create_at(&a.out_dir, judges, runs, root_from(&a.out_dir).as_deref())
                     .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
             )
         };
         let file = match &a.output {
             Some(path) => {
                 let doc = AtomicFile::create(path)
-                    .and_then(|f| ResultsDoc::begin(f, judges, runs))
+                    .and_then(|f| {
+                        let parent = match path.parent() {
+                            Some(p) if !p.as_os_str().is_empty() => p,
+                            _ => std::path::Path::new("."),
+                        };
+                        ResultsDoc::begin_at(f, judges, runs, root_from(parent).as_deref())
+                    })
                     .with_context(|| format!("writing {}", path.display()))?;
                 Some((path.clone(), doc))
             }
@@ -431,4 +437,11 @@ fn verbose_line(r: &CaseResult) -> String {
             }
         }
     )
+}
+
+/// This run's folder as seen from `doc_dir`, recorded in a results document so that its case
+/// folders are found wherever it is opened from (`case_root`).
+fn root_from(doc_dir: &std::path::Path) -> Option<String> {
+    let cwd = std::env::current_dir().ok()?;
+    sage_pipeline::sink::case_root(&cwd.join(doc_dir), &cwd)
 }

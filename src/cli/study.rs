@@ -254,11 +254,15 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
     }
     opts.stats = stats;
     let primary = opts.judges.first().map(|j| j.id().to_string());
-    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
+    let mut set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }
     let results = a.out.join("results");
+    // the results record where this run was made, so their case folders are found later
+    set.case_root = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| sage_pipeline::sink::case_root(&cwd.join(&results), &cwd));
     sage_pipeline::sink::write_results_dir(&results, &set)
         .with_context(|| format!("writing {}", results.display()))?;
     std::fs::write(

@@ -26,3 +26,4 @@ pub mod sarif_view;
 pub mod sink;
 pub mod trace_replay;
 pub mod view;
+pub mod view_trace;

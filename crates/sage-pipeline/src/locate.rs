@@ -3,6 +3,7 @@
 //! `results.json` names each case folder as `sage localize` was given it (relative to the
 //! folder it ran in, e.g. `corpora/ag2-fig1a-aes-ecb`). A later `sage view` or `sage annotate
 //! export` may run anywhere: the folder is looked for (1) as written, from the current folder;
+//! (0) where the results say the run was made (`case_root`, relative to the results file);
 //! (2) beside the results file and beside each folder above it (a results folder made inside
 //! the project finds `corpora/` above it); (3) after each `--relocate OLD=NEW` that applies,
 //! first. Only a folder holding a case manifest counts.
@@ -19,6 +20,8 @@ pub struct LocateError(pub String);
 pub struct CaseLocator {
     /// The folder of the results file (absolute when it could be made so).
     results_dir: Option<PathBuf>,
+    /// The folder the run was made in, relative to `results_dir` (the set's `case_root`).
+    case_root: Option<String>,
     /// `OLD=NEW` prefix rewrites, tried before the plain lookups.
     relocate: Vec<(PathBuf, PathBuf)>,
 }
@@ -34,7 +37,17 @@ impl CaseLocator {
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         CaseLocator {
             results_dir: Some(dir),
+            case_root: None,
             relocate: Vec::new(),
+        }
+    }
+
+    /// A locator for the result set `set` read from `results`: its recorded `case_root` is
+    /// tried first.
+    pub fn for_set(results: &Path, set: &crate::results::ResultSet) -> CaseLocator {
+        CaseLocator {
+            case_root: set.case_root.clone(),
+            ..CaseLocator::for_results(results)
         }
     }
 
@@ -61,6 +74,11 @@ impl CaseLocator {
         for (old, new) in &self.relocate {
             if let Ok(rest) = d.strip_prefix(old) {
                 out.push(new.join(rest));
+            }
+        }
+        if let (Some(dir), Some(root)) = (&self.results_dir, &self.case_root) {
+            if d.is_relative() {
+                out.push(dir.join(root).join(d));
             }
         }
         out.push(d.to_path_buf());
@@ -131,6 +149,24 @@ mod tests {
         assert!(CaseLocator::default()
             .with_relocations(&["nothing".into()])
             .is_err());
+    }
+
+    #[test]
+    fn the_recorded_case_root_finds_a_corpus_anywhere() {
+        let project = tempfile::tempdir().unwrap();
+        case(project.path(), "corpora/a");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let res = elsewhere.path().join("res");
+        std::fs::create_dir_all(&res).unwrap();
+        let root = crate::sink::case_root(&res, project.path()).unwrap();
+        assert!(root.starts_with("../"), "{root}");
+        let l = CaseLocator {
+            case_root: Some(root),
+            ..CaseLocator::for_results(&res)
+        };
+        let found = l.locate("corpora/a").unwrap();
+        assert!(is_case(&found), "{found:?}");
+        assert_eq!(crate::sink::case_root(&res, &res).unwrap(), ".");
     }
 
     #[test]

@@ -63,6 +63,7 @@ impl RunTally {
             sage_version: env!("CARGO_PKG_VERSION").into(),
             judges: self.judges,
             runs: self.runs,
+            case_root: None,
             results,
             skipped: self.skipped,
             problems: self.problems,

@@ -108,7 +108,18 @@ impl<W: Write> Entries for ResultsDoc<W> {
 
 impl<W: Write> ResultsDoc<W> {
     /// Write the fields before `results` and open it.
-    pub fn begin(mut w: W, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+    pub fn begin(w: W, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        Self::begin_at(w, judges, runs, None)
+    }
+
+    /// [`ResultsDoc::begin`] of a document that records where its case folders are
+    /// ([`ResultSet::case_root`]).
+    pub fn begin_at(
+        mut w: W,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
         w.write_all(b"{\n")?;
         field(&mut w, "version", &RESULTS_VERSION)?;
         w.write_all(b",\n")?;
@@ -117,6 +128,10 @@ impl<W: Write> ResultsDoc<W> {
         field(&mut w, "judges", &judges)?;
         w.write_all(b",\n")?;
         field(&mut w, "runs", &runs)?;
+        if let Some(root) = case_root {
+            w.write_all(b",\n")?;
+            field(&mut w, "case_root", &root)?;
+        }
         w.write_all(b",\n  \"results\": [")?;
         Ok(ResultsDoc { w, results: 0 })
     }
@@ -291,6 +306,17 @@ impl ResultsDir {
     /// on its files. Temporary files that a killed run left (`.tmp-*`) are removed first:
     /// with the lock held, no other run can be writing them.
     pub fn create(dir: &Path, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        Self::create_at(dir, judges, runs, None)
+    }
+
+    /// [`ResultsDir::create`] whose `results.json` records where its case folders are
+    /// ([`ResultSet::case_root`], relative to `dir`; see [`case_root`]).
+    pub fn create_at(
+        dir: &Path,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
         let cases = dir.join("cases");
         std::fs::create_dir_all(&cases)?;
         let lock = std::fs::OpenOptions::new()
@@ -325,7 +351,7 @@ impl ResultsDir {
             dir: dir.to_path_buf(),
             cases,
             written: BTreeSet::new(),
-            doc: ResultsDoc::begin(file, judges, runs)?,
+            doc: ResultsDoc::begin_at(file, judges, runs, case_root)?,
             _lock: lock,
         })
     }
@@ -386,7 +412,7 @@ impl ResultsDir {
 pub fn write_results_dir(dir: &Path, set: &ResultSet) -> io::Result<()> {
     let by_case =
         results_by_case(set).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m))?;
-    let mut out = ResultsDir::create(dir, &set.judges, set.runs)?;
+    let mut out = ResultsDir::create_at(dir, &set.judges, set.runs, set.case_root.as_deref())?;
     for (id, rs) in by_case {
         let mut file = out.open_case(id)?;
         write_entries(rs, &mut [&mut file])?;
@@ -398,9 +424,47 @@ pub fn write_results_dir(dir: &Path, set: &ResultSet) -> io::Result<()> {
 
 /// A whole result set as one document written to `w`.
 pub fn write_doc<W: Write>(w: W, set: &ResultSet) -> io::Result<W> {
-    let mut doc = ResultsDoc::begin(w, &set.judges, set.runs)?;
+    let mut doc = ResultsDoc::begin_at(w, &set.judges, set.runs, set.case_root.as_deref())?;
     write_entries(&set.results, &mut [&mut doc])?;
     doc.finish(&set.skipped, &set.problems, &set.summaries)
+}
+
+/// `run_dir` as seen from the folder `doc_dir` (both made absolute; `None` when either cannot
+/// be): `../..` up to their common folder, then down. `.` when they are one folder.
+pub fn case_root(doc_dir: &Path, run_dir: &Path) -> Option<String> {
+    // a folder not made yet is taken as written, `..` and `.` resolved by name
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            p.is_absolute().then(|| {
+                let mut out = std::path::PathBuf::new();
+                for c in p.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            out.pop();
+                        }
+                        std::path::Component::CurDir => {}
+                        c => out.push(c),
+                    }
+                }
+                out
+            })
+        })
+    };
+    let (from, to) = (abs(doc_dir)?, abs(run_dir)?);
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".into(); f.len() - common];
+    parts.extend(
+        t[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Some(if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    })
 }
 
 /// The results grouped by case id, checked so that one id is one case folder and no two ids

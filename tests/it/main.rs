@@ -8,6 +8,7 @@
 //! - `fidelity`: the method-fidelity golden cases of `tests/data/fidelity` (issue 12)
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
+//! - `golden`: the bundled corpus's results, SARIF, Table 5 and HTML, pinned (issue 30)
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
@@ -25,6 +26,7 @@ mod corpus;
 mod fidelity;
 mod funnel;
 mod fuzz;
+mod golden;
 mod hostile;
 mod judges;
 mod local_judge;

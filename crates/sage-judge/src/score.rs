@@ -76,7 +76,7 @@ pub async fn score_turn_with<V>(
     mut verify: V,
 ) -> Result<TurnOutcome, JudgeError>
 where
-    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, String>,
+    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, crate::QuoteRejected>,
 {
     let Some(req) = TurnRequest::prefix(task, trace, k) else {
         return Ok(TurnOutcome::Failed {
@@ -116,7 +116,7 @@ where
                         context: a.context,
                     }));
                 }
-                Err(e) => e,
+                Err(e) => e.0,
             },
             Err(JudgeError::Invalid(e)) => e,
             Err(JudgeError::ContextOverflow { needed, budget }) => {

@@ -193,6 +193,8 @@ fn a_turns_texts_are_read_as_quotes_need_them() {
     let mut j = judgment(2, "Use an allow-list.");
     j.di.also = vec!["an allow-list".into()];
     assert_eq!(verify_judgment(&s, turn, &j).unwrap().len(), 2);
-    let e = verify_judgment(&s, turn, &judgment(2, "echo hi")).unwrap_err();
+    let e = verify_judgment(&s, turn, &judgment(2, "echo hi"))
+        .unwrap_err()
+        .0;
     assert!(e.contains("unreadable records"), "{e}");
 }

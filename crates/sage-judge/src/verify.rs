@@ -152,15 +152,23 @@ fn verify_quote_in(
     Err(msg)
 }
 
+/// Why a judgment's quotes were rejected: the first failure, in the words fed back to the
+/// judge on its next attempt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QuoteRejected(pub String);
+
 /// Verify every quote of a judgment against turn k; `Err` names the first failure.
 pub fn verify_judgment(
     store: &RawStore,
     turn: &Turn,
     j: &Judgment,
-) -> Result<Vec<VerifiedQuote>, String> {
-    validate(j).map_err(|e| match e {
-        JudgeError::Invalid(m) => m,
-        other => other.to_string(),
+) -> Result<Vec<VerifiedQuote>, QuoteRejected> {
+    validate(j).map_err(|e| {
+        QuoteRejected(match e {
+            JudgeError::Invalid(m) => m,
+            other => other.to_string(),
+        })
     })?;
     let mut out = Vec::new();
     let mut texts = TurnTexts::default();
@@ -171,8 +179,8 @@ pub fn verify_judgment(
         }
         let quote = s.quote.as_deref().unwrap_or_default();
         for q in std::iter::once(quote).chain(s.also.iter().map(String::as_str)) {
-            let raw =
-                verify_quote_in(&mut texts, store, turn, q).map_err(|e| format!("{d}: {e}"))?;
+            let raw = verify_quote_in(&mut texts, store, turn, q)
+                .map_err(|e| QuoteRejected(format!("{d}: {e}")))?;
             out.push(VerifiedQuote {
                 dimension: d,
                 quote: q.to_string(),

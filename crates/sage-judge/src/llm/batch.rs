@@ -169,7 +169,7 @@ pub(crate) fn pending_calls(
                         }
                         Lookup::Stored(Ok(a)) => match verify_judgment(store, turn, &a.judgment) {
                             Ok(_) => break,
-                            Err(e) => e,
+                            Err(e) => e.0,
                         },
                         // Nothing to send: the turn's outcome is context-overflow.
                         Lookup::Stored(Err(JudgeError::ContextOverflow { .. })) => {

@@ -73,7 +73,10 @@ pub struct ReportArgs {
 }
 
 fn input(e: ConfirmError) -> Result<super::ExitStatus> {
-    errln!("sage: error: {e}");
+    // a sheet with several bad rows: one line each
+    for line in e.to_string().lines() {
+        errln!("sage: error: {line}");
+    }
     Ok(super::EXIT_INPUT_FAILED)
 }
 

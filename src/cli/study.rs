@@ -23,6 +23,10 @@ use std::time::Duration;
 pub struct Args {
     /// A folder of runs (run.json) and/or cases (case.json).
     pub dir: PathBuf,
+    /// `text`: the tables and next steps on stdout. `json`: one JSON document on stdout
+    /// naming every file the study wrote (the tables and next steps go to stderr).
+    #[arg(long, value_enum, default_value_t = StudyFormat::Text)]
+    pub format: StudyFormat,
     /// Folder for everything the study writes.
     #[arg(long, short)]
     pub out: PathBuf,
@@ -94,7 +98,67 @@ fn table2(r: &sage_screen::Report) -> String {
     s
 }
 
+/// `sage study --format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StudyFormat {
+    Text,
+    Json,
+}
+
+/// With `--format json`, the human report goes to stderr (stdout carries the document).
+static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `out!` / `outln!` of the human report: stdout, or stderr under `--format json`.
+macro_rules! report {
+    ($($t:tt)*) => {
+        if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            errout!($($t)*)
+        } else {
+            out!($($t)*)
+        }
+    };
+}
+macro_rules! reportln {
+    ($($t:tt)*) => {
+        if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            errln!($($t)*)
+        } else {
+            outln!($($t)*)
+        }
+    };
+}
+
 pub fn run(a: Args) -> Result<super::ExitStatus> {
+    let json = a.format == StudyFormat::Json;
+    REPORT_TO_STDERR.store(json, std::sync::atomic::Ordering::Relaxed);
+    let status = run_study(&a)?;
+    if json {
+        // every file under OUT, with its size: what this study wrote
+        let mut files = Vec::new();
+        for e in walkdir::WalkDir::new(&a.out)
+            .sort_by_file_name()
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+        {
+            let rel = e.path().strip_prefix(&a.out).unwrap_or(e.path());
+            files.push(serde_json::json!({
+                "path": rel.display().to_string(),
+                "bytes": e.metadata().map(|m| m.len()).unwrap_or(0),
+            }));
+        }
+        let doc = serde_json::json!({
+            "out": a.out.display().to_string(),
+            "stage": if a.sheets.is_empty() { "screen-and-export" } else { "import-and-localize" },
+            "exit": status.code(),
+            "files": files,
+        });
+        super::print_or_write(None, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    }
+    Ok(status)
+}
+
+fn run_study(a: &Args) -> Result<super::ExitStatus> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let packets = a.out.join("packets");
@@ -140,7 +204,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         )?;
         let t2 = table2(&report);
         write("table2.md", t2.clone())?;
-        out!("{t2}");
+        report!("{t2}");
         let eopts = ExportOptions {
             annotators: a.annotators.clone(),
             sample: a.sample,
@@ -149,11 +213,11 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         };
         match confirm::export(&report, &eopts, &packets) {
             Ok(s) => {
-                outln!("\n{} packets in {}", s.packets, packets.display());
+                reportln!("\n{} packets in {}", s.packets, packets.display());
                 for (who, p, n) in s.sheets {
-                    outln!("sheet for {who}: {} ({n} packets)", p.display());
+                    reportln!("sheet for {who}: {} ({n} packets)", p.display());
                 }
-                outln!(
+                reportln!(
                     "next: fill the sheets, then sage study {} --out {} --sheets {}",
                     a.dir.display(),
                     a.out.display(),
@@ -189,7 +253,10 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
-            errln!("sage: error: {e}");
+            // every bad cell of the sheet, one line each (as `annotate import` lists them)
+            for line in e.to_string().lines() {
+                errln!("sage: error: {line}");
+            }
             return Ok(EXIT_INPUT_FAILED);
         }
     };
@@ -202,7 +269,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             format!("cannot rename {} to {}", staging.display(), cases.display())
         })?;
     }
-    outln!(
+    reportln!(
         "{} confirmed case folders in {}",
         s.cases.len(),
         cases.display()
@@ -227,13 +294,13 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                     &confirm::annotator_of(&a.sheets[1]),
                 );
                 std::fs::write(a.out.join("table3.md"), &md)?;
-                out!("{md}");
+                report!("{md}");
             }
             Err(e) => errln!("sage: Table 3 not written: {e}"),
         }
     }
     if s.cases.is_empty() {
-        outln!("no confirmed case: nothing to localize");
+        reportln!("no confirmed case: nothing to localize");
         return Ok(EXIT_OK);
     }
     let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
@@ -270,12 +337,12 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         serde_json::to_string_pretty(&sage_pipeline::sarif_view::to_sarif(&set))? + "\n",
     )?;
     for sm in &set.summaries {
-        outln!("{}", sage_pipeline::report::render_summary(sm));
+        reportln!("{}", sage_pipeline::report::render_summary(sm));
     }
     for sk in &set.skipped {
         errln!("sage: skipped {} ({}): {}", sk.case, sk.stage, sk.message);
     }
-    outln!("results in {}", results.display());
+    reportln!("results in {}", results.display());
     if let Some(e) = built
         .session
         .as_ref()
@@ -363,8 +430,8 @@ fn tables_6_7(
     }
     let dir = a.out.join("reliability");
     super::reliability::write_outputs(&dir, &report)?;
-    out!("\n{}", sage_reliability::report::markdown(&report));
-    outln!("Tables 6-7 and Figures 5-6 in {}", dir.display());
+    report!("\n{}", sage_reliability::report::markdown(&report));
+    reportln!("Tables 6-7 and Figures 5-6 in {}", dir.display());
     Ok(!bad)
 }
 
@@ -378,7 +445,7 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
         let out = root.join(sage_trace::safe::file_stem(who));
         let sheet = out.join("packet").join("sheet.csv");
         if out.join("key.json").exists() {
-            outln!("annotation packets for {who}: kept {}", out.display());
+            reportln!("annotation packets for {who}: kept {}", out.display());
         } else {
             let opts = sage_pipeline::annotate::ExportOptions {
                 annotator: who.clone(),
@@ -393,7 +460,7 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
             for f in &rep.failures {
                 errln!("sage: annotation packet not written: {f}");
             }
-            outln!(
+            reportln!(
                 "annotation packets for {who}: {} cases, sheet {}",
                 rep.packets,
                 sheet.display()

@@ -10,65 +10,91 @@ pub struct Args {
     /// A `sage localize` results file (results.json) or folder; or a case folder, a trace
     /// file, or a folder of cases and traces (shown unjudged).
     pub results: PathBuf,
-    /// Folder to write the site into (index.html, cases/*.html).
+    /// Folder to write the site into (index.html, cases/*.html or traces/*.html).
     #[arg(long)]
     pub out: PathBuf,
     /// The case folders moved: `OLD=NEW` rewrites the start of each result's case folder
     /// (repeatable). Without it they are looked for from here and beside the results.
     #[arg(long, value_name = "OLD=NEW")]
     pub relocate: Vec<String>,
+    /// `text`: a line naming the index. `json`: what was written (pages, warnings).
+    #[arg(long, value_enum, default_value_t = super::TableOrJson::Table)]
+    pub format: super::TableOrJson,
+}
+
+/// What a view wrote, as `--format json` prints it.
+#[derive(serde::Serialize)]
+struct Written {
+    /// `results` or `traces`.
+    kind: &'static str,
+    index: String,
+    pages: usize,
+    /// Pages written without trace text, or items that could not be read.
+    warnings: Vec<String>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     use sage_pipeline::view_trace::{classify, write_trace_site, ViewInput};
-    let items = match classify(&a.results)? {
-        ViewInput::Results(_) => None,
-        ViewInput::Items { items, skipped } => Some((items, skipped)),
-    };
-    if let Some((items, skipped)) = items {
-        if !skipped.is_empty() {
-            note!(
-                "sage: {} file(s) not read as a trace (-v lists them)",
-                skipped.len()
-            );
-            if super::verbose() {
-                for (p, why) in &skipped {
-                    errln!("sage: not a trace: {}: {why}", p.display());
+    let index = a.out.join("index.html").display().to_string();
+    let written = match classify(&a.results)? {
+        ViewInput::Items { items, skipped } => {
+            if !skipped.is_empty() {
+                note!(
+                    "sage: {} file(s) not read as a trace (-v lists them)",
+                    skipped.len()
+                );
+                if super::verbose() {
+                    for (p, why) in &skipped {
+                        errln!("sage: not a trace: {}: {why}", p.display());
+                    }
                 }
             }
+            let report = write_trace_site(&items, &a.out)?;
+            for f in &report.failures {
+                errln!("sage: no page: {}", sage_llm::secrets::scrub(f));
+            }
+            Written {
+                kind: "traces",
+                index,
+                pages: report.pages,
+                warnings: report.failures,
+            }
         }
-        let report = write_trace_site(&items, &a.out)?;
-        for f in &report.failures {
-            errln!("sage: no page: {}", sage_llm::secrets::scrub(f));
+        ViewInput::Results(_) => {
+            let set = super::annotate::read_results(&a.results)?;
+            let locator = sage_pipeline::locate::CaseLocator::for_set(&a.results, &set)
+                .with_relocations(&a.relocate)?;
+            let report = sage_pipeline::view::write_site(&set, &locator, &a.out)?;
+            for w in &report.warnings {
+                errln!(
+                    "sage: page without trace text: {}",
+                    sage_llm::secrets::scrub(w)
+                );
+            }
+            Written {
+                kind: "results",
+                index,
+                pages: report.pages,
+                warnings: report.warnings,
+            }
         }
-        outln!(
-            "{} trace page(s); open {}",
-            report.pages,
-            a.out.join("index.html").display()
-        );
-        return Ok(if report.failures.is_empty() {
-            EXIT_OK
-        } else {
-            EXIT_INPUT_FAILED
-        });
+    };
+    match a.format {
+        super::TableOrJson::Json => {
+            super::print_or_write(None, &(serde_json::to_string_pretty(&written)? + "\n"))?
+        }
+        super::TableOrJson::Table => outln!(
+            "{} {} page(s); open {}",
+            written.pages,
+            if written.kind == "results" {
+                "case"
+            } else {
+                "trace"
+            },
+            written.index
+        ),
     }
-    let set = super::annotate::read_results(&a.results)?;
-    let locator = sage_pipeline::locate::CaseLocator::for_set(&a.results, &set)
-        .with_relocations(&a.relocate)
-        .map_err(anyhow::Error::msg)?;
-    let report = sage_pipeline::view::write_site(&set, &locator, &a.out)?;
-    for w in &report.warnings {
-        errln!(
-            "sage: page without trace text: {}",
-            sage_llm::secrets::scrub(w)
-        );
-    }
-    outln!(
-        "{} case page(s); open {}",
-        report.pages,
-        a.out.join("index.html").display()
-    );
-    Ok(if report.warnings.is_empty() {
+    Ok(if written.warnings.is_empty() {
         EXIT_OK
     } else {
         EXIT_INPUT_FAILED

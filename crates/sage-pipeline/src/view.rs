@@ -57,6 +57,8 @@ pub(crate) const INDEX_JS: &str = r#"
   const p=new URLSearchParams(location.search); if(p.get('q')){q.value=p.get('q');}
   for(const s of sel){ if(p.get(s.dataset.f)) s.value=p.get(s.dataset.f); }
   apply();
+  // whether the page fits its window (no sideways scrolling): read by the browser tests
+  document.documentElement.dataset.fits=document.documentElement.scrollWidth<=innerWidth?'yes':'no';
 })();
 "#;
 

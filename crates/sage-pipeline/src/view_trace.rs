@@ -222,6 +222,7 @@ const TRACE_JS: &str = r#"
   q.addEventListener('input',apply);
   const p=new URLSearchParams(location.search); if(p.get('q')){q.value=p.get('q');}
   apply();
+  document.documentElement.dataset.fits=document.documentElement.scrollWidth<=innerWidth?'yes':'no';
 })();
 "#;
 

@@ -24,6 +24,7 @@ mod case_authoring;
 mod cli;
 mod corpus;
 mod fidelity;
+mod first_day;
 mod funnel;
 mod fuzz;
 mod golden;

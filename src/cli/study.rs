@@ -351,7 +351,7 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
         errln!("sage: the run stopped: {e}; Tables 6-7 not written");
         return Ok(super::EXIT_FATAL);
     }
-    let annotations_ok = tables_6_7(&a, &set, primary)?;
+    let annotations_ok = tables_6_7(a, &set, primary)?;
     Ok(if set.all_ok() && annotations_ok {
         EXIT_OK
     } else {

@@ -251,20 +251,14 @@ impl Outputs {
             None
         } else {
             Some(
-                ResultsDir::create_at(&a.out_dir, judges, runs, root_from(&a.out_dir).as_deref())
+                ResultsDir::create_at(&a.out_dir, judges, runs, run_folder().as_deref())
                     .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
             )
         };
         let file = match &a.output {
             Some(path) => {
                 let doc = AtomicFile::create(path)
-                    .and_then(|f| {
-                        let parent = match path.parent() {
-                            Some(p) if !p.as_os_str().is_empty() => p,
-                            _ => std::path::Path::new("."),
-                        };
-                        ResultsDoc::begin_at(f, judges, runs, root_from(parent).as_deref())
-                    })
+                    .and_then(|f| ResultsDoc::begin_at(f, judges, runs, run_folder().as_deref()))
                     .with_context(|| format!("writing {}", path.display()))?;
                 Some((path.clone(), doc))
             }
@@ -272,7 +266,7 @@ impl Outputs {
         };
         let stdout_closed = Arc::new(AtomicBool::new(false));
         let stdout = match a.format {
-            Format::Json => Some(ResultsDoc::begin(
+            Format::Json => Some(ResultsDoc::begin_at(
                 PipeGuard {
                     inner: super::TerminalWriter::new(BufWriter::with_capacity(
                         1 << 16,
@@ -282,6 +276,7 @@ impl Outputs {
                 },
                 judges,
                 runs,
+                run_folder().as_deref(),
             )?),
             Format::Table => None,
         };
@@ -439,9 +434,11 @@ fn verbose_line(r: &CaseResult) -> String {
     )
 }
 
-/// This run's folder as seen from `doc_dir`, recorded in a results document so that its case
-/// folders are found wherever it is opened from (`case_root`).
-fn root_from(doc_dir: &std::path::Path) -> Option<String> {
-    let cwd = std::env::current_dir().ok()?;
-    sage_pipeline::sink::case_root(&cwd.join(doc_dir), &cwd)
+/// The folder this run is made in (absolute), recorded in every results document (the same
+/// in the folder, `--output` and stdout, which stay one document) so that its case folders,
+/// named relative to it, are found wherever the results are opened from (`case_root`).
+fn run_folder() -> Option<String> {
+    std::env::current_dir()
+        .ok()
+        .map(|d| d.display().to_string())
 }

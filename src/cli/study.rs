@@ -329,7 +329,7 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
     // the results record where this run was made, so their case folders are found later
     set.case_root = std::env::current_dir()
         .ok()
-        .and_then(|cwd| sage_pipeline::sink::case_root(&cwd.join(&results), &cwd));
+        .map(|d| d.display().to_string());
     sage_pipeline::sink::write_results_dir(&results, &set)
         .with_context(|| format!("writing {}", results.display()))?;
     std::fs::write(

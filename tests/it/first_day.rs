@@ -67,8 +67,9 @@ fn the_readme_walk_from_another_folder() {
     let results = project.join("sage-results");
     let doc = std::fs::read_to_string(results.join("results.json")).unwrap();
     assert!(
-        doc.contains("\"case_root\": \"..\""),
-        "results record their run's folder"
+        doc.contains(&format!("\"case_root\": \"{}\"", project.display())),
+        "results record their run's folder: {}",
+        &doc[..400]
     );
 
     // 3. shards and their merge
@@ -203,7 +204,7 @@ fn the_readme_walk_from_another_folder() {
         0,
     );
 
-    // 9. the project moves: results travel with it (case_root is relative)
+    // 9. the project moves: its results travel with it (found beside the results)
     let moved = tmp.path().join("moved-project");
     std::fs::rename(&project, &moved).unwrap();
     let (_, e) = step(

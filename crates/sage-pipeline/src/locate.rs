@@ -3,7 +3,7 @@
 //! `results.json` names each case folder as `sage localize` was given it (relative to the
 //! folder it ran in, e.g. `corpora/ag2-fig1a-aes-ecb`). A later `sage view` or `sage annotate
 //! export` may run anywhere: the folder is looked for (1) as written, from the current folder;
-//! (0) where the results say the run was made (`case_root`, relative to the results file);
+//! (0) from the folder the results say the run was made in (`case_root`);
 //! (2) beside the results file and beside each folder above it (a results folder made inside
 //! the project finds `corpora/` above it); (3) after each `--relocate OLD=NEW` that applies,
 //! first. Only a folder holding a case manifest counts.
@@ -20,7 +20,7 @@ pub struct LocateError(pub String);
 pub struct CaseLocator {
     /// The folder of the results file (absolute when it could be made so).
     results_dir: Option<PathBuf>,
-    /// The folder the run was made in, relative to `results_dir` (the set's `case_root`).
+    /// The folder the run was made in (the set's `case_root`, absolute).
     case_root: Option<String>,
     /// `OLD=NEW` prefix rewrites, tried before the plain lookups.
     relocate: Vec<(PathBuf, PathBuf)>,
@@ -76,9 +76,9 @@ impl CaseLocator {
                 out.push(new.join(rest));
             }
         }
-        if let (Some(dir), Some(root)) = (&self.results_dir, &self.case_root) {
+        if let Some(root) = &self.case_root {
             if d.is_relative() {
-                out.push(dir.join(root).join(d));
+                out.push(Path::new(root).join(d));
             }
         }
         out.push(d.to_path_buf());
@@ -156,17 +156,12 @@ mod tests {
         let project = tempfile::tempdir().unwrap();
         case(project.path(), "corpora/a");
         let elsewhere = tempfile::tempdir().unwrap();
-        let res = elsewhere.path().join("res");
-        std::fs::create_dir_all(&res).unwrap();
-        let root = crate::sink::case_root(&res, project.path()).unwrap();
-        assert!(root.starts_with("../"), "{root}");
         let l = CaseLocator {
-            case_root: Some(root),
-            ..CaseLocator::for_results(&res)
+            case_root: Some(project.path().display().to_string()),
+            ..CaseLocator::for_results(elsewhere.path())
         };
         let found = l.locate("corpora/a").unwrap();
-        assert!(is_case(&found), "{found:?}");
-        assert_eq!(crate::sink::case_root(&res, &res).unwrap(), ".");
+        assert_eq!(found, project.path().join("corpora/a"));
     }
 
     #[test]

@@ -113,9 +113,8 @@ pub struct ResultSet {
     pub sage_version: String,
     pub judges: Vec<JudgeId>,
     pub runs: u32,
-    /// The folder `sage localize` ran in, relative to the folder holding this document: the
-    /// results' case folders (`case_dir`, relative to that folder) are found from there
-    /// wherever the results are opened from. Absent for a document printed to stdout.
+    /// The folder `sage localize` ran in (absolute): the results' case folders (`case_dir`,
+    /// relative to it) are found from there wherever the results are opened from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_root: Option<String>,
     pub results: Vec<CaseResult>,

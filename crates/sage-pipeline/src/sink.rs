@@ -310,7 +310,7 @@ impl ResultsDir {
     }
 
     /// [`ResultsDir::create`] whose `results.json` records where its case folders are
-    /// ([`ResultSet::case_root`], relative to `dir`; see [`case_root`]).
+    /// ([`ResultSet::case_root`]).
     pub fn create_at(
         dir: &Path,
         judges: &[JudgeId],
@@ -427,44 +427,6 @@ pub fn write_doc<W: Write>(w: W, set: &ResultSet) -> io::Result<W> {
     let mut doc = ResultsDoc::begin_at(w, &set.judges, set.runs, set.case_root.as_deref())?;
     write_entries(&set.results, &mut [&mut doc])?;
     doc.finish(&set.skipped, &set.problems, &set.summaries)
-}
-
-/// `run_dir` as seen from the folder `doc_dir` (both made absolute; `None` when either cannot
-/// be): `../..` up to their common folder, then down. `.` when they are one folder.
-pub fn case_root(doc_dir: &Path, run_dir: &Path) -> Option<String> {
-    // a folder not made yet is taken as written, `..` and `.` resolved by name
-    let abs = |p: &Path| {
-        std::fs::canonicalize(p).ok().or_else(|| {
-            p.is_absolute().then(|| {
-                let mut out = std::path::PathBuf::new();
-                for c in p.components() {
-                    match c {
-                        std::path::Component::ParentDir => {
-                            out.pop();
-                        }
-                        std::path::Component::CurDir => {}
-                        c => out.push(c),
-                    }
-                }
-                out
-            })
-        })
-    };
-    let (from, to) = (abs(doc_dir)?, abs(run_dir)?);
-    let f: Vec<_> = from.components().collect();
-    let t: Vec<_> = to.components().collect();
-    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
-    let mut parts: Vec<String> = vec!["..".into(); f.len() - common];
-    parts.extend(
-        t[common..]
-            .iter()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
-    );
-    Some(if parts.is_empty() {
-        ".".into()
-    } else {
-        parts.join("/")
-    })
 }
 
 /// The results grouped by case id, checked so that one id is one case folder and no two ids

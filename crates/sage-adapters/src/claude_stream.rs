@@ -562,6 +562,7 @@ impl<'m> Ctx<'m> {
                             old,
                             new,
                             all: false,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         &via,
                         &p,
@@ -1018,7 +1019,8 @@ mod tests {
             WriteOp::StrReplace {
                 old: "x = 1".into(),
                 new: "x = 2".into(),
-                all: false
+                all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }
         );
         // The heredoc runs in /project/sub after `cd`.

@@ -272,6 +272,7 @@ fn sample_turns(
                                         old: o.into(),
                                         new: s(&args, "new_str").unwrap_or("").into(),
                                         all: false,
+                                        tolerance: sage_trace::Tolerance::TrimmedRetry,
                                     }),
                                     "new_str",
                                 ),

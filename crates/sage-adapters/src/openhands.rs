@@ -575,6 +575,7 @@ impl Ctx {
                             old: o.into(),
                             new: n.unwrap_or("").into(),
                             all: false,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         "new_str",
                     )),
@@ -784,6 +785,7 @@ impl Ctx {
                                 old,
                                 new: n,
                                 all: false,
+                                tolerance: sage_trace::Tolerance::TrimmedRetry,
                             })
                         }
                         _ => None,
@@ -808,6 +810,7 @@ impl Ctx {
                     2 => arg(1, "content").map(|t| WriteOp::SearchReplace {
                         search: String::new(),
                         replace: t,
+                        tolerance: sage_trace::Tolerance::LinesThenElision,
                     }),
                     3 => Some(WriteOp::FullContent {
                         content: String::new(),

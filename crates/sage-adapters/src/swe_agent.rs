@@ -318,6 +318,7 @@ impl Ctx {
                                 .get("replace-all")
                                 .and_then(Value::as_bool)
                                 .unwrap_or(false),
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         };
                         let string_args = c
                             .pointer("/function/arguments")
@@ -445,6 +446,7 @@ impl Ctx {
                 old: o.into(),
                 new: s(args, "new_str").unwrap_or("").into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }),
             Some("insert") => match (
                 args.get("insert_line").and_then(Value::as_u64),

@@ -95,7 +95,7 @@ fn load(path: &std::path::Path) -> anyhow::Result<Labeled> {
     let (subset, question, ground_truth, gold) = validate::who_and_when_labels(&text, &name)?;
     let trace = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new(name.clone(), path)],
-        Some("who-and-when"),
+        &sage_adapters::NormalizeOptions::framework(Some("who-and-when")),
     )
     .with_context(|| format!("{name}: not a Who&When log"))?;
     anyhow::ensure!(

@@ -690,6 +690,57 @@ fn history_and_screen_know_no_trace_format() {
     );
 }
 
+/// Module → format modules it names, for the modules of sage-adapters that are not formats,
+/// except the registry (the one list of the formats).
+fn generic_modules_naming_formats(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    formats: &[String],
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (from, tos) in edges {
+        if formats.contains(from) || from == "registry" {
+            continue;
+        }
+        for to in tos.iter().filter(|t| formats.contains(t)) {
+            out.push((from.clone(), to.clone()));
+        }
+    }
+    out
+}
+
+/// Issue 30: the `Adapter` trait is the only way to a format. Detection and normalization
+/// loop over the registry; no generic module of sage-adapters names a format's module (the
+/// registry lists them; formats may share each other's readers).
+#[test]
+fn formats_are_reached_only_through_the_adapter_trait() {
+    let formats = format_names();
+    let edges = module_edges(&crate_sources(
+        &Path::new(ROOT).join("crates/sage-adapters"),
+    ));
+    let found = generic_modules_naming_formats(&edges, &formats);
+    assert!(
+        found.is_empty(),
+        "generic modules of sage-adapters name a format (go through the Adapter trait): {found:?}"
+    );
+    // planted: normalize matching an adapter's name and calling its module is caught
+    let planted: Vec<(PathBuf, String)> = [
+        ("lib.rs", "pub mod openhands; mod normalize; mod registry;"),
+        ("registry.rs", "use crate::openhands;"),
+        ("openhands.rs", ""),
+        (
+            "normalize.rs",
+            "fn f(a: &str) { if a == \"openhands\" { crate::openhands::normalize_record(); } }",
+        ),
+    ]
+    .iter()
+    .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+    .collect();
+    assert_eq!(
+        generic_modules_naming_formats(&module_edges(&planted), &formats),
+        vec![("normalize".to_string(), "openhands".to_string())]
+    );
+}
+
 /// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",

@@ -1007,7 +1007,7 @@ fn injection_rules_are_quiet_on_real_traces() {
                 continue;
             }
             let f = sage_adapters::SourceFile::new(e.path().display().to_string(), e.path());
-            let Ok(t) = sage_adapters::normalize(&[f], None) else {
+            let Ok(t) = sage_adapters::normalize(&[f], &Default::default()) else {
                 continue;
             };
             traces += 1;

@@ -31,6 +31,19 @@ impl Adapter for Inspect {
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_sample(files, 0)
     }
+    fn holds_runs(&self) -> bool {
+        true
+    }
+    fn normalize_run(
+        &self,
+        files: &[SourceFile],
+        n: usize,
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        Ok((
+            normalize_sample(files, n - 1)?,
+            crate::seen::Seen::default(),
+        ))
+    }
 }
 
 use sage_trace::archive::{member_names, read_zip_member};

@@ -160,8 +160,11 @@ fn anchor_touched(
 /// Load, normalize and reconstruct one case.
 pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
-    let mut trace = sage_adapters::normalize_spec(&case.dir, &case.manifest.trace)
-        .map_err(|e| skip(dir, "adapter", e.to_string()))?;
+    let spec = &case.manifest.trace;
+    let files = sage_adapters::case_sources(&case.dir, spec);
+    let mut trace =
+        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
+            .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }

@@ -58,7 +58,7 @@ impl CanonicalTrace {
 
     /// Move every final-state write out of the turns into [`CanonicalTrace::submissions`]
     /// (adapters attach a submitted patch to some turn; it belongs to no turn). Called once
-    /// on every adapter's output by [`crate::adapters::normalize_with`]; idempotent.
+    /// on every adapter's output by `sage_adapters::normalize`; idempotent.
     pub fn separate_submissions(&mut self) {
         for t in &mut self.turns {
             if !t.writes.iter().any(|w| w.final_state) {

@@ -206,7 +206,8 @@ pub fn init(o: &InitOptions) -> InitReport {
         return r;
     }
     let src = SourceFile::new(trace_name.clone(), &o.trace);
-    let (trace, seen) = match normalize_seen(std::slice::from_ref(&src), o.framework.as_deref()) {
+    let how = sage_adapters::NormalizeOptions::framework(o.framework.as_deref());
+    let (trace, seen) = match normalize_seen(std::slice::from_ref(&src), &how) {
         Ok(x) => x,
         Err(e) => {
             r.errors.push(format!(

@@ -84,7 +84,7 @@ fn throughput() {
             })
             .collect();
         let opts = ScoreOptions {
-            concurrency: conc,
+            concurrency: std::num::NonZeroUsize::new(conc).unwrap(),
             runs: 1,
             max_attempts: 3,
             progress: None,

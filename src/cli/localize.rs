@@ -43,8 +43,8 @@ pub struct Args {
     pub no_write: bool,
     /// Judge requests in flight at once, across every case, turn, judge and run.
     /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
-    #[arg(long, value_parser = super::at_least_one)]
-    pub concurrency: Option<usize>,
+    #[arg(long, value_parser = super::concurrency)]
+    pub concurrency: Option<std::num::NonZeroUsize>,
     /// Follow symbolic links that lead out of DIR (by default only links that stay inside
     /// it are followed: a corpus must not make sage walk other folders).
     #[arg(long)]
@@ -85,11 +85,13 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     if let Some(p) = &a.injection_rules {
         sage_judge::injection::set_active(sage_judge::injection::Rules::load(p)?);
     }
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let built = build_run(
+        &a.judges,
+        a.lexicon.as_deref(),
+        &a.judge_flags,
+        a.concurrency,
+    )?;
     let mut opts = built.opts;
-    if let Some(c) = a.concurrency {
-        opts.concurrency = c;
-    }
     opts.follow_links = a.follow_links;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =

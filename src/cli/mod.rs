@@ -425,10 +425,13 @@ pub struct BuiltRun {
 }
 
 /// Build the judges and options of a run from the common flags (lexicon unless told).
+/// `concurrency` is `--concurrency` where the command has it: it wins; else the smallest a
+/// named judge asks for; else [`sage_judge::concurrent::DEFAULT_CONCURRENCY`], the one default.
 pub fn build_run(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
     flags: &JudgeFlags,
+    concurrency: Option<std::num::NonZeroUsize>,
 ) -> anyhow::Result<BuiltRun> {
     use sage_judge::lexicon::{Lexicon, LexiconJudge};
     use sage_judge::spec::{JudgeOptions, JudgeSession};
@@ -484,20 +487,25 @@ pub fn build_run(
         let b = s.build(&spec)?;
         if let Some(c) = s.preferred_concurrency(&spec) {
             // the smallest any judge asks for: a one-slot server is not flooded by another's
-            preferred = Some(preferred.map_or(c, |p: usize| p.min(c)));
+            preferred = Some(preferred.map_or(c, |p: std::num::NonZeroUsize| p.min(c)));
         }
         opts.judges.push(b.judge.clone());
         if b.llm.is_some() {
             llm.push(b);
         }
     }
-    if let Some(c) = preferred {
-        opts.concurrency = c;
-    }
+    opts.concurrency = concurrency
+        .or(preferred)
+        .unwrap_or(sage_judge::concurrent::DEFAULT_CONCURRENCY);
     Ok(BuiltRun { opts, session, llm })
 }
 
-/// A count that must be at least 1 (`--concurrency 0` makes no sense and is refused).
+/// `--concurrency N`: at least 1 (0 makes no sense and is refused).
+pub fn concurrency(s: &str) -> Result<std::num::NonZeroUsize, String> {
+    at_least_one(s).map(|n| std::num::NonZeroUsize::new(n).expect("at least one"))
+}
+
+/// A count that must be at least 1.
 pub fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         run: args.run.map(|n| n as usize),
         framework_from: None,
     };
-    let trace = match sage_adapters::normalize_opts(&files, opts) {
+    let trace = match sage_adapters::normalize(&files, &opts) {
         Ok(t) => t,
         Err(e) => {
             errln!("sage: error: {}", sage_llm::secrets::scrub(&e.to_string()));

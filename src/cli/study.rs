@@ -77,8 +77,8 @@ pub struct Args {
     pub partitions: usize,
     /// Judge requests in flight at once.
     /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
-    #[arg(long, value_parser = super::at_least_one)]
-    pub concurrency: Option<usize>,
+    #[arg(long, value_parser = super::concurrency)]
+    pub concurrency: Option<std::num::NonZeroUsize>,
     #[command(flatten)]
     pub judge_flags: JudgeFlags,
 }
@@ -303,11 +303,13 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
         reportln!("no confirmed case: nothing to localize");
         return Ok(EXIT_OK);
     }
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let built = build_run(
+        &a.judges,
+        a.lexicon.as_deref(),
+        &a.judge_flags,
+        a.concurrency,
+    )?;
     let mut opts = built.opts;
-    if let Some(c) = a.concurrency {
-        opts.concurrency = c;
-    }
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
             super::judges::before_run(&cases, &a.judge_flags, session, &built.llm, false)?

@@ -626,6 +626,121 @@ fn planted_cycles_through_super_and_after_tests_are_caught() {
     assert!(judge["concurrent"].contains("score") && judge["concurrent"].contains("verify"));
 }
 
+/// The trace formats sage-adapters reads: its "one module per format" list.
+fn format_names() -> Vec<String> {
+    let lib =
+        std::fs::read_to_string(Path::new(ROOT).join("crates/sage-adapters/src/lib.rs")).unwrap();
+    let (_, list) = lib.split_once("// One module per format.").unwrap();
+    let list = list.split("\n\n").next().unwrap();
+    let names: Vec<String> = list
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|n| n.trim_end_matches(';').to_string())
+        .collect();
+    assert!(names.len() >= 10, "the format list moved: {names:?}");
+    names
+}
+
+/// Format names (`aider`, `swe_agent` also as `swe-agent`, ...) that a file's production code
+/// (comments aside) names.
+fn formats_named(text: &str, names: &[String]) -> Vec<String> {
+    let code = library_part(text);
+    let spans = lex(&code);
+    let mut bytes = code.clone().into_bytes();
+    for (&a, &z) in &spans {
+        if code[a..].starts_with('/') {
+            bytes[a..z].fill(b' ');
+        }
+    }
+    let code = String::from_utf8_lossy(&bytes).to_lowercase();
+    names
+        .iter()
+        .filter(|n| code.contains(n.as_str()) || code.contains(&n.replace('_', "-")))
+        .cloned()
+        .collect()
+}
+
+/// docs/architecture.md: "sage-history ... knows no trace format" and "sage-screen ...
+/// knows no trace format": no format's name in their code (issue 30: the editors' fallbacks
+/// are the op's `Tolerance`, set by the adapters).
+#[test]
+fn history_and_screen_know_no_trace_format() {
+    let names = format_names();
+    for krate in ["sage-history", "sage-screen"] {
+        for (rel, text) in crate_sources(&Path::new(ROOT).join("crates").join(krate)) {
+            if rel.to_string_lossy().contains("test") {
+                continue;
+            }
+            let found = formats_named(&text, &names);
+            assert!(
+                found.is_empty(),
+                "{krate}/src/{}: names trace formats {found:?}: make it data on the \
+                 canonical trace instead",
+                rel.display()
+            );
+        }
+    }
+    // planted: a match on the format in code is caught, a mention in a comment is not
+    let planted = "// as Aider does\nfn f(via: &str) -> bool { via == \"aider-diff\" }";
+    assert_eq!(formats_named(planted, &names), vec!["aider".to_string()]);
+    assert!(formats_named("// as Aider and SWE-agent do\nfn f() {}", &names).is_empty());
+    assert_eq!(
+        formats_named("const X: &str = \"swe-agent\";", &names),
+        vec!["swe_agent".to_string()]
+    );
+}
+
+/// Module → format modules it names, for the modules of sage-adapters that are not formats,
+/// except the registry (the one list of the formats).
+fn generic_modules_naming_formats(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    formats: &[String],
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (from, tos) in edges {
+        if formats.contains(from) || from == "registry" {
+            continue;
+        }
+        for to in tos.iter().filter(|t| formats.contains(t)) {
+            out.push((from.clone(), to.clone()));
+        }
+    }
+    out
+}
+
+/// Issue 30: the `Adapter` trait is the only way to a format. Detection and normalization
+/// loop over the registry; no generic module of sage-adapters names a format's module (the
+/// registry lists them; formats may share each other's readers).
+#[test]
+fn formats_are_reached_only_through_the_adapter_trait() {
+    let formats = format_names();
+    let edges = module_edges(&crate_sources(
+        &Path::new(ROOT).join("crates/sage-adapters"),
+    ));
+    let found = generic_modules_naming_formats(&edges, &formats);
+    assert!(
+        found.is_empty(),
+        "generic modules of sage-adapters name a format (go through the Adapter trait): {found:?}"
+    );
+    // planted: normalize matching an adapter's name and calling its module is caught
+    let planted: Vec<(PathBuf, String)> = [
+        ("lib.rs", "pub mod openhands; mod normalize; mod registry;"),
+        ("registry.rs", "use crate::openhands;"),
+        ("openhands.rs", ""),
+        (
+            "normalize.rs",
+            "fn f(a: &str) { if a == \"openhands\" { crate::openhands::normalize_record(); } }",
+        ),
+    ]
+    .iter()
+    .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+    .collect();
+    assert_eq!(
+        generic_modules_naming_formats(&module_edges(&planted), &formats),
+        vec![("normalize".to_string(), "openhands".to_string())]
+    );
+}
+
 /// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",

@@ -457,9 +457,9 @@ fn a_case_manifest_names_the_run_it_reads() {
         return;
     }
     let src = crate::need::shared_path("traces/openhands/resolver_mock_output.jsonl");
-    let t = sage_adapters::normalize_opts(
+    let t = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new("output.jsonl", &src)],
-        sage_adapters::NormalizeOptions {
+        &sage_adapters::NormalizeOptions {
             run: Some(2),
             ..Default::default()
         },

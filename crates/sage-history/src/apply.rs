@@ -1,15 +1,16 @@
 //! Write application: one canonical edit applied to an artefact's content, with the
 //! tolerances the editors that recorded it have (`docs/design-history.md`).
 
-use sage_trace::WriteOp;
+use sage_trace::{Tolerance, WriteOp};
 
 /// The result of applying one write to an artefact's content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
     /// The content after the write; `None` when the artefact was deleted.
     pub content: Option<String>,
-    /// A search/replace applied by the whitespace-tolerant line match, or by Aider's
-    /// `...` elision.
+    /// An edit applied only through its editor's tolerance ([`Tolerance`]): the
+    /// whitespace-tolerant line match or the `...` elision of a search/replace, or the trimmed
+    /// retry of a `str_replace`.
     pub fuzzy: bool,
     /// The edit matched only after the file's CRLF line ends were read as LF (as Python
     /// editors read with universal newlines); the result has LF line ends.
@@ -102,8 +103,12 @@ fn op_search_text(op: &WriteOp) -> Option<&str> {
 fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyError> {
     match op {
         WriteOp::FullContent { content } => Applied::exact(content.clone()),
-        WriteOp::SearchReplace { search, replace } => {
-            // Aider: a blank SEARCH appends to the file, creating it if needed.
+        WriteOp::SearchReplace {
+            search,
+            replace,
+            tolerance,
+        } => {
+            // A blank SEARCH appends to the file, creating it if needed.
             if search.trim().is_empty() {
                 return Applied::exact(format!("{}{}", current.unwrap_or(""), replace));
             }
@@ -115,6 +120,9 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyErro
                 out.push_str(&cur[pos + search.len()..]);
                 return Applied::exact(out);
             }
+            if *tolerance != Tolerance::LinesThenElision {
+                return Err(ApplyError::SearchNotFound);
+            }
             let fuzzy = |content: String| {
                 Ok(Applied {
                     content: Some(content),
@@ -125,23 +133,29 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyErro
             if let Some(out) = fuzzy_replace(cur, search, replace) {
                 return fuzzy(out);
             }
-            // Aider's last resort: `...` lines elide unchanged code in both blocks.
+            // The last resort: `...` lines elide unchanged code in both blocks.
             match dotdotdots(cur, search, replace) {
                 Some(Ok(out)) => fuzzy(out),
                 Some(Err(e)) => Err(ApplyError::Elision(e)),
                 None => Err(ApplyError::SearchNotFound),
             }
         }
-        WriteOp::StrReplace { old, new, all } => {
+        WriteOp::StrReplace {
+            old,
+            new,
+            all,
+            tolerance,
+        } => {
             let cur = current.ok_or(ApplyError::Missing("str_replace"))?;
             if old.is_empty() {
                 return Err(ApplyError::EmptyOld);
             }
             match cur.matches(old.as_str()).count() {
-                // OpenHands' editor (openhands-aci) retries a missing `old_str` with both
-                // strings stripped of surrounding whitespace; an edit recorded as landed that
-                // only matches that way is applied that way.
-                0 if !*all
+                // The trimmed retry: a missing `old` is retried with both strings stripped
+                // of surrounding whitespace; an edit recorded as landed that only matches that
+                // way is applied that way.
+                0 if *tolerance == Tolerance::TrimmedRetry
+                    && !*all
                     && old.trim() != old.as_str()
                     && !old.trim().is_empty()
                     && cur.matches(old.trim()).count() == 1 =>
@@ -229,7 +243,8 @@ fn leading_ws(s: &str) -> &str {
     &s[..s.len() - s.trim_start().len()]
 }
 
-/// Aider's fallback when SEARCH is not found verbatim: match whole lines ignoring leading and
+/// [`Tolerance::LinesThenElision`], first (as Aider's fallback when SEARCH is not found
+/// verbatim): match whole lines ignoring leading and
 /// trailing whitespace (and blank lines around SEARCH), then re-indent REPLACE by the
 /// indentation difference of the first non-blank matched line.
 fn fuzzy_replace(cur: &str, search: &str, replace: &str) -> Option<String> {
@@ -272,7 +287,8 @@ fn fuzzy_replace(cur: &str, search: &str, replace: &str) -> Option<String> {
     Some(out)
 }
 
-/// Aider's `try_dotdotdots`: when SEARCH and REPLACE hold lines of only `...`, the blocks are
+/// [`Tolerance::LinesThenElision`], last (as Aider's `try_dotdotdots`): when SEARCH and
+/// REPLACE hold lines of only `...`, the blocks are
 /// cut there into pieces, the `...` lines must pair up, and each SEARCH piece must occur
 /// exactly once and is replaced by its REPLACE piece (an empty SEARCH piece appends). `None`
 /// when there is no `...` line; `Err` when the pieces do not pair or match.

@@ -147,6 +147,7 @@ fn build(base: &[u8], actions: &[Action]) -> (Vec<Item>, Vec<(Write, Vec<Item>)>
                                 old: old + "\n",
                                 new: new + "\n",
                                 all,
+                                tolerance: sage_trace::Tolerance::TrimmedRetry,
                             }
                         }
                         Action::ReplaceLines(..) => {
@@ -166,6 +167,7 @@ fn build(base: &[u8], actions: &[Action]) -> (Vec<Item>, Vec<(Write, Vec<Item>)>
                             WriteOp::SearchReplace {
                                 search: old + "\n",
                                 replace: new + "\n",
+                                tolerance: sage_trace::Tolerance::LinesThenElision,
                             }
                         }
                     };

@@ -77,6 +77,7 @@ fn search_replace_exact_first_occurrence() {
     let op = WriteOp::SearchReplace {
         search: "a = 1\n".into(),
         replace: "a = 2\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     assert_eq!(ok("a = 1\nb\na = 1\n", op), "a = 2\nb\na = 1\n");
 }
@@ -86,9 +87,95 @@ fn search_replace_empty_search_appends_or_creates() {
     let op = || WriteOp::SearchReplace {
         search: "".into(),
         replace: "new\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     assert_eq!(ok("old\n", op()), "old\nnew\n");
     assert_eq!(one(None, op()), Ok(Some("new\n".into())));
+}
+
+/// Issue 30: an editor's tolerance is data on the op. The same edits that apply through
+/// the line match, the `...` elision or the trimmed retry do not apply when the op says
+/// `Exact`, whatever wrote them.
+#[test]
+fn the_tolerance_on_the_op_decides_the_fallbacks() {
+    use sage_trace::Tolerance;
+    let file = "class A:\n    def f(self):\n        x = 1   \n        return x\n";
+    let sr = |tolerance| WriteOp::SearchReplace {
+        search: "def f(self):\n    x = 1\n".into(),
+        replace: "def f(self):\n    x = 2\n".into(),
+        tolerance,
+    };
+    assert!(
+        apply(Some(file), &sr(Tolerance::LinesThenElision))
+            .unwrap()
+            .fuzzy
+    );
+    for t in [Tolerance::Exact, Tolerance::TrimmedRetry] {
+        assert_eq!(apply(Some(file), &sr(t)), Err(ApplyError::SearchNotFound));
+    }
+    let elided = |tolerance| WriteOp::SearchReplace {
+        search: "a = 1\n...\nc = 3\n".into(),
+        replace: "a = 10\n...\nc = 30\n".into(),
+        tolerance,
+    };
+    let abc = "a = 1\nb = 2\nc = 3\n";
+    assert_eq!(
+        ok(abc, elided(Tolerance::LinesThenElision)),
+        "a = 10\nb = 2\nc = 30\n"
+    );
+    assert!(apply(Some(abc), &elided(Tolerance::Exact)).is_err());
+    let str_replace = |tolerance| WriteOp::StrReplace {
+        old: "  x = 1   ".into(),
+        new: " x = 2 ".into(),
+        all: false,
+        tolerance,
+    };
+    let one_line = "x = 1\n";
+    assert_eq!(
+        ok(one_line, str_replace(Tolerance::TrimmedRetry)),
+        "x = 2\n"
+    );
+    for t in [Tolerance::Exact, Tolerance::LinesThenElision] {
+        assert_eq!(
+            apply(Some(one_line), &str_replace(t)),
+            Err(ApplyError::OldNotFound)
+        );
+    }
+}
+
+/// A canonical trace written before the tolerance was on the op reads as it applied then,
+/// and an op at that default writes no `tolerance` key (normalize's output is unchanged).
+#[test]
+fn an_op_without_a_tolerance_reads_as_before() {
+    use sage_trace::Tolerance;
+    let sr: WriteOp =
+        serde_json::from_str(r#"{"type":"search-replace","search":"a","replace":"b"}"#).unwrap();
+    assert!(matches!(
+        sr,
+        WriteOp::SearchReplace {
+            tolerance: Tolerance::LinesThenElision,
+            ..
+        }
+    ));
+    let st: WriteOp =
+        serde_json::from_str(r#"{"type":"str-replace","old":"a","new":"b"}"#).unwrap();
+    assert!(matches!(
+        st,
+        WriteOp::StrReplace {
+            tolerance: Tolerance::TrimmedRetry,
+            ..
+        }
+    ));
+    assert!(!serde_json::to_string(&sr).unwrap().contains("tolerance"));
+    let exact = WriteOp::StrReplace {
+        old: "a".into(),
+        new: "b".into(),
+        all: false,
+        tolerance: Tolerance::Exact,
+    };
+    assert!(serde_json::to_string(&exact)
+        .unwrap()
+        .contains(r#""tolerance":"exact""#));
 }
 
 #[test]
@@ -97,6 +184,7 @@ fn search_replace_whitespace_tolerant_is_recorded_fuzzy() {
     let op = WriteOp::SearchReplace {
         search: "def f(self):\n    x = 1\n".into(),
         replace: "def f(self):\n    x = 2\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     let a = apply(Some(file), &op).unwrap();
     assert!(a.fuzzy);
@@ -107,6 +195,7 @@ fn search_replace_whitespace_tolerant_is_recorded_fuzzy() {
     let miss = WriteOp::SearchReplace {
         search: "y = 1".into(),
         replace: "y = 2".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     let e = one(Some(file), miss).unwrap_err();
     assert!(e.contains("search text not found"), "{e}");
@@ -119,6 +208,7 @@ fn search_replace_with_aider_elision() {
     let op = WriteOp::SearchReplace {
         search: "def a():\n    x = 1\n...\n    return x\n".into(),
         replace: "def a():\n    x = 10\n...\n    return x + 1\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     let a = apply(Some(file), &op).unwrap();
     assert!(a.fuzzy);
@@ -129,12 +219,14 @@ fn search_replace_with_aider_elision() {
     let unpaired = WriteOp::SearchReplace {
         search: "x = 1\n...\nreturn x\n".into(),
         replace: "x = 10\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     let e = one(Some(file), unpaired).unwrap_err();
     assert!(e.contains("unpaired"), "{e}");
     let missing = WriteOp::SearchReplace {
         search: "    x = 1\n...\n    nope\n".into(),
         replace: "    x = 1\n...\n    yes\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     assert!(one(Some(file), missing)
         .unwrap_err()
@@ -148,6 +240,7 @@ fn lf_edits_apply_to_crlf_files_as_editors_read_them() {
         old: "    a = 1\n    b = 2".into(),
         new: "    a = 3\n    b = 4".into(),
         all: false,
+        tolerance: sage_trace::Tolerance::TrimmedRetry,
     };
     let a = apply(Some(file), &op).unwrap();
     assert!(a.crlf_normalized);
@@ -157,6 +250,7 @@ fn lf_edits_apply_to_crlf_files_as_editors_read_them() {
         old: "a = 1".into(),
         new: "a = 5".into(),
         all: false,
+        tolerance: sage_trace::Tolerance::TrimmedRetry,
     };
     let a = apply(Some(file), &one_line).unwrap();
     assert!(!a.crlf_normalized);
@@ -165,6 +259,7 @@ fn lf_edits_apply_to_crlf_files_as_editors_read_them() {
     let sr = WriteOp::SearchReplace {
         search: "    a = 1\n    b = 2\n".into(),
         replace: "    a = 9\n".into(),
+        tolerance: sage_trace::Tolerance::LinesThenElision,
     };
     let a = apply(Some(file), &sr).unwrap();
     assert!(a.crlf_normalized && !a.fuzzy);
@@ -177,6 +272,7 @@ fn str_replace_must_match_once() {
         old: "x".into(),
         new: "y".into(),
         all,
+        tolerance: sage_trace::Tolerance::TrimmedRetry,
     };
     assert_eq!(ok("a x b", op(false)), "a y b");
     assert_eq!(
@@ -196,6 +292,7 @@ fn str_replace_must_match_once() {
         old: "".into(),
         new: "y".into(),
         all: false,
+        tolerance: sage_trace::Tolerance::TrimmedRetry,
     };
     assert!(one(Some("abc"), empty).is_err());
 }
@@ -292,6 +389,7 @@ fn reconstruct_numbers_writes_records_failures_and_continues() {
                 old: "a".into(),
                 new: "b".into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             },
         ),
         w(
@@ -300,6 +398,7 @@ fn reconstruct_numbers_writes_records_failures_and_continues() {
                 old: "zzz".into(),
                 new: "q".into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             },
         ),
         w(
@@ -562,6 +661,7 @@ fn failed_write_leaves_state_and_is_not_a_snapshot() {
                 old: "MODE_GCM".into(),
                 new: "MODE_ECB".into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             },
         ),
         w(
@@ -570,6 +670,7 @@ fn failed_write_leaves_state_and_is_not_a_snapshot() {
                 old: "nothing".into(),
                 new: "x".into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             },
         ),
     ]);

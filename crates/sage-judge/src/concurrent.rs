@@ -14,6 +14,7 @@ use sage_llm::cost::RunStats;
 use sage_trace::case::TaskContext;
 use sage_trace::{CanonicalTrace, RawStore};
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -45,11 +46,15 @@ pub struct ScoreItem<'a> {
     pub store: &'a RawStore,
 }
 
+/// Requests in flight at once when neither `--concurrency` nor a named judge says otherwise:
+/// the one default of every command that scores (`localize`, `study`, `explain`, `validate`).
+pub const DEFAULT_CONCURRENCY: NonZeroUsize = NonZeroUsize::new(16).unwrap();
+
 /// How to score.
 #[derive(Debug, Clone)]
 pub struct ScoreOptions {
     /// Requests in flight at once (`--concurrency`).
-    pub concurrency: usize,
+    pub concurrency: NonZeroUsize,
     /// Runs per judge (`--runs`), numbered from 0.
     pub runs: u32,
     /// Attempts per turn (first try + retries with feedback).
@@ -63,7 +68,7 @@ pub struct ScoreOptions {
 impl Default for ScoreOptions {
     fn default() -> Self {
         ScoreOptions {
-            concurrency: 8,
+            concurrency: DEFAULT_CONCURRENCY,
             runs: 1,
             max_attempts: 3,
             progress: None,
@@ -205,7 +210,7 @@ pub async fn score_traces_concurrently(
         .iter()
         .map(|i| PrefixChain::new(i.task, &i.trace.turns))
         .collect();
-    let jobs = job_order(items, judges.len(), runs, opts.concurrency.max(1));
+    let jobs = job_order(items, judges.len(), runs, opts.concurrency.get());
     let bar = opts.progress.as_deref();
     if let Some(b) = bar {
         b.start(jobs.len() as u64);
@@ -288,7 +293,7 @@ pub async fn score_traces_concurrently(
             .buffer_unordered(slots.max(1))
             .collect::<Vec<(Job, Option<TurnOutcome>)>>()
     };
-    let results = run_drivers(opts.concurrency.max(1), &drive).await;
+    let results = run_drivers(opts.concurrency.get(), &drive).await;
     if let Some(b) = bar {
         b.finish();
     }
@@ -385,7 +390,7 @@ mod tests {
         let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
         let opts = ScoreOptions {
             runs: 2,
-            concurrency: 3,
+            concurrency: NonZeroUsize::new(3).unwrap(),
             ..Default::default()
         };
         let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));
@@ -446,7 +451,7 @@ mod tests {
         }];
         let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
         let opts = ScoreOptions {
-            concurrency: 1,
+            concurrency: NonZeroUsize::MIN,
             ..Default::default()
         };
         let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));

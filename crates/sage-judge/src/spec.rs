@@ -136,8 +136,6 @@ impl fmt::Display for Shard {
 pub struct JudgeOptions {
     /// `--runs N`.
     pub runs: u32,
-    /// `--concurrency N`.
-    pub concurrency: usize,
     /// Attempts per turn (first answer + retries with feedback).
     pub max_attempts: u32,
     /// `--budget USD`.
@@ -167,7 +165,6 @@ impl Default for JudgeOptions {
     fn default() -> Self {
         JudgeOptions {
             runs: 1,
-            concurrency: 8,
             max_attempts: 3,
             budget_usd: None,
             ledger_dir: None,
@@ -242,10 +239,10 @@ impl JudgeSession {
         &self.parts.stats
     }
 
-    /// The scorer's options for this session.
-    pub fn score_options(&self) -> ScoreOptions {
+    /// The scorer's options for this session, with `concurrency` requests in flight.
+    pub fn score_options(&self, concurrency: std::num::NonZeroUsize) -> ScoreOptions {
         ScoreOptions {
-            concurrency: self.options.concurrency.max(1),
+            concurrency,
             runs: self.options.runs.max(1),
             max_attempts: self.options.max_attempts.max(1),
             progress: None,
@@ -362,9 +359,11 @@ impl JudgeSession {
 
     /// The requests in flight a named judge asks for when `--concurrency` is not given
     /// (`concurrency` in its `[judges.NAME]`; a one-slot local server wants 1).
-    pub fn preferred_concurrency(&self, spec: &str) -> Option<usize> {
+    pub fn preferred_concurrency(&self, spec: &str) -> Option<std::num::NonZeroUsize> {
         match JudgeSpec::parse(spec).ok()? {
-            JudgeSpec::Named(name) => self.config.judge(&name)?.concurrency,
+            JudgeSpec::Named(name) => {
+                std::num::NonZeroUsize::new(self.config.judge(&name)?.concurrency?)
+            }
             _ => None,
         }
     }
@@ -495,13 +494,6 @@ fn spec_name(spec: &JudgeSpec) -> String {
 /// The lexicon judge (embedded lexicon), built by its own module.
 fn lexicon_judge() -> Result<Arc<dyn Judge>, SpecError> {
     Ok(Arc::new(super::lexicon::LexiconJudge::embedded()))
-}
-
-/// Build one judge with default options (`sage.toml` settings, the default ledger).
-pub fn build(spec: &str, config: &Config) -> Result<Arc<dyn Judge>, SpecError> {
-    Ok(JudgeSession::new(config, JudgeOptions::default())?
-        .build(spec)?
-        .judge)
 }
 
 /// Warnings for cases whose trace was produced by a model of the judge's family.

@@ -23,7 +23,7 @@ pub struct Options {
     /// Attempts per turn for non-deterministic judges.
     pub max_attempts: u32,
     /// Judge requests in flight at once, across all cases, judges, runs and turns.
-    pub concurrency: usize,
+    pub concurrency: std::num::NonZeroUsize,
     /// Where scoring progress goes (the CLI draws it); `None` for none.
     pub progress: Option<Arc<dyn sage_judge::concurrent::Progress>>,
     /// Counters shared with LLM judges (cache hits, retries, cost).
@@ -42,7 +42,7 @@ impl Default for Options {
             judges: vec![Arc::new(sage_judge::lexicon::LexiconJudge::embedded())],
             runs: 1,
             max_attempts: 3,
-            concurrency: 16,
+            concurrency: sage_judge::concurrent::DEFAULT_CONCURRENCY,
             progress: None,
             stats: None,
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
@@ -160,8 +160,11 @@ fn anchor_touched(
 /// Load, normalize and reconstruct one case.
 pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
-    let mut trace = sage_adapters::normalize_spec(&case.dir, &case.manifest.trace)
-        .map_err(|e| skip(dir, "adapter", e.to_string()))?;
+    let spec = &case.manifest.trace;
+    let files = sage_adapters::case_sources(&case.dir, spec);
+    let mut trace =
+        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
+            .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }
@@ -412,10 +415,10 @@ pub async fn localize_dirs_each(
     mut each: impl FnMut(CaseOutput) -> ControlFlow<()>,
 ) {
     use rayon::prelude::*;
-    let chunk = CASES_PER_BATCH.max(opts.concurrency.saturating_mul(2));
+    let chunk = CASES_PER_BATCH.max(opts.concurrency.get().saturating_mul(2));
     let runs = opts.runs.max(1);
     let score_opts = sage_judge::concurrent::ScoreOptions {
-        concurrency: opts.concurrency.max(1),
+        concurrency: opts.concurrency,
         runs,
         max_attempts: opts.max_attempts.max(1),
         progress: opts.progress.clone(),

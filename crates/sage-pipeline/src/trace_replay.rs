@@ -506,18 +506,15 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
     // The same refusals as `sage normalize` (a forced framework that does not fit, a file
     // that is not a trace, no agent turn); then what the trace shows of its files.
-    sage_adapters::normalize_opts(
-        files,
-        sage_adapters::NormalizeOptions {
-            framework: opts.framework.clone(),
-            mapping: None,
-            allow_empty: opts.allow_empty,
-            run: opts.run,
-            framework_from: None,
-        },
-    )?;
-    let (trace, seen) =
-        sage_adapters::normalize_seen_run(files, opts.framework.as_deref(), opts.run)?;
+    let normalize = sage_adapters::NormalizeOptions {
+        framework: opts.framework.clone(),
+        mapping: None,
+        allow_empty: opts.allow_empty,
+        run: opts.run,
+        framework_from: None,
+    };
+    sage_adapters::normalize(files, &normalize)?;
+    let (trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()

@@ -173,7 +173,8 @@ fn read_item(item: &Item) -> Result<Shown, String> {
         Item::Trace(path) => {
             let files = [SourceFile::new(path.display().to_string(), path)];
             let (mut trace, seen) =
-                sage_adapters::normalize_seen_run(&files, None, None).map_err(|e| e.to_string())?;
+                sage_adapters::normalize_seen(&files, &sage_adapters::NormalizeOptions::default())
+                    .map_err(|e| e.to_string())?;
             trace.separate_submissions();
             // What the trace shows whole before the agent writes a file is its earlier content.
             let baselines: BTreeMap<String, String> = seen

@@ -206,19 +206,19 @@ pub fn init(o: &InitOptions) -> InitReport {
         return r;
     }
     let src = SourceFile::new(trace_name.clone(), &o.trace);
-    let (mut trace, mut seen) =
-        match normalize_seen(std::slice::from_ref(&src), o.framework.as_deref()) {
-            Ok(x) => x,
-            Err(e) => {
-                r.errors.push(format!(
-                    "{}{}: {}",
-                    o.trace.display(),
-                    e.record.map(|x| format!(" ({x})")).unwrap_or_default(),
-                    e.message
-                ));
-                return r;
-            }
-        };
+    let how = sage_adapters::NormalizeOptions::framework(o.framework.as_deref());
+    let (mut trace, mut seen) = match normalize_seen(std::slice::from_ref(&src), &how) {
+        Ok(x) => x,
+        Err(e) => {
+            r.errors.push(format!(
+                "{}{}: {}",
+                o.trace.display(),
+                e.record.map(|x| format!(" ({x})")).unwrap_or_default(),
+                e.message
+            ));
+            return r;
+        }
+    };
     if !trace.turns.iter().any(|t| t.is_applicable()) {
         r.errors.push(format!(
             "{}: the {} adapter finds no agent turn in it (`sage normalize` shows what it reads); \

@@ -142,6 +142,19 @@ pub fn learn_checkout_prefix<'a>(
     }
 }
 
+/// Remove the checkout folder `prefix` from every name `trace` writes or submits (a case's
+/// `trace.checkout`): the trace then names its files as the case does.
+pub fn strip_checkout(trace: &mut sage_trace::CanonicalTrace, prefix: &str) {
+    for t in &mut trace.turns {
+        for w in &mut t.writes {
+            w.artefact = without_prefix(&w.artefact, Some(prefix));
+        }
+    }
+    for w in &mut trace.submissions {
+        w.artefact = without_prefix(&w.artefact, Some(prefix));
+    }
+}
+
 /// `name` read without a learnt checkout prefix (see [`learn_checkout_prefix`]).
 pub fn without_prefix(name: &str, prefix: Option<&str>) -> String {
     let n = normalize_path(name);

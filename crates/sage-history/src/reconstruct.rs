@@ -145,29 +145,16 @@ pub fn reconstruct_with_final(
 ) -> ArtefactHistory {
     let keys: Vec<String> = baselines.keys().cloned().collect();
     let mut path_matches: BTreeMap<String, String> = BTreeMap::new();
-    // a checkout folder the trace names its files under and the case does not
-    let written: Vec<String> = trace
-        .writes()
-        .filter(|(_, w)| !w.final_state)
-        .map(|(_, w)| w.artefact.clone())
-        .collect();
-    let learnt = crate::paths::learn_checkout_prefix(&written, &keys);
     let mut name_of = |path: &str| -> String {
         let norm = normalize_path(path);
-        let stripped = crate::paths::without_prefix(path, learnt.as_deref());
-        let key = if keys.contains(&stripped) {
-            Some(stripped)
-        } else {
-            match_key(path, &keys)
-        };
-        match key {
+        match match_key(path, &keys) {
             Some(k) => {
                 if normalize_path(&k) != norm {
                     path_matches.insert(path.to_string(), k.clone());
                 }
                 k
             }
-            None => crate::paths::without_prefix(path, learnt.as_deref()),
+            None => norm,
         }
     };
     let mut state: BTreeMap<String, Option<String>> = baselines

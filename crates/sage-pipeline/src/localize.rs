@@ -172,6 +172,10 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
         .map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
     // Any adapter's final-state writes are the trace's submission, never a turn's write.
     trace.separate_submissions();
+    // the checkout folder the trace names its files under and the case does not
+    if let Some(x) = &case.manifest.trace.checkout {
+        sage_history::strip_checkout(&mut trace, x);
+    }
     let history =
         sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;

@@ -291,16 +291,10 @@ pub fn init(o: &InitOptions) -> InitReport {
     // the patch, and the case uses the patch's names (as localize and replay read them).
     let written_names: Vec<String> = trace.writes().map(|(_, w)| w.artefact.clone()).collect();
     let patch_names: Vec<String> = patch.iter().map(|d| d.path.clone()).collect();
-    if let Some(x) = history::learn_checkout_prefix(&written_names, &patch_names) {
-        let strip = |a: &str| history::without_prefix(a, Some(&x));
-        for t in &mut trace.turns {
-            for w in &mut t.writes {
-                w.artefact = strip(&w.artefact);
-            }
-        }
-        for w in &mut trace.submissions {
-            w.artefact = strip(&w.artefact);
-        }
+    let checkout = history::learn_checkout_prefix(&written_names, &patch_names);
+    if let Some(x) = &checkout {
+        let strip = |a: &str| history::without_prefix(a, Some(x));
+        history::strip_checkout(&mut trace, x);
         seen.full = std::mem::take(&mut seen.full)
             .into_iter()
             .map(|(a, f)| (strip(&a), f))
@@ -662,6 +656,7 @@ pub fn init(o: &InitOptions) -> InitReport {
             files: vec![trace_name.clone()],
             framework: Some(trace.framework.clone()),
             run: None,
+            checkout: checkout.clone(),
         },
         baseline: baselines
             .keys()

@@ -28,15 +28,8 @@ fn answers(repo: &Repo, fix: &str, cve: &str) -> Vec<(Variant, Option<String>)> 
         .collect()
 }
 
-const ALL: [Variant; 7] = [
-    Variant::B,
-    Variant::Ag,
-    Variant::Ma,
-    Variant::R,
-    Variant::L,
-    Variant::V,
-    Variant::Agent,
-];
+/// Every variant, in the order B, AG, MA, R, L, V, agent.
+const ALL: [Variant; 7] = Variant::ALL;
 
 fn check(name: &str, got: Vec<(Variant, Option<String>)>, want: [&str; 7], names: &[(&str, &str)]) {
     let label = |h: &Option<String>| -> String {

@@ -85,8 +85,8 @@ fn throughput() {
             .collect();
         let opts = ScoreOptions {
             concurrency: std::num::NonZeroUsize::new(conc).unwrap(),
-            runs: 1,
-            max_attempts: 3,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: Some(stats.clone()),
         };

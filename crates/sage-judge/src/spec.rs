@@ -135,9 +135,9 @@ impl fmt::Display for Shard {
 #[derive(Debug, Clone)]
 pub struct JudgeOptions {
     /// `--runs N`.
-    pub runs: u32,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn (first answer + retries with feedback).
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// `--budget USD`.
     pub budget_usd: Option<f64>,
     /// `--ledger DIR` (default `.sage/ledger`).
@@ -164,8 +164,8 @@ pub struct JudgeOptions {
 impl Default for JudgeOptions {
     fn default() -> Self {
         JudgeOptions {
-            runs: 1,
-            max_attempts: 3,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             budget_usd: None,
             ledger_dir: None,
             no_ledger: false,
@@ -243,8 +243,8 @@ impl JudgeSession {
     pub fn score_options(&self, concurrency: std::num::NonZeroUsize) -> ScoreOptions {
         ScoreOptions {
             concurrency,
-            runs: self.options.runs.max(1),
-            max_attempts: self.options.max_attempts.max(1),
+            runs: self.options.runs,
+            max_attempts: self.options.max_attempts,
             progress: None,
             stats: Some(self.parts.stats.clone()),
         }
@@ -398,7 +398,7 @@ impl JudgeSession {
     /// What the run will cost before it starts: calls not yet in the ledger, their prompt
     /// tokens (estimated) and price, per judge.
     pub fn forecast(&self, judges: &[BuiltJudge], items: &[ScoreItem<'_>]) -> Forecast {
-        let runs = self.options.runs.max(1);
+        let runs = self.options.runs;
         let mut out = Forecast::default();
         for j in judges {
             let Some(llm) = &j.llm else { continue };
@@ -428,13 +428,13 @@ impl JudgeSession {
             });
             // Summed in turn order, so the forecast is the same however the work was shared.
             for p in probes {
-                f.turns += u64::from(runs);
+                f.turns += u64::from(runs.get());
                 let Some(p) = p else {
-                    f.overflow += u64::from(runs);
+                    f.overflow += u64::from(runs.get());
                     continue;
                 };
                 f.in_ledger += u64::from(p.stored);
-                let new = u64::from(runs - p.stored);
+                let new = u64::from(runs.get() - p.stored);
                 f.new_calls += new;
                 f.prompt_tokens += new * (p.body_len as u64).div_ceil(4);
                 match llm.estimate_cost(p.body_len) {

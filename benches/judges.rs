@@ -59,7 +59,7 @@ fn throughput() {
         .collect();
     let server = FakeServer::start(latency);
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let mut s = LlmSettings::from_env(provider, "bench-model");
+        let mut s = LlmSettings::from_env(provider, "bench-model", &sage_llm::Env::default());
         s.base_url = match provider {
             Provider::OpenAi => server.openai_base(),
             Provider::Anthropic => server.anthropic_base(),

@@ -466,6 +466,7 @@ pub fn build_run(
                 timeout: flags.timeout.map(std::time::Duration::from_secs),
                 deadline: flags.deadline.map(std::time::Duration::from_secs),
                 shard: flags.shard,
+                env: environment(),
                 ..Default::default()
             };
             session = Some(JudgeSession::new(&config, jo)?);
@@ -485,6 +486,15 @@ pub fn build_run(
         .or(preferred)
         .unwrap_or(sage_judge::concurrent::DEFAULT_CONCURRENCY);
     Ok(BuiltRun { opts, session, llm })
+}
+
+/// The process environment, read once here for the libraries (which never read it): the
+/// variables whose names and values are text.
+pub fn environment() -> sage_llm::Env {
+    sage_llm::Env::from_vars(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+    )
 }
 
 /// `--concurrency N`: at least 1 (0 makes no sense and is refused).

@@ -114,6 +114,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 BanditMode::Auto
             },
             test_timeout: Duration::from_secs(60),
+            path: std::env::var_os("PATH"),
             ..Options::default()
         };
         let mut external = Vec::new();

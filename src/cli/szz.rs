@@ -159,7 +159,7 @@ impl VariantOpts {
             Box::new(lexicon)
         } else {
             let mut o = sage_szz::oracle::LlmOracle::new(
-                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
+                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle, &super::environment())?,
             );
             o.fallback = lexicon;
             Box::new(o)

@@ -146,6 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             &config,
             sage_judge::spec::JudgeOptions {
                 no_ledger: true,
+                env: super::environment(),
                 ..Default::default()
             },
         )?;

@@ -159,6 +159,9 @@ pub struct JudgeOptions {
     pub retry: Option<RetryPolicy>,
     /// `--shard i/n`.
     pub shard: Option<Shard>,
+    /// The environment the CLI read once: API keys, base URLs and a named judge's `*_env`
+    /// variables come from here, never from the process.
+    pub env: sage_llm::Env,
 }
 
 impl Default for JudgeOptions {
@@ -176,6 +179,7 @@ impl Default for JudgeOptions {
             deadline: None,
             retry: None,
             shard: None,
+            env: sage_llm::Env::default(),
         }
     }
 }
@@ -254,7 +258,9 @@ impl JudgeSession {
     pub fn llm_settings(&self, spec: &JudgeSpec) -> Result<Option<LlmSettings>, SpecError> {
         let mut s = match spec {
             JudgeSpec::Lexicon => return Ok(None),
-            JudgeSpec::Llm { provider, model } => LlmSettings::from_env(*provider, model),
+            JudgeSpec::Llm { provider, model } => {
+                LlmSettings::from_env(*provider, model, &self.options.env)
+            }
             JudgeSpec::Named(name) => {
                 let nj = self.config.judge(name).ok_or_else(|| SpecError::Spec {
                     spec: name.clone(),
@@ -276,14 +282,14 @@ impl JudgeSession {
                 };
                 let env = |var: &Option<String>| {
                     var.as_deref()
-                        .and_then(|v| std::env::var(v).ok())
+                        .and_then(|v| self.options.env.var(v))
                         .map(|v| v.trim().to_string())
                         .filter(|v| !v.is_empty())
                 };
                 let model = env(&nj.model_env)
                     .or_else(|| nj.model.clone())
                     .unwrap_or_default();
-                let mut s = LlmSettings::from_env(provider, &model);
+                let mut s = LlmSettings::from_env(provider, &model, &self.options.env);
                 s.name = name.clone();
                 if let Some(b) = &nj.base_url {
                     s.base_url = b.clone();
@@ -302,7 +308,7 @@ impl JudgeSession {
                     })?;
                 }
                 if let Some(var) = &nj.api_key_env {
-                    s.api_key = std::env::var(var).ok().and_then(ApiKey::new);
+                    s.api_key = self.options.env.var(var).and_then(ApiKey::new);
                     s.key_var = var.clone();
                 }
                 s.key_required = !nj.api_key_optional;

@@ -109,7 +109,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     // summary rows and the lines printed at the end are kept (issue 19: memory stays flat
     // over a corpus of any size).
     let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
-    let runs = opts.runs.max(1);
+    let runs = opts.runs.get();
     let mut out = Outputs::open(&a, &judge_ids, runs)?;
     let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
         &a.dir,

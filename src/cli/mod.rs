@@ -363,11 +363,11 @@ fn override_from(var: &str, install: impl FnOnce(&str, &str) -> Result<bool, Str
 }
 
 /// Judge flags of a scoring run (see docs/judges.md).
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct JudgeFlags {
     /// Repeated runs per judge (run indices 0..N), for run-to-run reliability.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
+    #[arg(long, default_value = "1", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), non_zero))]
+    pub runs: std::num::NonZeroU32,
     /// Stop cleanly when LLM calls have cost this much (USD); re-run to resume.
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
@@ -402,8 +402,8 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
     pub shard: Option<sage_judge::spec::Shard>,
     /// Attempts per turn (an invalid answer or unverified quote is retried with the reason).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_attempts: u32,
+    #[arg(long, default_value = "3", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), non_zero))]
+    pub max_attempts: std::num::NonZeroU32,
     /// Per-request timeout for LLM calls, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
@@ -443,8 +443,8 @@ pub fn build_run(
     let mut opts = sage_pipeline::localize::Options {
         lexicon: Arc::new(lex.clone()),
         judges: Vec::new(),
-        runs: flags.runs.max(1),
-        max_attempts: flags.max_attempts.max(1),
+        runs: flags.runs,
+        max_attempts: flags.max_attempts,
         shard: flags.shard,
         ..Default::default()
     };
@@ -464,8 +464,8 @@ pub fn build_run(
         if session.is_none() {
             let config = sage_judge::config::Config::discover(flags.config.as_deref())?;
             let jo = JudgeOptions {
-                runs: flags.runs.max(1),
-                max_attempts: flags.max_attempts.max(1),
+                runs: flags.runs,
+                max_attempts: flags.max_attempts,
                 budget_usd: flags.budget,
                 ledger_dir: Some(if flags.ledger.as_os_str().is_empty() {
                     sage_judge::llm::ledger::DEFAULT_LEDGER_DIR.into()
@@ -479,6 +479,7 @@ pub fn build_run(
                 timeout: flags.timeout.map(std::time::Duration::from_secs),
                 deadline: flags.deadline.map(std::time::Duration::from_secs),
                 shard: flags.shard,
+                env: environment(),
                 ..Default::default()
             };
             session = Some(JudgeSession::new(&config, jo)?);
@@ -500,9 +501,24 @@ pub fn build_run(
     Ok(BuiltRun { opts, session, llm })
 }
 
+/// The process environment, read once here for the libraries (which never read it): the
+/// variables whose names and values are text.
+pub fn environment() -> sage_llm::Env {
+    sage_llm::Env::from_vars(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+    )
+}
+
 /// `--concurrency N`: at least 1 (0 makes no sense and is refused).
 pub fn concurrency(s: &str) -> Result<std::num::NonZeroUsize, String> {
     at_least_one(s).map(|n| std::num::NonZeroUsize::new(n).expect("at least one"))
+}
+
+/// A count clap has already refused at 0 (`value_parser!(u32).range(1..)`), as a type that
+/// cannot be zero, so nothing downstream clamps it.
+pub fn non_zero(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).expect("clap's range(1..) refuses 0")
 }
 
 /// A count that must be at least 1.

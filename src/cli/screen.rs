@@ -121,6 +121,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         },
         test_timeout: Duration::from_secs(a.test_timeout),
         run_tests: a.run_tests,
+        path: std::env::var_os("PATH"),
     };
     let plain = |dir: &std::path::Path| {
         sage_screen::units_from_pairs(dir, a.cwe.as_deref(), a.baseline.as_deref())

@@ -178,6 +178,7 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
                 BanditMode::Auto
             },
             test_timeout: Duration::from_secs(60),
+            path: std::env::var_os("PATH"),
             ..Options::default()
         };
         let mut external = Vec::new();

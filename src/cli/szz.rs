@@ -73,8 +73,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub limit: Option<usize>,
     /// Timed runs per case (median reported).
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
+    #[arg(long, default_value = "3", value_parser = super::concurrency)]
+    pub runs: std::num::NonZeroUsize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the result to FILE instead of printing it (replaced whole).
@@ -120,12 +120,12 @@ pub struct VariantOpts {
     #[arg(long, value_name = "FILE")]
     pub oracle_data: Option<PathBuf>,
     /// Timeout of each git call, in seconds.
-    #[arg(long, default_value_t = 120)]
-    pub git_timeout: u64,
+    #[arg(long, default_value = "120", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
+    pub git_timeout: std::num::NonZeroU64,
     /// The most each git call may print, in MiB: a call that prints more (a hostile
     /// repository's blame or show) is killed and its case fails, naming the command.
-    #[arg(long, default_value_t = 256, value_name = "MIB")]
-    pub git_max_output_mb: u64,
+    #[arg(long, default_value = "256", value_name = "MIB", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
+    pub git_max_output_mb: std::num::NonZeroU64,
 }
 
 impl VariantOpts {
@@ -159,18 +159,19 @@ impl VariantOpts {
             Box::new(lexicon)
         } else {
             let mut o = sage_szz::oracle::LlmOracle::new(
-                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
+                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle, &super::environment())?,
             );
             o.fallback = lexicon;
             Box::new(o)
         })
     }
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.git_timeout.max(1))
+        Duration::from_secs(self.git_timeout.get())
     }
     /// `--git-max-output-mb` in bytes.
-    pub fn max_output(&self) -> u64 {
-        self.git_max_output_mb.max(1).saturating_mul(1024 * 1024)
+    pub fn max_output(&self) -> std::num::NonZeroU64 {
+        self.git_max_output_mb
+            .saturating_mul(std::num::NonZeroU64::new(1024 * 1024).unwrap())
     }
 }
 

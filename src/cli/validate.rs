@@ -36,8 +36,8 @@ pub struct Args {
     pub rubric: Option<PathBuf>,
     /// Attempts per step (an invalid answer or an unverified quote is asked again with the
     /// reason).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_attempts: u32,
+    #[arg(long, default_value = "3", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), super::non_zero))]
+    pub max_attempts: std::num::NonZeroU32,
     /// Logs judged at once. Default: the judge's own (`concurrency` of a named judge; the
     /// local judge: 1), else 16.
     #[arg(long, value_parser = super::concurrency)]
@@ -146,6 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             &config,
             sage_judge::spec::JudgeOptions {
                 no_ledger: true,
+                env: super::environment(),
                 ..Default::default()
             },
         )?;

@@ -741,6 +741,54 @@ fn formats_are_reached_only_through_the_adapter_trait() {
     );
 }
 
+/// Lines of a library file's production code (comments aside) that read the process
+/// environment: (line, what).
+fn env_reads(text: &str) -> Vec<(usize, &'static str)> {
+    let code = library_part(text);
+    let spans = lex(&code);
+    let mut bytes = code.clone().into_bytes();
+    for (&a, &z) in &spans {
+        if code[a..].starts_with('/') {
+            bytes[a..z].fill(b' ');
+        }
+    }
+    let code = String::from_utf8_lossy(&bytes).into_owned();
+    let mut found = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for bad in ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("] {
+            if line.contains(bad) {
+                found.push((i + 1, bad));
+            }
+        }
+    }
+    found
+}
+
+/// Issue 30: configuration is a value the CLI builds. No library crate reads the process
+/// environment (API keys and base URLs arrive as `sage_llm::Env`, a test's `PATH` as
+/// `sage_screen::Options::path`, limits and rule files through the CLI).
+#[test]
+fn no_library_crate_reads_the_environment() {
+    for dir in crates() {
+        for (rel, text) in crate_sources(&dir) {
+            if rel.to_string_lossy().contains("test") {
+                continue; // compiled only for tests
+            }
+            if let Some((line, bad)) = env_reads(&text).first() {
+                panic!(
+                    "{}/src/{}:{line}: `{bad}` in a library crate: the CLI reads the environment \
+                     and passes a value",
+                    dir.display(),
+                    rel.display()
+                );
+            }
+        }
+    }
+    // planted: a read after a test module is caught; one in a comment or a test is not
+    let planted = "// std::env::var(\"X\")\n#[cfg(test)]\nmod tests { fn t() { std::env::var(\"A\"); } }\nfn key() -> Option<String> { std::env::var(\"KEY\").ok() }\n";
+    assert_eq!(env_reads(planted), vec![(4, "env::var(")]);
+}
+
 /// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",

@@ -132,7 +132,7 @@ fn score(st: &Setup, traces: &[(CanonicalTrace, RawStore)], runs: u32) -> Scored
         })
         .collect();
     let mut opts = st.session.score_options(st.concurrency);
-    opts.runs = runs;
+    opts.runs = std::num::NonZeroU32::new(runs).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -512,8 +512,8 @@ fn batch_export_then_import_scores_without_any_request() {
         let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut buf,
         )
         .unwrap();
@@ -552,8 +552,8 @@ fn batch_export_then_import_scores_without_any_request() {
         let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut buf,
         )
         .unwrap();
@@ -832,8 +832,8 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
         let export = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut exported,
         )
         .unwrap();

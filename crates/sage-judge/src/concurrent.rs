@@ -56,9 +56,9 @@ pub struct ScoreOptions {
     /// Requests in flight at once (`--concurrency`).
     pub concurrency: NonZeroUsize,
     /// Runs per judge (`--runs`), numbered from 0.
-    pub runs: u32,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn (first try + retries with feedback).
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// Told the number of jobs, then of every settled job (the CLI draws a progress bar).
     pub progress: Option<Arc<dyn Progress>>,
     /// Counters shared with the judges (cache hits, retries, cost) for the progress bar.
@@ -69,8 +69,8 @@ impl Default for ScoreOptions {
     fn default() -> Self {
         ScoreOptions {
             concurrency: DEFAULT_CONCURRENCY,
-            runs: 1,
-            max_attempts: 3,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: None,
         }
@@ -204,7 +204,7 @@ pub async fn score_traces_concurrently(
     items: &[ScoreItem<'_>],
     opts: &ScoreOptions,
 ) -> ScoredBatch {
-    let runs = opts.runs.max(1);
+    let runs = opts.runs.get();
     // Every turn's prompt hash comes from one chain per trace: linear in the trace.
     let chains: Vec<PrefixChain> = items
         .iter()
@@ -389,7 +389,7 @@ mod tests {
         ];
         let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
         let opts = ScoreOptions {
-            runs: 2,
+            runs: std::num::NonZeroU32::new(2).unwrap(),
             concurrency: NonZeroUsize::new(3).unwrap(),
             ..Default::default()
         };

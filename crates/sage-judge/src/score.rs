@@ -45,7 +45,7 @@ pub async fn score_turn(
     store: &mut RawStore,
     k: usize,
     run: u32,
-    max_attempts: u32,
+    max_attempts: std::num::NonZeroU32,
 ) -> Result<TurnOutcome, JudgeError> {
     score_turn_with(
         judge,
@@ -71,7 +71,7 @@ pub async fn score_turn_with<V>(
     chain: Option<&PrefixChain>,
     k: usize,
     run: u32,
-    max_attempts: u32,
+    max_attempts: std::num::NonZeroU32,
     stats: Option<&sage_llm::cost::RunStats>,
     mut verify: V,
 ) -> Result<TurnOutcome, JudgeError>
@@ -96,7 +96,7 @@ where
     let max_attempts = if judge.deterministic() {
         1
     } else {
-        max_attempts.max(1)
+        max_attempts.get()
     };
     let mut reason = String::new();
     for attempt in 1..=max_attempts {

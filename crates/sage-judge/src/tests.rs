@@ -1,5 +1,7 @@
 //! Tests of the scoring discipline: prefix-only requests, verified quotes, retries.
 
+const THREE: std::num::NonZeroU32 = std::num::NonZeroU32::new(3).unwrap();
+
 use crate::verify::verify_quote;
 use crate::*;
 use futures::future::BoxFuture;
@@ -85,7 +87,7 @@ fn a_fabricated_quote_fails_the_turn() {
     let (t, mut s) = trace_with(&["we will sanitize input"]);
     let task = TaskContext::default();
     let j = Fixed(judgment(2, "we validate the origin header"));
-    let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, 3)).unwrap();
+    let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, THREE)).unwrap();
     match out {
         TurnOutcome::Failed {
             attempts, reason, ..
@@ -96,7 +98,7 @@ fn a_fabricated_quote_fails_the_turn() {
         other => panic!("expected a failure, got {other:?}"),
     }
     let ok = Fixed(judgment(2, "sanitize input"));
-    let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, 3)).unwrap();
+    let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, THREE)).unwrap();
     assert_eq!(out.scored().unwrap().score(Dimension::DI), 2);
 }
 
@@ -168,7 +170,7 @@ fn attack_injected_sentence_is_quoted_as_evidence() {
         also: Vec::new(),
     };
     let out =
-        futures::executor::block_on(score_turn(&Fixed(j), &task, &t, &mut s, 1, 0, 3)).unwrap();
+        futures::executor::block_on(score_turn(&Fixed(j), &task, &t, &mut s, 1, 0, THREE)).unwrap();
     match out {
         TurnOutcome::Failed { reason, .. } => {
             assert!(reason.contains("addressed to the judge"), "{reason}")

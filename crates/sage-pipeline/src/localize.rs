@@ -19,9 +19,9 @@ use std::sync::Arc;
 pub struct Options {
     pub judges: Vec<Arc<dyn Judge>>,
     /// Repeated runs per judge (run indices 0..runs).
-    pub runs: u32,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn for non-deterministic judges.
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// Judge requests in flight at once, across all cases, judges, runs and turns.
     pub concurrency: std::num::NonZeroUsize,
     /// Where scoring progress goes (the CLI draws it); `None` for none.
@@ -40,8 +40,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             judges: vec![Arc::new(sage_judge::lexicon::LexiconJudge::embedded())],
-            runs: 1,
-            max_attempts: 3,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             concurrency: sage_judge::concurrent::DEFAULT_CONCURRENCY,
             progress: None,
             stats: None,
@@ -420,11 +420,11 @@ pub async fn localize_dirs_each(
 ) {
     use rayon::prelude::*;
     let chunk = CASES_PER_BATCH.max(opts.concurrency.get().saturating_mul(2));
-    let runs = opts.runs.max(1);
+    let runs = opts.runs;
     let score_opts = sage_judge::concurrent::ScoreOptions {
         concurrency: opts.concurrency,
         runs,
-        max_attempts: opts.max_attempts.max(1),
+        max_attempts: opts.max_attempts,
         progress: opts.progress.clone(),
         stats: opts.stats.clone(),
     };
@@ -465,58 +465,59 @@ pub async fn localize_dirs_each(
             .collect();
         // The origin rule and the checks of every case of the batch on all cores (in order:
         // `par_iter` keeps it).
-        let concluded: Vec<CaseOutput> = work
-            .into_par_iter()
-            .map(|(dir, p, slots)| {
-                let (p, problems) = match p {
-                    Ok(p) => p,
-                    Err(s) => {
-                        return CaseOutput {
-                            results: vec![],
-                            skipped: Some(s),
-                            problems: vec![],
+        let concluded: Vec<CaseOutput> =
+            work.into_par_iter()
+                .map(|(dir, p, slots)| {
+                    let (p, problems) = match p {
+                        Ok(p) => p,
+                        Err(s) => {
+                            return CaseOutput {
+                                results: vec![],
+                                skipped: Some(s),
+                                problems: vec![],
+                            }
+                        }
+                    };
+                    let problems = problems
+                        .into_iter()
+                        .map(|m| Problem {
+                            case: dir.display().to_string(),
+                            message: m,
+                        })
+                        .collect();
+                    let mut results = Vec::new();
+                    let mut unscored = Vec::new();
+                    for (slot, scores) in slots.into_iter().enumerate() {
+                        match scores {
+                            Some(scores) => results.push(scores),
+                            None => unscored
+                                .push(opts.judges[slot / runs.get() as usize].id().to_string()),
                         }
                     }
-                };
-                let problems = problems
-                    .into_iter()
-                    .map(|m| Problem {
-                        case: dir.display().to_string(),
-                        message: m,
-                    })
-                    .collect();
-                let mut results = Vec::new();
-                let mut unscored = Vec::new();
-                for (slot, scores) in slots.into_iter().enumerate() {
-                    match scores {
-                        Some(scores) => results.push(scores),
-                        None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
+                    // The trace's turns addressing the judge: the same under every judge run.
+                    let injection = sage_judge::injection::active().scan(&p.trace);
+                    let results: Vec<CaseResult> = results
+                        .into_par_iter()
+                        .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
+                        .collect();
+                    let skipped = (!unscored.is_empty()).then(|| {
+                        skip(
+                            dir,
+                            "judge",
+                            format!(
+                                "{}: not every turn was scored: {}",
+                                unscored.join(", "),
+                                stopped.as_deref().unwrap_or("the scoring run stopped")
+                            ),
+                        )
+                    });
+                    CaseOutput {
+                        results,
+                        skipped,
+                        problems,
                     }
-                }
-                // The trace's turns addressing the judge: the same under every judge run.
-                let injection = sage_judge::injection::active().scan(&p.trace);
-                let results: Vec<CaseResult> = results
-                    .into_par_iter()
-                    .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
-                    .collect();
-                let skipped = (!unscored.is_empty()).then(|| {
-                    skip(
-                        dir,
-                        "judge",
-                        format!(
-                            "{}: not every turn was scored: {}",
-                            unscored.join(", "),
-                            stopped.as_deref().unwrap_or("the scoring run stopped")
-                        ),
-                    )
-                });
-                CaseOutput {
-                    results,
-                    skipped,
-                    problems,
-                }
-            })
-            .collect();
+                })
+                .collect();
         for o in concluded {
             if each(o).is_break() {
                 return;
@@ -541,7 +542,7 @@ impl RunTally {
     fn new(opts: &Options) -> RunTally {
         RunTally {
             judges: opts.judges.iter().map(|j| j.id()).collect(),
-            runs: opts.runs.max(1),
+            runs: opts.runs.get(),
             skipped: vec![],
             problems: vec![],
             rows: vec![],

@@ -693,7 +693,7 @@ pub struct JudgeLlmClient {
 impl JudgeLlmClient {
     /// `openai:MODEL` or `anthropic:MODEL`, with keys and base URLs from the conventional
     /// environment variables.
-    pub fn from_spec(spec: &str) -> Result<Self, SzzError> {
+    pub fn from_spec(spec: &str, env: &sage_llm::Env) -> Result<Self, SzzError> {
         use sage_llm::{LlmSettings, Provider};
         let (p, model) = spec.split_once(':').ok_or_else(|| {
             SzzError::Other(format!(
@@ -709,7 +709,7 @@ impl JudgeLlmClient {
             return Err(SzzError::Other(format!("oracle {spec:?}: no model")));
         }
         Ok(JudgeLlmClient {
-            settings: LlmSettings::from_env(provider, model.trim()),
+            settings: LlmSettings::from_env(provider, model.trim(), env),
         })
     }
 }
@@ -900,9 +900,11 @@ mod tests {
             .iter()
             .chain(h[0].context.iter())
             .any(|(_, t)| *t == anchors[0].text));
-        let spec_err = JudgeLlmClient::from_spec("nope:x").err().unwrap();
+        let spec_err = JudgeLlmClient::from_spec("nope:x", &Default::default())
+            .err()
+            .unwrap();
         assert!(spec_err.to_string().contains("unknown provider"));
-        assert!(JudgeLlmClient::from_spec("openai").is_err());
+        assert!(JudgeLlmClient::from_spec("openai", &Default::default()).is_err());
     }
 
     #[test]

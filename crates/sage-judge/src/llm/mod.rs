@@ -466,10 +466,14 @@ impl LlmJudge {
 
     /// Whether the call is already answered (ledger or imported batch), and the size of its
     /// request body; no side effects. `Err` for a turn that overflows the context budget.
-    pub(crate) fn probe(&self, req: &TurnRequest<'_>, runs: u32) -> Result<Probe, JudgeError> {
+    pub(crate) fn probe(
+        &self,
+        req: &TurnRequest<'_>,
+        runs: std::num::NonZeroU32,
+    ) -> Result<Probe, JudgeError> {
         // The body is the same for every run (the run is only in the ledger key): built once.
         let (body, hash) = self.request_body(req)?;
-        let stored = (0..runs.max(1))
+        let stored = (0..runs.get())
             .filter(|&run| {
                 let key = self.ledger_key(&hash, CallInfo { run, attempt: 1 });
                 self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))

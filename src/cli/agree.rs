@@ -4,11 +4,13 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use sage_reliability::{
-    alpha_coded, alpha_numeric, cohen_kappa, fleiss_kappa, gwet_ac, kalpha_bootstrap,
-    percent_agreement, AgreementWeights, BootstrapResult, Coded, FleissMethod, FleissMissing,
-    KappaWeights, Label, Level, Scores, StatError, StatResult,
+    alpha_coded_units, alpha_numeric_units, cohen_kappa, fleiss_kappa_units, gwet_ac_units,
+    kalpha_bootstrap, percent_agreement_units, AgreementWeights, BootstrapResult, CodedUnits,
+    FleissMethod, FleissMissing, KappaWeights, Label, Level, Scores, StatError, StatResult,
+    MISSING,
 };
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -111,108 +113,266 @@ pub enum FleissMethodArg {
     Randolph,
 }
 
-/// The ratings as read: rater names and raters × units cells (trimmed text, `None` = empty).
+/// The ratings as read, in one pass over the file and without keeping it: rater names, each
+/// distinct cell text once, and every cell as the index of its text (4 bytes a rating, unit
+/// by unit, as the rows come).
 pub struct RatingsCsv {
     pub raters: Vec<String>,
-    pub cells: Vec<Vec<Option<String>>>,
-    /// Line number of each unit's row, for messages.
-    pub lines: Vec<u64>,
+    /// Distinct non-empty cell texts (trimmed), in order of first appearance.
+    texts: Vec<String>,
+    /// Units × raters: an index into `texts`, or [`MISSING`] for an empty cell.
+    cells: Vec<u32>,
+    units: usize,
+    /// `(unit, line)` wherever a unit's row is not on the line after the previous unit's
+    /// (the first unit, and after a quoted line break or a skipped blank line): the line of
+    /// every unit, for messages, without a number per unit.
+    line_jumps: Vec<(usize, u64)>,
+}
+
+/// Cell texts to indices: a short list searched in place while the texts are few (ratings
+/// have a handful of values), a hash map beyond.
+#[derive(Default)]
+struct Interner {
+    texts: Vec<String>,
+    map: HashMap<String, u32>,
+}
+
+impl Interner {
+    const SHORT: usize = 16;
+
+    fn id(&mut self, t: &str) -> Option<u32> {
+        if self.texts.len() <= Self::SHORT {
+            if let Some(i) = self.texts.iter().position(|x| x == t) {
+                return Some(i as u32);
+            }
+        } else if let Some(&i) = self.map.get(t) {
+            return Some(i);
+        }
+        let i = u32::try_from(self.texts.len())
+            .ok()
+            .filter(|&i| i != MISSING)?;
+        self.texts.push(t.to_string());
+        if self.texts.len() > Self::SHORT {
+            if self.map.is_empty() {
+                self.map = (self.texts.iter().cloned()).zip(0..).collect();
+            } else {
+                self.map.insert(t.to_string(), i);
+            }
+        }
+        Some(i)
+    }
+}
+
+/// Whether anything but ASCII white space went through (an empty file is an error).
+struct SeesText<R> {
+    inner: R,
+    text: bool,
+}
+
+impl<R: std::io::Read> std::io::Read for SeesText<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if !self.text && buf[..n].iter().any(|b| !b.is_ascii_whitespace()) {
+            self.text = true;
+        }
+        Ok(n)
+    }
 }
 
 /// Reads the CSV; ragged rows and empty files are errors naming the line.
 pub fn read_ratings(path: &Path) -> Result<RatingsCsv> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        bail!(
+    let file =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let empty = || {
+        anyhow::anyhow!(
             "{}: empty file (expected a header row of rater names)",
             path.display()
-        );
-    }
+        )
+    };
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_reader(bytes.as_slice());
-    let header = rdr
-        .headers()
-        .with_context(|| format!("{}: cannot read the header row", path.display()))?
-        .clone();
+        .buffer_capacity(1 << 16)
+        .from_reader(SeesText {
+            inner: file,
+            text: false,
+        });
+    let header = rdr.headers().cloned();
+    let header = match header {
+        Ok(h) => h,
+        Err(_) if !rdr.get_ref().text => return Err(empty()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("{}: cannot read the header row", path.display())))
+        }
+    };
     let raters: Vec<String> = header.iter().map(|s| s.trim().to_string()).collect();
     let k = raters.len();
-    let mut cells = vec![Vec::new(); k];
-    let mut lines = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.with_context(|| format!("{}: malformed CSV", path.display()))?;
+    let mut texts = Interner::default();
+    let mut cells: Vec<u32> = Vec::new();
+    let mut units = 0usize;
+    let mut line_jumps: Vec<(usize, u64)> = Vec::new();
+    let mut rec = csv::StringRecord::new();
+    let mut last_line = 0u64;
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            // an all-white-space file is "empty", whatever the parser made of it
+            Err(_) if !rdr.get_ref().text => return Err(empty()),
+            Err(e) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("{}: malformed CSV", path.display()))
+                )
+            }
+        }
         let line = rec.position().map_or(0, |p| p.line());
         if rec.len() != k {
+            if !rdr.get_ref().text {
+                return Err(empty());
+            }
             bail!(
                 "{} line {line}: {} cells, but the header names {k} raters",
                 path.display(),
                 rec.len()
             );
         }
-        for (i, c) in rec.iter().enumerate() {
+        for c in rec.iter() {
             let t = c.trim();
-            cells[i].push((!t.is_empty()).then(|| t.to_string()));
+            cells.push(if t.is_empty() {
+                MISSING
+            } else {
+                texts
+                    .id(t)
+                    .with_context(|| format!("{}: too many distinct ratings", path.display()))?
+            });
         }
-        lines.push(line);
+        if units == 0 || line != last_line + 1 {
+            line_jumps.push((units, line));
+        }
+        last_line = line;
+        units += 1;
+    }
+    if !rdr.get_ref().text {
+        return Err(empty());
     }
     Ok(RatingsCsv {
         raters,
+        texts: texts.texts,
         cells,
-        lines,
+        units,
+        line_jumps,
     })
 }
 
 impl RatingsCsv {
-    /// Labels: numbers when every cell is a number, otherwise all text.
-    fn labels(&self) -> Vec<Vec<Option<Label>>> {
-        let all_numeric = self
-            .cells
+    /// Units (rows below the header).
+    pub fn units(&self) -> usize {
+        self.units
+    }
+
+    /// The line of unit `u`'s row (from 0).
+    fn line(&self, u: usize) -> u64 {
+        let i = self.line_jumps.partition_point(|&(v, _)| v <= u);
+        match i.checked_sub(1).map(|i| self.line_jumps[i]) {
+            Some((v, line)) => line + (u - v) as u64,
+            None => 0,
+        }
+    }
+
+    /// True when every cell is a number: the labels are then numbers, otherwise all text.
+    fn all_numeric(&self) -> bool {
+        self.texts
             .iter()
-            .flatten()
-            .flatten()
-            .all(|c| Label::parse(c).as_f64().is_some());
-        self.cells
+            .all(|c| Label::parse(c).as_f64().is_some())
+    }
+
+    /// The label of each distinct text.
+    fn labels(&self) -> Vec<Label> {
+        let numeric = self.all_numeric();
+        self.texts
             .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|c| {
-                        c.as_ref().map(|c| {
-                            if all_numeric {
-                                Label::parse(c)
-                            } else {
-                                Label::text(c.clone())
-                            }
-                        })
-                    })
-                    .collect()
+            .map(|c| {
+                if numeric {
+                    Label::parse(c)
+                } else {
+                    Label::text(c.clone())
+                }
             })
             .collect()
     }
 
-    /// Numbers for interval and ratio alpha; the first non-number is an error with its line.
-    fn numbers(&self, path: &Path, level: &str) -> Result<Vec<Vec<Option<f64>>>> {
-        let mut out = Vec::with_capacity(self.cells.len());
-        for (r, row) in self.cells.iter().enumerate() {
-            let mut v = Vec::with_capacity(row.len());
-            for (u, c) in row.iter().enumerate() {
-                v.push(match c {
-                    None => None,
-                    Some(c) => match Label::parse(c) {
-                        Label::Num(x) => Some(x),
-                        Label::Text(_) => bail!(
-                            "{} line {} (rater {}): {c:?} is not a number ({level} level needs \
-                             numbers)",
-                            path.display(),
-                            self.lines[u],
-                            self.raters[r]
-                        ),
-                    },
+    /// The first cell, rater by rater, whose text `bad` picks: (rater, unit).
+    fn first_cell(&self, bad: &[bool]) -> Option<(usize, usize)> {
+        let k = self.raters.len();
+        (0..k).find_map(|r| {
+            (0..self.units)
+                .find(|&u| {
+                    let c = self.cells[u * k + r];
+                    c != MISSING && bad[c as usize]
+                })
+                .map(|u| (r, u))
+        })
+    }
+
+    /// The coded data: categories are the sorted distinct labels, or `order` (declared, in
+    /// that order; a label outside it is an error naming the first such cell, rater by
+    /// rater). The same categories and errors as coding the labels cell by cell
+    /// (`Coded::new`, `Coded::with_categories`).
+    fn coded(&mut self, order: Option<&[String]>) -> Result<CodedUnits, StatError> {
+        let labels = self.labels();
+        let numeric = self.all_numeric();
+        let (categories, declared) = match order {
+            Some(order) => (
+                order
+                    .iter()
+                    .map(|s| {
+                        if numeric {
+                            Label::parse(s.trim())
+                        } else {
+                            Label::text(s.trim())
+                        }
+                    })
+                    .collect::<Vec<Label>>(),
+                true,
+            ),
+            None => {
+                let mut c = labels.clone();
+                c.sort();
+                c.dedup();
+                (c, false)
+            }
+        };
+        let mut index: HashMap<&Label, u32> = HashMap::with_capacity(categories.len());
+        for (i, c) in categories.iter().enumerate() {
+            if index.insert(c, i as u32).is_some() {
+                return Err(StatError::Invalid {
+                    reason: format!("category {c} is declared twice"),
                 });
             }
-            out.push(v);
         }
-        Ok(out)
+        let to: Vec<Option<u32>> = labels.iter().map(|l| index.get(l).copied()).collect();
+        if to.iter().any(Option::is_none) {
+            let bad: Vec<bool> = to.iter().map(Option::is_none).collect();
+            if let Some((r, u)) = self.first_cell(&bad) {
+                let l = &labels[self.cells[u * self.raters.len() + r] as usize];
+                return Err(StatError::Invalid {
+                    reason: format!(
+                        "rater {} unit {}: label {l} is not a declared category",
+                        r + 1,
+                        u + 1
+                    ),
+                });
+            }
+        }
+        drop(index);
+        let mut cells = std::mem::take(&mut self.cells);
+        for c in &mut cells {
+            if *c != MISSING {
+                *c = to[*c as usize].unwrap_or(MISSING);
+            }
+        }
+        CodedUnits::new(categories, declared, self.raters.len(), cells)
     }
 }
 
@@ -290,41 +450,22 @@ fn label_json(l: &Label) -> Value {
 fn run_inner(args: &AgreeArgs) -> Result<()> {
     let weights = args.weights.unwrap_or(WeightsArg::Unweighted);
     let path = &args.file;
-    let csv = read_ratings(path)?;
+    let mut csv = read_ratings(path)?;
     let lvl = level(args.level);
-    let labels = csv.labels();
-    let coded = match &args.order {
-        Some(order) => {
-            let numeric = labels
-                .iter()
-                .flatten()
-                .flatten()
-                .all(|l| l.as_f64().is_some());
-            let cats: Vec<Label> = order
-                .iter()
-                .map(|s| {
-                    if numeric {
-                        Label::parse(s.trim())
-                    } else {
-                        Label::text(s.trim())
-                    }
-                })
-                .collect();
-            Coded::with_categories(&labels, &cats)
-        }
-        None => Coded::new(&labels),
-    }
-    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-
+    let coded = csv
+        .coded(args.order.as_deref())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    // The rater-major form, built only for the statistics that need it.
+    let rater_major = || coded.to_coded();
     let mut weights_name = None;
     let result: StatResult = match args.metric {
         Metric::Percent => {
             weights_name = Some(weights);
-            percent_agreement(&coded, agreement_weights(weights))
+            percent_agreement_units(&coded, agreement_weights(weights))
         }
         Metric::Gwet => {
             weights_name = Some(weights);
-            gwet_ac(&coded, agreement_weights(weights))
+            gwet_ac_units(&coded, agreement_weights(weights))
         }
         Metric::Cohen => {
             if csv.raters.len() != 2 {
@@ -345,7 +486,7 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
                 ScoresArg::Position => Scores::Position,
                 ScoresArg::Value => Scores::Value,
             };
-            cohen_kappa(&coded, w, scores)
+            cohen_kappa(&rater_major(), w, scores)
         }
         Metric::Fleiss => {
             let method = match args.fleiss_method {
@@ -357,11 +498,38 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
                 MissingArg::Listwise => FleissMissing::Listwise,
                 MissingArg::Gwet => FleissMissing::Gwet,
             };
-            fleiss_kappa(&coded, method, missing)
+            fleiss_kappa_units(&coded, method, missing)
         }
         Metric::Alpha => match lvl {
             Level::Interval | Level::Ratio if args.order.is_none() => {
-                alpha_numeric(&csv.numbers(path, lvl.as_str())?, lvl)
+                // the first cell, rater by rater, that is not a number
+                let k = csv.raters.len();
+                let not_number: Vec<bool> = coded
+                    .categories
+                    .iter()
+                    .map(|c| match c {
+                        Label::Num(_) => false,
+                        Label::Text(t) => Label::parse(t).as_f64().is_none(),
+                    })
+                    .collect();
+                if let Some((r, u)) = (0..k).find_map(|r| {
+                    (0..coded.n_units())
+                        .find(|&u| coded.get(r, u).is_some_and(|c| not_number[c as usize]))
+                        .map(|u| (r, u))
+                }) {
+                    let c = coded
+                        .get(r, u)
+                        .map(|c| coded.categories[c as usize].to_string());
+                    bail!(
+                        "{} line {} (rater {}): {:?} is not a number ({} level needs numbers)",
+                        path.display(),
+                        csv.line(u),
+                        csv.raters[r],
+                        c.unwrap_or_default(),
+                        lvl.as_str()
+                    );
+                }
+                alpha_numeric_units(&coded, lvl)
             }
             Level::Ordinal | Level::Interval | Level::Ratio
                 if coded.categories.iter().any(|c| c.as_f64().is_none())
@@ -379,14 +547,20 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
                     ),
                 })
             }
-            _ => alpha_coded(&coded, lvl),
+            _ => alpha_coded_units(&coded, lvl),
         },
     };
     if let Err(StatError::Invalid { reason }) = &result {
         bail!("{}: {reason}", path.display());
     }
     let boot: Option<Result<BootstrapResult, StatError>> = match (args.bootstrap, &result) {
-        (Some(b), Ok(_)) => Some(kalpha_bootstrap(&coded, lvl, b, args.seed, args.confidence)),
+        (Some(b), Ok(_)) => Some(kalpha_bootstrap(
+            &rater_major(),
+            lvl,
+            b,
+            args.seed,
+            args.confidence,
+        )),
         _ => None,
     };
     if let Some(Err(StatError::Invalid { reason })) = &boot {
@@ -417,7 +591,7 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
         out.insert("weights".into(), json!(w));
     }
     out.insert("raters".into(), json!(csv.raters));
-    out.insert("units".into(), json!(csv.lines.len()));
+    out.insert("units".into(), json!(csv.units()));
     out.insert(
         "categories".into(),
         Value::Array(coded.categories.iter().map(label_json).collect()),

@@ -87,19 +87,11 @@ impl Hunk {
             .map(|l| l.text.as_str())
     }
 
-    fn seen(&self) -> (usize, usize) {
-        let old = self.lines.iter().filter(|l| l.kind != '+').count();
-        let new = self.lines.iter().filter(|l| l.kind != '-').count();
-        (old, new)
-    }
-
-    pub(crate) fn wants_more(&self) -> bool {
+    /// Whether the hunk takes more lines, `seen` (old, new) lines on each side so far.
+    pub(crate) fn wants_more(&self, seen: (usize, usize)) -> bool {
         match self.counts {
             None => true,
-            Some((o, n)) => {
-                let (so, sn) = self.seen();
-                so < o || sn < n
-            }
+            Some((o, n)) => seen.0 < o || seen.1 < n,
         }
     }
 

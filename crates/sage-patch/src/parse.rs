@@ -74,6 +74,9 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
     let mut cur: Option<FilePatch> = None;
     let mut hunk: Option<Hunk> = None;
     let (mut old_no, mut new_no) = (0usize, 0usize);
+    // lines of the open hunk on each side so far (counted here: recounting them at every
+    // line made a 40,000-line hunk quadratic)
+    let mut seen = (0usize, 0usize);
     let close_hunk = |cur: &mut Option<FilePatch>, hunk: &mut Option<Hunk>| {
         if let (Some(c), Some(h)) = (cur.as_mut(), hunk.take()) {
             c.hunks.push(h.finish());
@@ -105,7 +108,7 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
                 i += 1;
                 continue;
             }
-            let more = h.wants_more();
+            let more = h.wants_more(seen);
             let counted = h.counts.is_some() && more;
             let mut chars = line.chars();
             let take = match chars.next() {
@@ -115,6 +118,8 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
             };
             if take {
                 let kind = line.chars().next().unwrap_or(' ');
+                seen.0 += usize::from(kind != '+');
+                seen.1 += usize::from(kind != '-');
                 let numbered = h.old_start.is_some();
                 let (old, new) = match (numbered, kind) {
                     (false, _) => (None, None),
@@ -163,6 +168,7 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
             // git numbers a zero-length side from the line before it
             old_no = h.old_start.unwrap_or(0).max(1);
             new_no = h.new_start.unwrap_or(0).max(1);
+            seen = (h.old_lines().count(), h.new_lines().count());
             hunk = Some(h);
             i += 1;
             continue;

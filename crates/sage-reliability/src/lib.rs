@@ -21,8 +21,9 @@ mod vectors_test;
 
 pub use bootstrap::{kalpha_bootstrap, kalpha_setup, BootstrapResult, KalphaSetup};
 pub use stats::{
-    agreement_weights, alpha_coded, alpha_numeric, cohen_kappa, fleiss_kappa, fleiss_kappa_counts,
-    gwet_ac, gwet_ac_table, krippendorff_alpha, percent_agreement, AgreementWeights, Coded,
-    Estimate, FleissMethod, FleissMissing, KappaWeights, Label, Level, Scores, StatError,
-    StatResult,
+    agreement_weights, alpha_coded, alpha_coded_units, alpha_numeric, alpha_numeric_units,
+    cohen_kappa, fleiss_kappa, fleiss_kappa_counts, fleiss_kappa_units, gwet_ac, gwet_ac_table,
+    gwet_ac_units, krippendorff_alpha, percent_agreement, percent_agreement_units,
+    AgreementWeights, Coded, CodedUnits, Estimate, FleissMethod, FleissMissing, KappaWeights,
+    Label, Level, Scores, StatError, StatResult, MISSING,
 };

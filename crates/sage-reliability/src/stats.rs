@@ -260,6 +260,112 @@ fn for_each_unit<T: Copy>(rows: &[Vec<Option<T>>], mut f: impl FnMut(&[T])) {
     }
 }
 
+/// Coded data seen unit by unit: the present category indices of each unit, in unit order.
+pub(crate) trait Units {
+    fn raters(&self) -> usize;
+    fn each_unit(&self, f: impl FnMut(&[u32]));
+}
+
+impl Units for Coded {
+    fn raters(&self) -> usize {
+        self.n_raters()
+    }
+    fn each_unit(&self, f: impl FnMut(&[u32])) {
+        for_each_unit(&self.ratings, f)
+    }
+}
+
+/// A missing rating in [`CodedUnits`].
+pub const MISSING: u32 = u32::MAX;
+
+/// Coded reliability data stored unit by unit, one `u32` per cell ([`MISSING`] = no rating):
+/// 4 bytes a rating, where [`Coded`] holds 8, and the order a CSV of one row per unit is read
+/// in. The statistics on it are those of [`Coded`], computed by the same code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodedUnits {
+    /// Categories in their order (sorted labels, or the declared order).
+    pub categories: Vec<Label>,
+    /// True when the categories were declared by the caller (kept even if unused).
+    pub declared: bool,
+    raters: usize,
+    /// Units × raters, row-major.
+    cells: Vec<u32>,
+}
+
+impl CodedUnits {
+    /// `cells` holds `raters` entries per unit, each an index into `categories` or
+    /// [`MISSING`].
+    pub fn new(
+        categories: Vec<Label>,
+        declared: bool,
+        raters: usize,
+        cells: Vec<u32>,
+    ) -> Result<CodedUnits, StatError> {
+        if raters == 0 {
+            return Err(invalid("no raters"));
+        }
+        if cells.len() % raters != 0 {
+            return Err(invalid("the cells are not a whole number of units"));
+        }
+        let q = categories.len();
+        if cells.iter().any(|&c| c != MISSING && c as usize >= q) {
+            return Err(invalid("a cell indexes no category"));
+        }
+        Ok(CodedUnits {
+            categories,
+            declared,
+            raters,
+            cells,
+        })
+    }
+
+    pub fn n_raters(&self) -> usize {
+        self.raters
+    }
+
+    pub fn n_units(&self) -> usize {
+        self.cells.len() / self.raters
+    }
+
+    /// The rating of rater `r` (from 0) for unit `u` (from 0).
+    pub fn get(&self, r: usize, u: usize) -> Option<u32> {
+        Some(self.cells[u * self.raters + r]).filter(|&c| c != MISSING)
+    }
+
+    /// The same data as [`Coded`] (raters × units), for the statistics that need it.
+    pub fn to_coded(&self) -> Coded {
+        let ratings = (0..self.raters)
+            .map(|r| {
+                self.cells
+                    .iter()
+                    .skip(r)
+                    .step_by(self.raters)
+                    .map(|&c| Some(c).filter(|&c| c != MISSING))
+                    .collect()
+            })
+            .collect();
+        Coded {
+            categories: self.categories.clone(),
+            ratings,
+            declared: self.declared,
+        }
+    }
+}
+
+impl Units for CodedUnits {
+    fn raters(&self) -> usize {
+        self.raters
+    }
+    fn each_unit(&self, mut f: impl FnMut(&[u32])) {
+        let mut buf = Vec::with_capacity(self.raters);
+        for unit in self.cells.chunks_exact(self.raters) {
+            buf.clear();
+            buf.extend(unit.iter().copied().filter(|&c| c != MISSING));
+            f(&buf);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Krippendorff's alpha
 // ---------------------------------------------------------------------------------------------
@@ -342,13 +448,22 @@ pub fn krippendorff_alpha(
 /// the categories' numeric values.
 pub fn alpha_coded(data: &Coded, level: Level) -> StatResult {
     check_rectangular(&data.ratings)?;
-    let v = data.categories.len();
+    alpha_units(data, &data.categories, level)
+}
+
+/// [`alpha_coded`] on data stored unit by unit.
+pub fn alpha_coded_units(data: &CodedUnits, level: Level) -> StatResult {
+    alpha_units(data, &data.categories, level)
+}
+
+fn alpha_units(data: &impl Units, categories: &[Label], level: Level) -> StatResult {
+    let v = categories.len();
     // Pairable marginals n_c (integers), pairable units, and per-unit tallies grouped by m_u so
     // every division by m_u - 1 happens once.
     let mut n_c = vec![0u64; v];
     let mut units = 0usize;
-    let m_max = data.n_raters();
-    for_each_unit(&data.ratings, |vals| {
+    let m_max = data.raters();
+    data.each_unit(|vals| {
         if vals.len() >= 2 {
             units += 1;
             for &c in vals {
@@ -368,7 +483,7 @@ pub fn alpha_coded(data: &Coded, level: Level) -> StatResult {
         Level::Nominal => {
             // Σ o δ = Σ_u (ordered pairs with different values) / (m_u - 1).
             let mut disagree = vec![0u64; m_max + 1];
-            for_each_unit(&data.ratings, |vals| {
+            data.each_unit(|vals| {
                 let m = vals.len();
                 if m >= 2 {
                     let mut d = 0u64;
@@ -395,7 +510,7 @@ pub fn alpha_coded(data: &Coded, level: Level) -> StatResult {
                 before += n_c[c] as i128;
             }
             let mut obs_m = vec![0i128; m_max + 1];
-            for_each_unit(&data.ratings, |vals| {
+            data.each_unit(|vals| {
                 let m = vals.len();
                 if m >= 2 {
                     let mut s = 0i128;
@@ -425,11 +540,15 @@ pub fn alpha_coded(data: &Coded, level: Level) -> StatResult {
             finish_alpha(nf, obs, de_num, units)
         }
         Level::Interval | Level::Ratio => {
-            let values = data.numeric_values().ok_or_else(|| {
-                invalid(format!("{} alpha needs numeric categories", level.as_str()))
-            })?;
+            let values: Vec<f64> = categories
+                .iter()
+                .map(Label::as_f64)
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    invalid(format!("{} alpha needs numeric categories", level.as_str()))
+                })?;
             let mut obs_m = vec![0f64; m_max + 1];
-            for_each_unit(&data.ratings, |vals| {
+            data.each_unit(|vals| {
                 let m = vals.len();
                 if m >= 2 {
                     let mut s = 0.0;
@@ -477,67 +596,98 @@ pub fn alpha_numeric(rows: &[Vec<Option<f64>>], level: Level) -> StatResult {
                 .collect();
             alpha_coded(&Coded::new(&labels)?, level)
         }
-        Level::Interval | Level::Ratio => {
-            let m_max = rows.len();
-            let mut obs_m = vec![0f64; m_max + 1];
-            let (mut n, mut units, mut sum) = (0u64, 0usize, 0f64);
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            for_each_unit(rows, |vals| {
-                let m = vals.len();
-                if m >= 2 {
-                    units += 1;
-                    n += m as u64;
-                    let mut s = 0.0;
-                    for i in 0..m {
-                        sum += vals[i];
-                        lo = lo.min(vals[i]);
-                        hi = hi.max(vals[i]);
-                        for j in (i + 1)..m {
-                            s += delta_sq(level, vals[i], vals[j]);
-                        }
-                    }
-                    obs_m[m] += 2.0 * s;
-                }
-            });
-            if units == 0 {
-                return Err(undefined(NO_PAIRABLE));
-            }
-            if lo == hi {
-                return Err(undefined(NO_VARIATION));
-            }
-            let obs = per_m_sum_f(&obs_m);
-            let de_num = if level == Level::Interval {
-                // Σ n_c n_k (c-k)² = 2 n Σ (x - mean)², two passes for accuracy.
-                let mean = sum / n as f64;
-                let mut ss = 0.0;
-                for_each_unit(rows, |vals| {
-                    if vals.len() >= 2 {
-                        for &x in vals {
-                            ss += (x - mean) * (x - mean);
-                        }
-                    }
-                });
-                2.0 * n as f64 * ss
-            } else {
-                let mut all = Vec::with_capacity(n as usize);
-                for_each_unit(rows, |vals| {
-                    if vals.len() >= 2 {
-                        all.extend_from_slice(vals);
-                    }
-                });
-                all.sort_by(f64::total_cmp);
-                let mut counted: Vec<(f64, u64)> = Vec::new();
-                for x in all {
-                    match counted.last_mut() {
-                        Some((y, c)) if *y == x => *c += 1,
-                        _ => counted.push((x, 1)),
-                    }
-                }
-                expected_sum(level, &counted, n)
-            };
-            finish_alpha(n as f64, obs, de_num, units)
-        }
+        Level::Interval | Level::Ratio => alpha_metric(
+            rows.len(),
+            &|f: &mut dyn FnMut(&[f64])| for_each_unit(rows, f),
+            level,
+        ),
     }
+}
+
+/// [`alpha_numeric`] at the interval or ratio level on coded data stored unit by unit: the
+/// categories' numbers, unit by unit, through the same code (the same figures to the last
+/// bit as [`alpha_numeric`] on the same numbers).
+pub fn alpha_numeric_units(data: &CodedUnits, level: Level) -> StatResult {
+    if !matches!(level, Level::Interval | Level::Ratio) {
+        return alpha_coded_units(data, level);
+    }
+    let values: Vec<f64> = data
+        .categories
+        .iter()
+        .map(Label::as_f64)
+        .collect::<Option<_>>()
+        .ok_or_else(|| invalid(format!("{} alpha needs numeric categories", level.as_str())))?;
+    let each = |f: &mut dyn FnMut(&[f64])| {
+        let mut buf = Vec::with_capacity(data.n_raters());
+        data.each_unit(|vals| {
+            buf.clear();
+            buf.extend(vals.iter().map(|&c| values[c as usize]));
+            f(&buf);
+        });
+    };
+    alpha_metric(data.n_raters(), &each, level)
+}
+
+/// Interval or ratio alpha over the units `each` hands out (present values only), `m_max`
+/// raters at most.
+fn alpha_metric(m_max: usize, each: &dyn Fn(&mut dyn FnMut(&[f64])), level: Level) -> StatResult {
+    let mut obs_m = vec![0f64; m_max + 1];
+    let (mut n, mut units, mut sum) = (0u64, 0usize, 0f64);
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    each(&mut |vals: &[f64]| {
+        let m = vals.len();
+        if m >= 2 {
+            units += 1;
+            n += m as u64;
+            let mut s = 0.0;
+            for i in 0..m {
+                sum += vals[i];
+                lo = lo.min(vals[i]);
+                hi = hi.max(vals[i]);
+                for j in (i + 1)..m {
+                    s += delta_sq(level, vals[i], vals[j]);
+                }
+            }
+            obs_m[m] += 2.0 * s;
+        }
+    });
+    if units == 0 {
+        return Err(undefined(NO_PAIRABLE));
+    }
+    if lo == hi {
+        return Err(undefined(NO_VARIATION));
+    }
+    let obs = per_m_sum_f(&obs_m);
+    let de_num = if level == Level::Interval {
+        // Σ n_c n_k (c-k)² = 2 n Σ (x - mean)², two passes for accuracy.
+        let mean = sum / n as f64;
+        let mut ss = 0.0;
+        each(&mut |vals: &[f64]| {
+            if vals.len() >= 2 {
+                for &x in vals {
+                    ss += (x - mean) * (x - mean);
+                }
+            }
+        });
+        2.0 * n as f64 * ss
+    } else {
+        let mut all = Vec::with_capacity(n as usize);
+        each(&mut |vals: &[f64]| {
+            if vals.len() >= 2 {
+                all.extend_from_slice(vals);
+            }
+        });
+        all.sort_by(f64::total_cmp);
+        let mut counted: Vec<(f64, u64)> = Vec::new();
+        for x in all {
+            match counted.last_mut() {
+                Some((y, c)) if *y == x => *c += 1,
+                _ => counted.push((x, 1)),
+            }
+        }
+        expected_sum(level, &counted, n)
+    };
+    finish_alpha(n as f64, obs, de_num, units)
 }
 
 /// Squared metric difference for interval and ratio data.
@@ -829,11 +979,34 @@ enum Chance {
 /// ratings; π_k over all rated units.
 fn irrcac(data: &Coded, weights: AgreementWeights, chance: Chance) -> StatResult {
     check_rectangular(&data.ratings)?;
-    let q = data.categories.len();
-    let w = agreement_weights(&data.categories, weights)?;
+    irrcac_units(data, &data.categories, weights, chance)
+}
+
+fn irrcac_units(
+    data: &impl Units,
+    categories: &[Label],
+    weights: AgreementWeights,
+    chance: Chance,
+) -> StatResult {
+    let q = categories.len();
+    // Identity weights need no q × q matrix (q may be in the thousands): w(k, l) = [k = l],
+    // summed in the same order, so the figures are the same to the last bit.
+    let identity = weights == AgreementWeights::Identity;
+    let w = if identity {
+        Vec::new()
+    } else {
+        agreement_weights(categories, weights)?
+    };
+    let wt = |k: u32, l: u32| -> f64 {
+        if identity {
+            f64::from(u8::from(k == l))
+        } else {
+            w[k as usize * q + l as usize]
+        }
+    };
     let mut pi = vec![0.0; q];
     let (mut n1, mut n2, mut pa_sum) = (0usize, 0usize, 0.0);
-    for_each_unit(&data.ratings, |vals| {
+    data.each_unit(|vals| {
         let r = vals.len();
         if r == 0 {
             return;
@@ -849,7 +1022,7 @@ fn irrcac(data: &Coded, weights: AgreementWeights, chance: Chance) -> StatResult
             for a in 0..r {
                 for b in 0..r {
                     if a != b {
-                        s += w[vals[a] as usize * q + vals[b] as usize];
+                        s += wt(vals[a], vals[b]);
                     }
                 }
             }
@@ -876,10 +1049,11 @@ fn irrcac(data: &Coded, weights: AgreementWeights, chance: Chance) -> StatResult
             "only one category is used: chance agreement is 1",
         ));
     }
-    let sum_w: f64 = w.iter().sum();
+    let sum_w: f64 = if identity { q as f64 } else { w.iter().sum() };
     let qf = q as f64;
     let pe = match chance {
         Chance::Gwet => sum_w / (qf * (qf - 1.0)) * pi.iter().map(|p| p * (1.0 - p)).sum::<f64>(),
+        Chance::Fleiss if identity => pi.iter().map(|p| p * p).fold(0.0, |s, x| s + x),
         Chance::Fleiss => {
             let mut s = 0.0;
             for k in 0..q {
@@ -912,6 +1086,16 @@ pub fn percent_agreement(data: &Coded, weights: AgreementWeights) -> StatResult 
 /// Gwet's AC1 (identity weights) or AC2 (other weights), irrCAC conventions.
 pub fn gwet_ac(data: &Coded, weights: AgreementWeights) -> StatResult {
     irrcac(data, weights, Chance::Gwet)
+}
+
+/// [`percent_agreement`] on data stored unit by unit.
+pub fn percent_agreement_units(data: &CodedUnits, weights: AgreementWeights) -> StatResult {
+    irrcac_units(data, &data.categories, weights, Chance::None)
+}
+
+/// [`gwet_ac`] on data stored unit by unit.
+pub fn gwet_ac_units(data: &CodedUnits, weights: AgreementWeights) -> StatResult {
+    irrcac_units(data, &data.categories, weights, Chance::Gwet)
 }
 
 /// Gwet's AC1/AC2 from a two-rater contingency table (rater 1 in rows), categories 1..q.
@@ -1031,31 +1215,66 @@ pub fn fleiss_kappa_counts(counts: &[Vec<u64>], method: FleissMethod) -> StatRes
 /// Fleiss' kappa on raw ratings with an explicit choice for missing ratings.
 pub fn fleiss_kappa(data: &Coded, method: FleissMethod, missing: FleissMissing) -> StatResult {
     check_rectangular(&data.ratings)?;
-    let q = data.categories.len();
-    let m = data.n_raters();
+    fleiss_units(data, &data.categories, method, missing)
+}
+
+/// [`fleiss_kappa`] on data stored unit by unit.
+pub fn fleiss_kappa_units(
+    data: &CodedUnits,
+    method: FleissMethod,
+    missing: FleissMissing,
+) -> StatResult {
+    fleiss_units(data, &data.categories, method, missing)
+}
+
+/// Fleiss' kappa unit by unit: each unit's Σ_j n_ij² from its sorted ratings and the
+/// category totals, never a units × categories table (memory flat in the number of
+/// categories). The same sums in the same order as [`fleiss_kappa_counts`].
+fn fleiss_units(
+    data: &impl Units,
+    categories: &[Label],
+    method: FleissMethod,
+    missing: FleissMissing,
+) -> StatResult {
+    let q = categories.len();
+    let m = data.raters();
     if missing == FleissMissing::Gwet {
         let chance = match method {
             FleissMethod::Fleiss => Chance::Fleiss,
             FleissMethod::Randolph => Chance::BrennanPrediger,
         };
-        return irrcac(data, AgreementWeights::Identity, chance);
+        return irrcac_units(data, categories, AgreementWeights::Identity, chance);
     }
-    let mut counts = Vec::new();
+    // Every kept unit has m ratings: listwise keeps complete units only, and reject fails
+    // below when any unit is incomplete.
+    let r = m as u64;
+    let rf = r as f64;
+    let mut kept = 0usize;
     let mut incomplete = 0usize;
-    for_each_unit(&data.ratings, |vals| {
+    let mut pbar = 0.0;
+    let mut p = vec![0u64; q];
+    let mut sorted = Vec::with_capacity(m);
+    data.each_unit(|vals| {
         if vals.len() < m {
+            // listwise drops it; reject fails below whatever the other units hold
             incomplete += 1;
-            if missing == FleissMissing::Listwise {
-                return;
-            }
+            return;
         }
-        let mut row = vec![0u64; q];
-        for &c in vals {
-            row[c as usize] += 1;
+        kept += 1;
+        sorted.clear();
+        sorted.extend_from_slice(vals);
+        sorted.sort_unstable();
+        let mut ss = 0u64;
+        for run in sorted.chunk_by(|a, b| a == b) {
+            let n = run.len() as u64;
+            ss += n * n;
+            p[run[0] as usize] += n;
         }
-        counts.push(row);
+        if r >= 2 {
+            pbar += (ss - r) as f64 / (rf * (rf - 1.0));
+        }
     });
-    if counts.is_empty() {
+    if kept == 0 && (missing == FleissMissing::Listwise || incomplete == 0) {
         return Err(undefined("no unit is rated by every rater"));
     }
     if missing == FleissMissing::Reject && incomplete > 0 {
@@ -1064,12 +1283,198 @@ pub fn fleiss_kappa(data: &Coded, method: FleissMethod, missing: FleissMissing) 
              numbers of ratings per unit (use listwise or gwet handling)"
         )));
     }
-    fleiss_kappa_counts(&counts, method)
+    if r < 2 {
+        return Err(undefined("fewer than two ratings per unit"));
+    }
+    let big_n = kept as f64;
+    pbar /= big_n;
+    let pe = match method {
+        FleissMethod::Fleiss => p
+            .iter()
+            .map(|&x| (x as f64 / (big_n * rf)).powi(2))
+            .sum::<f64>(),
+        FleissMethod::Randolph => {
+            if q < 2 {
+                return Err(undefined("only one category: chance agreement is 1"));
+            }
+            1.0 / q as f64
+        }
+    };
+    if pe >= 1.0 {
+        return Err(undefined("chance agreement p_e is 1 (one category used)"));
+    }
+    Ok(Estimate {
+        value: (pbar - pe) / (1.0 - pe),
+        units: kept,
+        observed: pbar,
+        expected: Some(pe),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Raters × units of category indices from a seeded generator, some missing.
+    fn random_coded(raters: usize, units: usize, q: usize, missing: u32, seed: u64) -> Coded {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        let ratings = (0..raters)
+            .map(|_| {
+                (0..units)
+                    .map(|_| (next() % 100 >= missing).then(|| next() % q as u32))
+                    .collect()
+            })
+            .collect();
+        Coded {
+            categories: (0..q).map(|i| Label::Num(i as f64)).collect(),
+            ratings,
+            declared: false,
+        }
+    }
+
+    fn units_of(c: &Coded) -> CodedUnits {
+        let (m, n) = (c.n_raters(), c.n_units());
+        let mut cells = Vec::with_capacity(m * n);
+        for u in 0..n {
+            for r in 0..m {
+                cells.push(c.ratings[r][u].unwrap_or(MISSING));
+            }
+        }
+        CodedUnits::new(c.categories.clone(), c.declared, m, cells).unwrap()
+    }
+
+    /// The table of counts `fleiss_kappa` used to build (units × categories).
+    fn counts_of(c: &Coded, complete_only: bool) -> Vec<Vec<u64>> {
+        let mut counts = Vec::new();
+        for_each_unit(&c.ratings, |vals| {
+            if complete_only && vals.len() < c.n_raters() {
+                return;
+            }
+            let mut row = vec![0u64; c.categories.len()];
+            for &v in vals {
+                row[v as usize] += 1;
+            }
+            counts.push(row);
+        });
+        counts
+    }
+
+    #[test]
+    fn unit_by_unit_statistics_equal_the_table_and_rater_forms_to_the_bit() {
+        for (raters, units, q, missing, seed) in [
+            (3, 200, 5, 0, 1),
+            (5, 300, 1000, 0, 2),
+            (4, 300, 7, 10, 3),
+            (2, 50, 3, 30, 4),
+            (6, 100, 2, 0, 5),
+        ] {
+            let c = random_coded(raters, units, q, missing, seed);
+            let cu = units_of(&c);
+            assert_eq!(cu.to_coded(), c);
+            for method in [FleissMethod::Fleiss, FleissMethod::Randolph] {
+                // reject and listwise: the old table of counts, complete units only
+                let table = fleiss_kappa_counts(&counts_of(&c, true), method);
+                for missing_rule in [FleissMissing::Listwise, FleissMissing::Reject] {
+                    let got = fleiss_kappa(&c, method, missing_rule);
+                    if missing == 0 || missing_rule == FleissMissing::Listwise {
+                        assert_eq!(got, table, "{raters}x{units} q={q} {missing_rule:?}");
+                    } else {
+                        assert!(got.is_err());
+                    }
+                    assert_eq!(fleiss_kappa_units(&cu, method, missing_rule), got);
+                }
+                let g = fleiss_kappa(&c, method, FleissMissing::Gwet);
+                assert_eq!(fleiss_kappa_units(&cu, method, FleissMissing::Gwet), g);
+            }
+            for level in [
+                Level::Nominal,
+                Level::Ordinal,
+                Level::Interval,
+                Level::Ratio,
+            ] {
+                assert_eq!(alpha_coded_units(&cu, level), alpha_coded(&c, level));
+            }
+            let numbers: Vec<Vec<Option<f64>>> = c
+                .ratings
+                .iter()
+                .map(|r| r.iter().map(|v| v.map(|v| v as f64 + 1.0)).collect())
+                .collect();
+            let shifted = CodedUnits::new(
+                (1..=q).map(|i| Label::Num(i as f64)).collect(),
+                false,
+                raters,
+                units_of(&c).cells,
+            )
+            .unwrap();
+            for level in [Level::Interval, Level::Ratio] {
+                assert_eq!(
+                    alpha_numeric_units(&shifted, level),
+                    alpha_numeric(&numbers, level)
+                );
+            }
+            for w in [AgreementWeights::Identity, AgreementWeights::Quadratic] {
+                if q > 50 && w != AgreementWeights::Identity {
+                    continue;
+                }
+                assert_eq!(percent_agreement_units(&cu, w), percent_agreement(&c, w));
+                assert_eq!(gwet_ac_units(&cu, w), gwet_ac(&c, w));
+            }
+        }
+    }
+
+    #[test]
+    fn identity_weights_without_a_matrix_give_the_matrix_figures() {
+        let c = random_coded(4, 200, 6, 15, 9);
+        let w = agreement_weights(&c.categories, AgreementWeights::Identity).unwrap();
+        // the matrix form, as irrcac computed it before
+        let q = c.categories.len();
+        let mut pi = vec![0.0; q];
+        let (mut n1, mut n2, mut pa_sum) = (0usize, 0usize, 0.0);
+        for_each_unit(&c.ratings, |vals| {
+            let r = vals.len();
+            if r == 0 {
+                return;
+            }
+            n1 += 1;
+            for &v in vals {
+                pi[v as usize] += 1.0 / r as f64;
+            }
+            if r >= 2 {
+                n2 += 1;
+                let mut s = 0.0;
+                for a in 0..r {
+                    for b in 0..r {
+                        if a != b {
+                            s += w[vals[a] as usize * q + vals[b] as usize];
+                        }
+                    }
+                }
+                pa_sum += s / (r * (r - 1)) as f64;
+            }
+        });
+        let pa = pa_sum / n2 as f64;
+        for p in &mut pi {
+            *p /= n1 as f64;
+        }
+        let mut pe = 0.0;
+        for k in 0..q {
+            for l in 0..q {
+                pe += w[k * q + l] * pi[k] * pi[l];
+            }
+        }
+        let e = fleiss_kappa(&c, FleissMethod::Fleiss, FleissMissing::Gwet).unwrap();
+        assert_eq!(e.observed, pa);
+        assert_eq!(e.expected, Some(pe));
+        assert_eq!(e.value, (pa - pe) / (1.0 - pe));
+    }
 
     fn nums(rows: &[&[Option<f64>]]) -> Vec<Vec<Option<Label>>> {
         rows.iter()

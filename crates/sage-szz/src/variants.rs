@@ -547,6 +547,51 @@ fn ratio_chars(a: &[char], b: &[char]) -> f64 {
     if total == 0 {
         return 1.0;
     }
+    if b.len() <= 64 {
+        return 2.0 * lcs_bits(a, b) as f64 / total as f64;
+    }
+    ratio_dp(a, b)
+}
+
+/// The length of the longest common subsequence of `a` and `b` (at most 64 characters),
+/// bit-parallel (Hyyrö 2004): one word operation per character of `a` instead of a row of
+/// the table.
+fn lcs_bits(a: &[char], b: &[char]) -> usize {
+    debug_assert!(b.len() <= 64);
+    let m = b.len();
+    if m == 0 {
+        return 0;
+    }
+    let mut ascii = [0u64; 128];
+    let mut other: Vec<(char, u64)> = Vec::new();
+    for (j, &c) in b.iter().enumerate() {
+        match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
+            Some(u) => ascii[u] |= 1 << j,
+            None => match other.iter_mut().find(|(x, _)| *x == c) {
+                Some((_, bits)) => *bits |= 1 << j,
+                None => other.push((c, 1 << j)),
+            },
+        }
+    }
+    let mask = if m == 64 { u64::MAX } else { (1u64 << m) - 1 };
+    let mut v = u64::MAX;
+    for &c in a {
+        let pm = match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
+            Some(u) => ascii[u],
+            None => other.iter().find(|(x, _)| *x == c).map_or(0, |(_, b)| *b),
+        };
+        let u = v & pm;
+        v = v.wrapping_add(u) | v.wrapping_sub(u);
+    }
+    m - (v & mask).count_ones() as usize
+}
+
+/// [`ratio_chars`] by the dynamic-programming table (any length).
+fn ratio_dp(a: &[char], b: &[char]) -> f64 {
+    let total = a.len() + b.len();
+    if total == 0 {
+        return 1.0;
+    }
     // LCS by dynamic programming; ratio = 2·LCS / (|a| + |b|)
     let mut prev = vec![0u32; b.len() + 1];
     let mut cur = vec![0u32; b.len() + 1];
@@ -592,27 +637,30 @@ impl Hist {
         }
         h
     }
-
-    /// An upper bound of the LCS of two texts: the characters they can have in common.
-    fn common(&self, o: &Hist) -> usize {
-        let a: usize = self
-            .ascii
-            .iter()
-            .zip(&o.ascii)
-            .map(|(x, y)| usize::from(*x.min(y)))
-            .sum();
-        a + self.other.min(o.other) as usize
-    }
 }
 
-/// The deleted lines of one commit's change of one path, in order, and where each distinct
-/// text occurs; `None` when the commit adds the file or does not touch it under that path.
+/// The deleted lines of one commit's change of one path, in order, where each distinct
+/// text occurs, and which lines hold each 3-gram of characters.
 struct FileDeleted {
     lines: Vec<Deleted>,
     exact: HashMap<Vec<char>, Vec<usize>>,
+    /// 3-gram → the lines holding it (each line once, ascending).
+    grams: HashMap<[char; Q], Vec<u32>>,
+    /// [`FileDeleted::candidates`]' tally of hits per line (zeros between calls).
+    scratch: std::cell::RefCell<Vec<u16>>,
 }
 
 type DeletedLines = Option<FileDeleted>;
+
+/// The q of the q-gram filter in [`FileDeleted::best`].
+const Q: usize = 3;
+
+/// A candidate's rank: higher ratio, then nearer, then earlier in the change.
+type Ranked = (f64, usize, usize); // (ratio, distance, index)
+
+fn outranks(a: Ranked, b: Ranked) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && (a.1 < b.1 || (a.1 == b.1 && a.2 < b.2)))
+}
 
 impl FileDeleted {
     fn new(deleted: Vec<(usize, String)>) -> FileDeleted {
@@ -629,16 +677,32 @@ impl FileDeleted {
             })
             .collect();
         let mut exact: HashMap<Vec<char>, Vec<usize>> = HashMap::new();
+        let mut grams: HashMap<[char; Q], Vec<u32>> = HashMap::new();
         for (i, l) in lines.iter().enumerate() {
             exact.entry(l.chars.clone()).or_default().push(i);
+            for w in l.chars.windows(Q) {
+                let g = grams.entry([w[0], w[1], w[2]]).or_default();
+                if g.last() != Some(&(i as u32)) {
+                    g.push(i as u32);
+                }
+            }
         }
-        FileDeleted { lines, exact }
+        FileDeleted {
+            lines,
+            exact,
+            grams,
+            scratch: Default::default(),
+        }
     }
 
     /// The deleted line most similar to `text` (ties: nearest to `line`, then first), if
     /// its ratio exceeds 0.75: the answer of comparing `text` with every line, found faster.
-    /// An identical line (ratio 1, the maximum) is looked up, and a line whose length or
-    /// character counts bound its ratio below the best so far (or the threshold) is skipped.
+    /// An identical line (ratio 1, the maximum) is looked up. Otherwise the lines nearest to
+    /// `line` are compared first, which sets a ratio `t` the answer must reach; a line that
+    /// reaches it is within `D` insertions and deletions of `text`, so it holds one of any
+    /// `Q·D + 1` of `text`'s 3-grams (each edit breaks at most `Q`): only the lines holding
+    /// one of the rarest such grams are compared. A line whose length or character counts
+    /// bound its ratio below the best so far (or the threshold) is skipped.
     fn best(&self, text: &str, line: usize) -> Option<usize> {
         let a = strip_ws(text);
         if let Some(same) = self.exact.get(&a) {
@@ -648,8 +712,18 @@ impl FileDeleted {
                 .min_by_key(|n| n.abs_diff(line));
         }
         let ha = Hist::of(&a);
-        let mut best: Option<(f64, usize, usize)> = None; // (ratio, distance, old line)
-        for d in &self.lines {
+        // the ASCII characters `a` holds: the bound sums over these only (the same sum)
+        let present: Vec<usize> = (0..128).filter(|&c| ha.ascii[c] > 0).collect();
+        let common = |h: &Hist| -> usize {
+            present
+                .iter()
+                .map(|&c| usize::from(ha.ascii[c].min(h.ascii[c])))
+                .sum::<usize>()
+                + ha.other.min(h.other) as usize
+        };
+        let mut best: Option<Ranked> = None;
+        let consider = |i: usize, best: &mut Option<Ranked>| {
+            let d = &self.lines[i];
             let total = a.len() + d.chars.len();
             let bound = |common: usize| {
                 if total == 0 {
@@ -659,20 +733,99 @@ impl FileDeleted {
                 }
             };
             let cannot = |b: f64| b <= 0.75 || best.is_some_and(|(br, _, _)| b < br);
-            if cannot(bound(a.len().min(d.chars.len()))) || cannot(bound(ha.common(&d.hist))) {
-                continue;
+            if cannot(bound(a.len().min(d.chars.len()))) || cannot(bound(common(&d.hist))) {
+                return;
             }
-            let r = ratio_chars(&a, &d.chars);
-            let dist = d.line.abs_diff(line);
-            let better = match best {
-                None => true,
-                Some((br, bd, _)) => r > br || (r == br && dist < bd),
-            };
-            if better {
-                best = Some((r, dist, d.line));
+            let r = (ratio_chars(&a, &d.chars), d.line.abs_diff(line), i);
+            if best.is_none_or(|b| outranks(r, b)) {
+                *best = Some(r);
+            }
+        };
+        // the lines nearest to `line` first: in a rewrite, usually the answer
+        let at = self.lines.partition_point(|d| d.line < line);
+        let mut near: Vec<usize> = (at.saturating_sub(2)..(at + 2).min(self.lines.len())).collect();
+        near.sort_by_key(|&i| self.lines[i].line.abs_diff(line));
+        for i in near {
+            consider(i, &mut best);
+        }
+        // the posting lists of `a`'s grams, rarest first
+        let empty: &[u32] = &[];
+        let mut lists: Vec<&[u32]> = a
+            .windows(Q)
+            .map(|w| {
+                self.grams
+                    .get(&[w[0], w[1], w[2]])
+                    .map_or(empty, Vec::as_slice)
+            })
+            .collect();
+        lists.sort_by_key(|l| l.len());
+        let t = |best: Option<Ranked>| best.map_or(0.75, |b| b.0.max(0.75));
+        let mut narrowed = self.candidates(&a, &lists, t(best));
+        if narrowed.is_none() {
+            // a few lines sharing its rarest grams (where an edited line moved) may set a
+            // ratio high enough to narrow the search
+            for &i in lists.iter().flat_map(|l| l.iter()).take(16) {
+                consider(i as usize, &mut best);
+            }
+            narrowed = self.candidates(&a, &lists, t(best));
+        }
+        match narrowed {
+            Some(c) => c.into_iter().for_each(|i| consider(i as usize, &mut best)),
+            None => (0..self.lines.len()).for_each(|i| consider(i, &mut best)),
+        }
+        best.filter(|b| b.0 > 0.75).map(|b| self.lines[b.2].line)
+    }
+
+    /// The lines that can reach ratio `t` with `a` (a superset, ascending), or `None` when
+    /// the grams cannot narrow the search (then every line is a candidate). `lists`: the
+    /// lines holding each of `a`'s grams, rarest first.
+    ///
+    /// Of any `k` of `a`'s gram positions, at most `Q·D` are broken by `D` edits, so a line
+    /// within `D` edits holds the grams of at least `k - Q·D` of them: the `k` rarest are
+    /// taken (as many as stay cheap, at least `Q·D + 1`) and lines with fewer hits dropped.
+    fn candidates(&self, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
+        if a.len() < Q {
+            return None;
+        }
+        // ratio ≥ t bounds the other length to a·(2-t)/t, and the edits to (1-t)·(|a|+|b|)
+        let d_max = ((1.0 - t) * 2.0 * a.len() as f64 / t + 1e-9).floor() as usize;
+        let broken = Q.checked_mul(d_max)?;
+        let need = broken.checked_add(1)?;
+        // (the tally below counts to `k` ≤ u16::MAX)
+        if need > lists.len() || need > usize::from(u16::MAX) {
+            return None;
+        }
+        let base: usize = lists[..need].iter().map(|l| l.len()).sum();
+        if base > self.lines.len() / 2 {
+            return None;
+        }
+        let budget = (4 * base).max(64).min(self.lines.len() / 2);
+        let mut k = need;
+        let mut total = base;
+        while k < lists.len().min(usize::from(u16::MAX)) && total + lists[k].len() <= budget {
+            total += lists[k].len();
+            k += 1;
+        }
+        let hits = k - broken;
+        // hits per line, counted in a scratch table that is all zeros between calls
+        let mut count = self.scratch.borrow_mut();
+        count.resize(self.lines.len(), 0);
+        let mut c = Vec::new();
+        for l in &lists[..k] {
+            for &i in *l {
+                let n = &mut count[i as usize];
+                *n += 1;
+                if usize::from(*n) == hits {
+                    c.push(i);
+                }
             }
         }
-        best.filter(|b| b.0 > 0.75).map(|b| b.2)
+        for l in &lists[..k] {
+            for &i in *l {
+                count[i as usize] = 0;
+            }
+        }
+        Some(c)
     }
 }
 
@@ -680,13 +833,14 @@ impl FileDeleted {
 /// lines of one file asks git for that file's change once, not once per line.
 #[derive(Default)]
 pub struct MapCache {
-    files: HashMap<(String, String), DeletedLines>,
+    /// commit → path → its deleted lines (looked up by `&str`, no key built per line).
+    files: HashMap<String, HashMap<String, DeletedLines>>,
 }
 
 impl MapCache {
     fn deleted(&mut self, git: &Git, commit: &str, path: &str) -> Result<&DeletedLines, SzzError> {
-        let key = (commit.to_string(), path.to_string());
-        if !self.files.contains_key(&key) {
+        let known = self.files.get(commit).is_some_and(|m| m.contains_key(path));
+        if !known {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
@@ -694,9 +848,12 @@ impl MapCache {
                 }
                 _ => None,
             };
-            self.files.insert(key.clone(), v);
+            self.files
+                .entry(commit.to_string())
+                .or_default()
+                .insert(path.to_string(), v);
         }
-        Ok(&self.files[&key])
+        Ok(&self.files[commit][path])
     }
 }
 
@@ -772,6 +929,8 @@ fn v_szz(
         }
     }
     let mut cache = MapCache::default();
+    // each commit's first parent, asked once (not a copy of its metadata per line)
+    let mut parents: HashMap<String, Option<String>> = HashMap::new();
     loop {
         for w in walks.iter_mut() {
             if w.chain.len() >= opts.max_chain {
@@ -793,15 +952,20 @@ fn v_szz(
                 w.done = true;
                 continue;
             };
-            let info = git.commit_info(&w.cur.commit)?;
-            let Some(parent) = info.parents.first() else {
+            if !parents.contains_key(&w.cur.commit) {
+                let p = git.commit_info(&w.cur.commit)?.parents.first().cloned();
+                parents.insert(w.cur.commit.clone(), p);
+            }
+            let Some(parent) = &parents[&w.cur.commit] else {
                 w.done = true;
                 continue;
             };
-            let key = (parent.clone(), w.blamed_path.clone());
-            match steps.iter_mut().find(|(k, _)| *k == key) {
+            match steps
+                .iter_mut()
+                .find(|((p, b), _)| p == parent && *b == w.blamed_path)
+            {
                 Some((_, v)) => v.push((i, old_line)),
-                None => steps.push((key, vec![(i, old_line)])),
+                None => steps.push(((parent.clone(), w.blamed_path.clone()), vec![(i, old_line)])),
             }
         }
         if steps.is_empty() {
@@ -898,6 +1062,46 @@ mod tests {
                 lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
             let f = FileDeleted::new(deleted.clone());
             proptest::prop_assert_eq!(f.best(&text, at), brute(&deleted, &text, at));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Long lines, many of them, and a text that is one of them edited: the 3-gram filter
+        /// narrows the search, and the answer is still the one of comparing every line.
+        #[test]
+        fn the_gram_filter_keeps_the_answer_of_comparing_every_line(
+            lines in proptest::collection::vec("[abcdxyz0-9(),= ]{0,40}", 1..200),
+            pick in 0usize..200,
+            edits in proptest::collection::vec((0usize..40, "[abz9,]"), 0..4),
+            at in 0usize..220,
+        ) {
+            let mut text: Vec<char> = lines[pick % lines.len()].chars().collect();
+            for (pos, c) in edits {
+                if text.is_empty() || pos % 2 == 0 {
+                    text.insert(pos.min(text.len()), c.chars().next().unwrap_or('a'));
+                } else {
+                    text.remove(pos % text.len());
+                }
+            }
+            let text: String = text.into_iter().collect();
+            let deleted: Vec<(usize, String)> =
+                lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
+            let f = FileDeleted::new(deleted.clone());
+            proptest::prop_assert_eq!(f.best(&text, at), brute(&deleted, &text, at));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_bit_parallel_lcs_equals_the_table(
+            a in "[abcé0-9(), ]{0,80}",
+            b in "[abcé0-9(), ]{0,64}",
+        ) {
+            let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+            if !(a.is_empty() && b.is_empty()) {
+                proptest::prop_assert_eq!(ratio_chars(&a, &b), ratio_dp(&a, &b));
+            }
         }
     }
 

@@ -157,7 +157,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             }
             let key: Option<Key> = match key {
                 Some(k) => Some(
-                    serde_json::from_str(
+                    sage_trace::json::parse(
                         &std::fs::read_to_string(&k)
                             .with_context(|| format!("reading {}", k.display()))?,
                     )

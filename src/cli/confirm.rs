@@ -85,7 +85,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         Cmd::Export(x) => {
             let text = std::fs::read_to_string(&x.screen)
                 .with_context(|| format!("cannot read {}", x.screen.display()))?;
-            let report: sage_screen::Report = match serde_json::from_str(&text) {
+            let report: sage_screen::Report = match sage_trace::json::parse(&text) {
                 Ok(r) => r,
                 Err(e) => {
                     errln!(

@@ -50,7 +50,7 @@ pub struct ReliabilityArgs {
 fn read_set(path: &Path) -> Result<ResultSet> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    let set: ResultSet = serde_json::from_str(&text)
+    let set: ResultSet = sage_trace::json::parse(&text)
         .with_context(|| format!("{}: not a sage localize result set", path.display()))?;
     if set.version != RESULTS_VERSION {
         anyhow::bail!(

@@ -371,7 +371,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
     }
     let ds = load_dataset(&a.dataset, a.project_map.as_ref())?;
     let descriptions: HashMap<String, String> = match &a.descriptions {
-        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
+        Some(p) => sage_trace::json::parse(&std::fs::read_to_string(p)?)
             .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
         None => HashMap::new(),
     };

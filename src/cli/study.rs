@@ -242,6 +242,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         a.lexicon.as_deref(),
         &a.judge_flags,
         a.concurrency,
+        None,
     )?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {

@@ -89,6 +89,7 @@ fn throughput() {
             max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: Some(stats.clone()),
+            ..Default::default()
         };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags, None)?;
+    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags, None, None)?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =

@@ -82,14 +82,12 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         }
     };
     use sage_llm::secrets::scrub;
-    if let Some(p) = &a.injection_rules {
-        sage_judge::injection::set_active(sage_judge::injection::Rules::load(p)?);
-    }
     let built = build_run(
         &a.judges,
         a.lexicon.as_deref(),
         &a.judge_flags,
         a.concurrency,
+        a.injection_rules.as_deref(),
     )?;
     let mut opts = built.opts;
     opts.follow_links = a.follow_links;

@@ -425,13 +425,15 @@ pub struct BuiltRun {
 }
 
 /// Build the judges and options of a run from the common flags (lexicon unless told).
-/// `concurrency` is `--concurrency` where the command has it: it wins; else the smallest a
+/// `injection_rules` is `--injection-rules` where the command has it (else the embedded
+/// rules). `concurrency` is `--concurrency` where the command has it: it wins; else the smallest a
 /// named judge asks for; else [`sage_judge::concurrent::DEFAULT_CONCURRENCY`], the one default.
 pub fn build_run(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
     flags: &JudgeFlags,
     concurrency: Option<std::num::NonZeroUsize>,
+    injection_rules: Option<&std::path::Path>,
 ) -> anyhow::Result<BuiltRun> {
     use sage_judge::lexicon::{Lexicon, LexiconJudge};
     use sage_judge::spec::{JudgeOptions, JudgeSession};
@@ -440,7 +442,12 @@ pub fn build_run(
         Some(p) => Lexicon::load(p)?,
         None => Lexicon::embedded(),
     };
+    let injection = Arc::new(match injection_rules {
+        Some(p) => sage_judge::injection::Rules::load(p)?,
+        None => sage_judge::injection::Rules::embedded(),
+    });
     let mut opts = sage_pipeline::localize::Options {
+        injection: injection.clone(),
         lexicon: Arc::new(lex.clone()),
         judges: Vec::new(),
         runs: flags.runs,
@@ -480,6 +487,7 @@ pub fn build_run(
                 deadline: flags.deadline.map(std::time::Duration::from_secs),
                 shard: flags.shard,
                 env: environment(),
+                injection: injection.clone(),
                 ..Default::default()
             };
             session = Some(JudgeSession::new(&config, jo)?);

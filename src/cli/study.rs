@@ -309,6 +309,7 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
         a.lexicon.as_deref(),
         &a.judge_flags,
         a.concurrency,
+        None,
     )?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {

@@ -187,8 +187,13 @@ fn assert_complete_and_verified(
                 match o {
                     TurnOutcome::Scored(s) => {
                         assert_eq!(s.run, run);
-                        verify_judgment(store, &tr.turns[k], &s.judgment)
-                            .expect("accepted quotes verify");
+                        verify_judgment(
+                            store,
+                            &tr.turns[k],
+                            &s.judgment,
+                            &sage_judge::injection::Rules::embedded(),
+                        )
+                        .expect("accepted quotes verify");
                         assert!(!s.quotes.is_empty(), "the fake judge quotes every turn");
                     }
                     TurnOutcome::Administrative { .. } => assert_eq!(k + 1, 2),

@@ -63,6 +63,8 @@ pub struct ScoreOptions {
     pub progress: Option<Arc<dyn Progress>>,
     /// Counters shared with the judges (cache hits, retries, cost) for the progress bar.
     pub stats: Option<Arc<RunStats>>,
+    /// The injection rules quotes are verified against (`--injection-rules`).
+    pub injection: Arc<crate::injection::Rules>,
 }
 
 impl Default for ScoreOptions {
@@ -73,6 +75,7 @@ impl Default for ScoreOptions {
             max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: None,
+            injection: Arc::new(crate::injection::Rules::embedded()),
         }
     }
 }
@@ -244,7 +247,7 @@ pub async fn score_traces_concurrently(
                         opts.max_attempts,
                         stats.as_deref(),
                         // The item's one store, shared by every driver thread.
-                        |turn, j| verify_judgment(item.store, turn, j),
+                        |turn, j| verify_judgment(item.store, turn, j, &opts.injection),
                     )
                     .await;
                     if let Some(b) = bar {

@@ -38,6 +38,8 @@ pub fn rejection_kind(reason: &str) -> &'static str {
 /// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
 /// A transport fault, a fatal or a budget error is returned as `Err` so the caller can stop
 /// cleanly (a transport fault is retried by the backend, never by re-asking the model).
+/// Quotes are verified against the embedded injection rules (the concurrent scorer takes
+/// the run's, [`crate::concurrent::ScoreOptions::injection`]).
 pub async fn score_turn(
     judge: &dyn Judge,
     task: &TaskContext,
@@ -56,7 +58,7 @@ pub async fn score_turn(
         run,
         max_attempts,
         None,
-        |turn, j| verify_judgment(store, turn, j),
+        |turn, j| verify_judgment(store, turn, j, &crate::injection::Rules::embedded()),
     )
     .await
 }

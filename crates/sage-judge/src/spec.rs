@@ -159,6 +159,8 @@ pub struct JudgeOptions {
     pub retry: Option<RetryPolicy>,
     /// `--shard i/n`.
     pub shard: Option<Shard>,
+    /// The injection rules (`--injection-rules`, else the embedded ones).
+    pub injection: Arc<crate::injection::Rules>,
     /// The environment the CLI read once: API keys, base URLs and a named judge's `*_env`
     /// variables come from here, never from the process.
     pub env: sage_llm::Env,
@@ -180,6 +182,7 @@ impl Default for JudgeOptions {
             retry: None,
             shard: None,
             env: sage_llm::Env::default(),
+            injection: Arc::new(crate::injection::Rules::embedded()),
         }
     }
 }
@@ -232,6 +235,7 @@ impl JudgeSession {
                 meter: Arc::new(CostMeter::new(options.budget_usd)),
                 imports,
                 offline: options.offline,
+                injection: options.injection.clone(),
                 tripped: Arc::default(),
             },
             config: config.clone(),
@@ -251,6 +255,7 @@ impl JudgeSession {
             max_attempts: self.options.max_attempts,
             progress: None,
             stats: Some(self.parts.stats.clone()),
+            injection: self.options.injection.clone(),
         }
     }
 

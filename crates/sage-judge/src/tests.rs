@@ -1,5 +1,8 @@
 //! Tests of the scoring discipline: prefix-only requests, verified quotes, retries.
 
+static RULES: std::sync::LazyLock<crate::injection::Rules> =
+    std::sync::LazyLock::new(crate::injection::Rules::embedded);
+
 const THREE: std::num::NonZeroU32 = std::num::NonZeroU32::new(3).unwrap();
 
 use crate::verify::verify_quote;
@@ -130,10 +133,10 @@ fn every_further_quote_is_verified_too() {
     let (t, s) = trace_with(&["Use an allow-list. Reject anything else."]);
     let mut j = judgment(2, "Use an allow-list.");
     j.di.also = vec!["Reject anything else.".into()];
-    let q = verify_judgment(&s, t.turn(1).unwrap(), &j).unwrap();
+    let q = verify_judgment(&s, t.turn(1).unwrap(), &j, &RULES).unwrap();
     assert_eq!(q.len(), 2);
     j.di.also = vec!["Reject nothing.".into()];
-    assert!(verify_judgment(&s, t.turn(1).unwrap(), &j).is_err());
+    assert!(verify_judgment(&s, t.turn(1).unwrap(), &j, &RULES).is_err());
 }
 
 #[test]
@@ -194,8 +197,8 @@ fn a_turns_texts_are_read_as_quotes_need_them() {
     let turn = t.turn(1).unwrap();
     let mut j = judgment(2, "Use an allow-list.");
     j.di.also = vec!["an allow-list".into()];
-    assert_eq!(verify_judgment(&s, turn, &j).unwrap().len(), 2);
-    let e = verify_judgment(&s, turn, &judgment(2, "echo hi"))
+    assert_eq!(verify_judgment(&s, turn, &j, &RULES).unwrap().len(), 2);
+    let e = verify_judgment(&s, turn, &judgment(2, "echo hi"), &RULES)
         .unwrap_err()
         .0;
     assert!(e.contains("unreadable records"), "{e}");

@@ -34,6 +34,9 @@ pub struct Options {
     pub shard: Option<sage_judge::spec::Shard>,
     /// `--follow-links`: follow symbolic links out of the corpus folder.
     pub follow_links: bool,
+    /// The injection rules (`--injection-rules`, else the embedded ones): the turns that
+    /// address the judge, and the quotes that never verify.
+    pub injection: Arc<sage_judge::injection::Rules>,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
             shard: None,
             follow_links: false,
+            injection: Arc::new(sage_judge::injection::Rules::embedded()),
         }
     }
 }
@@ -427,6 +431,7 @@ pub async fn localize_dirs_each(
         max_attempts: opts.max_attempts,
         progress: opts.progress.clone(),
         stats: opts.stats.clone(),
+        injection: opts.injection.clone(),
     };
     // Compiled once for the run, not once per case.
     let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
@@ -495,7 +500,7 @@ pub async fn localize_dirs_each(
                         }
                     }
                     // The trace's turns addressing the judge: the same under every judge run.
-                    let injection = sage_judge::injection::active().scan(&p.trace);
+                    let injection = opts.injection.scan(&p.trace);
                     let results: Vec<CaseResult> = results
                         .into_par_iter()
                         .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))

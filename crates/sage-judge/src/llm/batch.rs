@@ -167,10 +167,13 @@ pub(crate) fn pending_calls(
                             settled = false;
                             break;
                         }
-                        Lookup::Stored(Ok(a)) => match verify_judgment(store, turn, &a.judgment) {
-                            Ok(_) => break,
-                            Err(e) => e.0,
-                        },
+                        Lookup::Stored(Ok(a)) => {
+                            match verify_judgment(store, turn, &a.judgment, &judge.parts.injection)
+                            {
+                                Ok(_) => break,
+                                Err(e) => e.0,
+                            }
+                        }
                         // Nothing to send: the turn's outcome is context-overflow.
                         Lookup::Stored(Err(JudgeError::ContextOverflow { .. })) => {
                             rep.overflow += 1;

@@ -179,6 +179,9 @@ pub struct SessionParts {
     pub imports: Option<Arc<BatchResults>>,
     /// Never call the API: a ledger miss stops the run.
     pub offline: bool,
+    /// The injection rules of the run (`--injection-rules`, else the embedded ones): a
+    /// flagged sentence is never offered as a quote choice.
+    pub injection: Arc<crate::injection::Rules>,
     /// The first fatal error of the session: once set, no judge sends another request (a
     /// refused key must not be retried once per case).
     pub tripped: Arc<std::sync::Mutex<Option<JudgeError>>>,
@@ -193,6 +196,7 @@ impl Default for SessionParts {
             meter: Arc::new(CostMeter::new(None)),
             imports: None,
             offline: false,
+            injection: Arc::new(crate::injection::Rules::embedded()),
             tripped: Arc::default(),
         }
     }
@@ -313,7 +317,9 @@ impl LlmJudge {
         if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed) {
             Output::JsonObject
         } else {
-            let choices = self.quote_choices.map(|n| choices::quote_choices(req, n));
+            let choices = self
+                .quote_choices
+                .map(|n| choices::quote_choices(req, n, &self.parts.injection));
             Output::Schema {
                 name: output_name(self.s.provider).into(),
                 description: "Record the SAGE scores of the turn being scored.".into(),

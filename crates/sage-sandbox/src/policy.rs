@@ -38,6 +38,8 @@ struct RawRules {
     #[serde(default)]
     shell_tools: Vec<String>,
     #[serde(default)]
+    python_tools: Vec<String>,
+    #[serde(default)]
     ignore_written: Vec<String>,
     #[serde(default)]
     class: Vec<RawClass>,
@@ -72,6 +74,7 @@ struct Class {
 #[derive(Debug, Clone)]
 pub struct Rules {
     shell_tools: Vec<String>,
+    python_tools: Vec<String>,
     ignore_written: Vec<String>,
     classes: Vec<Class>,
     volatile: Vec<(String, Regex)>,
@@ -151,6 +154,7 @@ impl Rules {
             .collect::<Result<_, RulesError>>()?;
         Ok(Rules {
             shell_tools: raw.shell_tools,
+            python_tools: raw.python_tools,
             ignore_written: raw.ignore_written,
             classes,
             volatile,
@@ -160,6 +164,11 @@ impl Rules {
     /// Whether calls of the tool `name` are shell command lines.
     pub fn is_shell_tool(&self, name: &str) -> bool {
         self.shell_tools.iter().any(|t| t == name)
+    }
+
+    /// Whether calls of the tool `name` are Python code (an IPython cell).
+    pub fn is_python_tool(&self, name: &str) -> bool {
+        self.python_tools.iter().any(|t| t == name)
     }
 
     /// Whether a path a command wrote is never kept as a write (a cache, a compiled file).
@@ -259,7 +268,9 @@ impl Rules {
                     .map(|l| l.to_string())
                     .unwrap_or_default()
             } else {
-                rec.get(start + n).map(|l| l.to_string()).unwrap_or_default()
+                rec.get(start + n)
+                    .map(|l| l.to_string())
+                    .unwrap_or_default()
             },
         }
     }

@@ -39,6 +39,7 @@ fn test_runners_are_never_executed() {
         "sed -i 's/a/b/' x.py && python -m pytest",
         "./tests/runtests.py admin_views",
         "python tests/runtests.py utils_tests",
+        "npx vitest run 2>&1",
     ] {
         assert_eq!(kind(c), "test-runner", "{c}");
     }
@@ -55,6 +56,7 @@ fn package_installs_are_never_executed() {
         "yarn add left-pad",
         "poetry install",
         "conda install numpy",
+        "npx prettier --write src",
     ] {
         assert_eq!(kind(c), "package-install", "{c}");
     }
@@ -106,7 +108,10 @@ fn outputs_compare_inside_a_wrapper_and_up_to_volatile_parts() {
         OutputCheck::Equal
     );
     assert_eq!(
-        r.compare_output("patched\nsecond\n", Some("<output>\npatched\nother\n</output>")),
+        r.compare_output(
+            "patched\nsecond\n",
+            Some("<output>\npatched\nother\n</output>")
+        ),
         OutputCheck::Differs {
             line: 2,
             ran: "second".into(),

@@ -241,10 +241,11 @@ impl Sandbox {
         if as_nobody {
             which("setpriv")?;
         }
+        // by name, so `$0` is `bash` as in the agents' shells (`bash: -c: line 3: ...`)
         let shell = if Path::new("/bin/bash").is_file() {
-            "/bin/bash"
+            "bash"
         } else {
-            "/bin/sh"
+            "sh"
         };
         let sb = Sandbox {
             config,
@@ -282,8 +283,7 @@ impl Sandbox {
             return Err(SandboxError::BadPath(job.root.to_string()));
         }
         let lim = self.config.limits;
-        std::fs::create_dir_all(&self.config.scratch)
-            .map_err(scratch_err(&self.config.scratch))?;
+        std::fs::create_dir_all(&self.config.scratch).map_err(scratch_err(&self.config.scratch))?;
         let dir = tempdir_in(&self.config.scratch)?;
         let scratch = Scratch(dir);
         let ws = scratch.0.join("ws");
@@ -359,9 +359,9 @@ impl Sandbox {
             use std::os::unix::process::CommandExt;
             cmd.process_group(0);
         }
-        let mut child = cmd.spawn().map_err(|e| {
-            SandboxError::Refused(format!("cannot start {}: {e}", argv[0]))
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| SandboxError::Refused(format!("cannot start {}: {e}", argv[0])))?;
         drop(cmd); // closes our copies of the pipe's write end
 
         let capped = Arc::new(AtomicBool::new(false));
@@ -467,10 +467,7 @@ fn tempdir_in(parent: &Path) -> Result<PathBuf, SandboxError> {
         .unwrap_or(0);
     for _ in 0..100 {
         let n = N.fetch_add(1, Ordering::SeqCst);
-        let p = parent.join(format!(
-            "sage-sandbox-{}-{nanos:x}-{n}",
-            std::process::id()
-        ));
+        let p = parent.join(format!("sage-sandbox-{}-{nanos:x}-{n}", std::process::id()));
         match std::fs::create_dir(&p) {
             Ok(()) => {
                 use std::os::unix::fs::PermissionsExt;

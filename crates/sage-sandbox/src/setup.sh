@@ -24,10 +24,13 @@ for n in null zero full random urandom tty; do
   touch "$R/dev/$n" && mount --bind "/dev/$n" "$R/dev/$n" || fail "/dev/$n"
 done
 ln -s /proc/self/fd "$R/dev/fd"
+# `python` is Python 3 where the system has no `python` (the agents' images do)
+mkdir -p "$R/.sage-bin"
+if [ ! -e /usr/bin/python ] && [ -e /usr/bin/python3 ]; then ln -s /usr/bin/python3 "$R/.sage-bin/python"; fi
 mount -t tmpfs -o size=64m sage-tmp "$R/tmp" || fail "tmpfs /tmp"
 mount --bind "$WS" "$R$TARGET" || fail "bind the workspace at $TARGET"
 mount -t proc proc "$R/proc" || fail "proc"
 mount -o remount,bind,ro "$R" || fail "read-only root"
 cd / || fail "cd /"
-exec chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+exec chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.sage-bin \
   /bin/sh -c 'cd "$1" 2>/dev/null || cd "$2" || exit 125; exec "$3" -c "$4"' sh "$WD" "$TARGET" "$SH" "$CMD"

@@ -10,7 +10,7 @@ fn sandbox(limits: Limits) -> Option<Sandbox> {
     // The scratch copies go to the system's temp folder (it must be traversable by the
     // sandbox's unprivileged user); the attack's own files go to a private temp folder.
     let config = SandboxConfig {
-        scratch: std::env::temp_dir().join("sage-sandbox-tests"),
+        scratch: std::env::temp_dir().join(format!("sage-sandbox-tests-{}", uid())),
         limits,
     };
     match Sandbox::probe(config) {
@@ -24,6 +24,12 @@ fn sandbox(limits: Limits) -> Option<Sandbox> {
             None
         }
     }
+}
+
+/// The user running the tests (each user its own scratch folder).
+fn uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
 }
 
 fn limits() -> Limits {
@@ -62,7 +68,7 @@ fn a_command_runs_at_the_traces_path_and_its_writes_are_captured() {
     assert_eq!(out.exit, Exit::Code(0), "{}", out.output);
     assert_eq!(
         out.output,
-        "/testbed\n--/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+        "/testbed\n--/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.sage-bin\n"
     );
     assert_eq!(
         out.changes,
@@ -135,7 +141,11 @@ fn attack_writing_outside_the_scratch_copy_changes_nothing() {
         assert!(!std::path::Path::new(p).exists(), "{p} written");
     }
     // inside, the host's folders are not even there
-    assert!(!out.output.contains("root\n") && !out.output.contains("work\n"), "{}", out.output);
+    assert!(
+        !out.output.contains("root\n") && !out.output.contains("work\n"),
+        "{}",
+        out.output
+    );
 }
 
 #[test]
@@ -176,7 +186,12 @@ fn attack_fork_bomb_is_bounded_and_killed() {
         &BTreeMap::new(),
         &format!("{marker}(){{ {marker} | {marker} & }}; {marker}; sleep 600"),
     );
-    assert_eq!(out.exit, Exit::TimedOut(Duration::from_secs(4)), "{}", out.output);
+    assert_eq!(
+        out.exit,
+        Exit::TimedOut(Duration::from_secs(4)),
+        "{}",
+        out.output
+    );
     assert!(out.exit.refusal().unwrap().contains("time limit"));
     assert!(start.elapsed() < Duration::from_secs(60));
     // the process-count limit held: forks were refused
@@ -213,7 +228,11 @@ fn attack_a_hang_is_killed_at_the_limit() {
         return;
     };
     let start = Instant::now();
-    let out = run(&sb, &BTreeMap::new(), "trap '' TERM INT HUP; sleep 600 & wait; sleep 600");
+    let out = run(
+        &sb,
+        &BTreeMap::new(),
+        "trap '' TERM INT HUP; sleep 600 & wait; sleep 600",
+    );
     assert_eq!(out.exit, Exit::TimedOut(Duration::from_secs(2)));
     assert!(start.elapsed() < Duration::from_secs(60));
 }
@@ -240,7 +259,11 @@ fn attack_a_huge_file_is_cut_at_the_file_size_limit() {
     }) else {
         return;
     };
-    let out = run(&sb, &BTreeMap::new(), "head -c 50000000 /dev/zero > big.bin; echo after");
+    let out = run(
+        &sb,
+        &BTreeMap::new(),
+        "head -c 50000000 /dev/zero > big.bin; echo after",
+    );
     let big = out.changes.iter().find(|c| c.path() == "big.bin");
     match big {
         Some(Change::Written { content, .. }) => assert!(content.len() <= 1 << 20),

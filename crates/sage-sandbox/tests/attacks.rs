@@ -29,7 +29,9 @@ fn sandbox(limits: Limits) -> Option<Sandbox> {
 /// The user running the tests (each user its own scratch folder).
 fn uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
 }
 
 fn limits() -> Limits {

@@ -575,3 +575,78 @@ fn run_n_reads_one_run_of_a_multi_run_file_and_is_refused_where_there_is_one() {
     let (_, _, code) = normalize(&[f, "--run", "0"]);
     assert_eq!(code, Some(2), "--run 0 is a usage error");
 }
+
+/// A constructed mini-SWE-agent run that edits `app.py` with a Python heredoc (a shape sage
+/// does not read statically), its final diff, and the file before the run.
+fn shell_run() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let edit = "cd /testbed && python3 - <<'PY'\nfrom pathlib import Path\np = Path('app.py')\np.write_text(p.read_text().replace('x = 1', 'x = 2'))\nprint('patched app.py')\nPY";
+    let msgs = serde_json::json!([
+        {"role": "system", "content": "You can run bash commands."},
+        {"role": "user", "content": "Please solve this issue: x must be 2"},
+        {"role": "assistant", "content": format!("Edit it.\n\n```bash\n{edit}\n```")},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\npatched app.py\n</output>"},
+        {"role": "assistant", "content": "Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+        {"role": "user", "content": ""}
+    ]);
+    std::fs::write(d.path().join("t.traj.json"), msgs.to_string()).unwrap();
+    std::fs::create_dir(d.path().join("base")).unwrap();
+    std::fs::write(d.path().join("base/app.py"), "x = 1\ny = 0\n").unwrap();
+    std::fs::write(
+        d.path().join("final.diff"),
+        "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n y = 0\n",
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn a_heredoc_edit_is_replayed_by_execution_and_verified() {
+    if let Err(e) = sandbox_here() {
+        super::need::skip(&format!("replay by execution: {e}"));
+        return;
+    }
+    let d = shell_run();
+    let args = [
+        "t.traj.json",
+        "--framework",
+        "mini-swe-agent",
+        "--baseline-dir",
+        "base",
+        "--result",
+        "final.diff",
+    ];
+    let (v, stderr, code) = replay(d.path(), &[&args[..], &["--execute"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["counts"]["matches"], 1, "{v}");
+    let a = &v["artefacts"][0];
+    assert_eq!(a["path"], "app.py");
+    assert_eq!(a["executed"][0]["check"], "verified", "{a}");
+    assert_eq!(v["execution"]["executed"]["python3"], 1);
+    assert_eq!(v["execution"]["refused"]["read-only"], 1, "{v}");
+    // Without execution the edit is lost: the replay keeps the baseline.
+    let (v, _, code) = replay(d.path(), &[&args[..], &["--no-execute"]].concat());
+    assert_eq!(code, 1);
+    assert_eq!(v["counts"]["differs"], 1);
+    assert_eq!(v["execution"]["state"], "off: --no-execute");
+    // Rules that refuse python3 as read-only: nothing runs.
+    std::fs::write(
+        d.path().join("rules.toml"),
+        "version = 1\nshell_tools = [\"bash\"]\n[[class]]\nname = \"read-only\"\nreason = \"r\"\npatterns = ['^(python3|echo|cd)']\n",
+    )
+    .unwrap();
+    let (v, _, _) = replay(
+        d.path(),
+        &[&args[..], &["--execute", "--exec-rules", "rules.toml"]].concat(),
+    );
+    assert_eq!(v["counts"]["differs"], 1, "{v}");
+    assert_eq!(v["execution"]["refused"]["read-only"], 2, "{v}");
+    // A rules file of another version is refused before anything runs.
+    std::fs::write(d.path().join("bad.toml"), "version = 9\n").unwrap();
+    let (_, stderr, code) = replay(
+        d.path(),
+        &[&args[..], &["--exec-rules", "bad.toml"]].concat(),
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("version 9"), "{stderr}");
+}

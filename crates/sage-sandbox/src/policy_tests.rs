@@ -40,6 +40,7 @@ fn test_runners_are_never_executed() {
         "./tests/runtests.py admin_views",
         "python tests/runtests.py utils_tests",
         "npx vitest run 2>&1",
+        "npm run -s test -- --pool=threads",
     ] {
         assert_eq!(kind(c), "test-runner", "{c}");
     }

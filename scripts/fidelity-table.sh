@@ -4,7 +4,9 @@
 #
 #   scripts/fidelity-table.sh [--update]     print the table (--update: rewrite it in the doc)
 #
-# SAGE (default: target/debug/sage) is the binary, TRACES (default: ../shared/traces) the folder.
+# SAGE (default: target/debug/sage) is the binary, TRACES (default: ../shared/traces) the folder,
+# MODE (default: --execute) how commands are treated (--no-execute: the table before replay
+# by execution; --execute fails where no sandbox can be made).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 sage="${SAGE:-$here/target/debug/sage}"
@@ -21,6 +23,7 @@ while IFS=$'\t' read -r trace results flags; do
   args=()
   for r in $results; do [ "$r" = - ] || args+=(--result "$r"); done
   for f in $flags; do args+=("$f"); done
+  args+=("${MODE:---execute}")
   # exit 1 means some file differs: the report is still complete
   json="$(cd "$traces" && "$sage" replay "$trace" "${args[@]}" --format json 2>/dev/null || true)"
   if [ -z "$json" ]; then

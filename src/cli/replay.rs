@@ -6,8 +6,11 @@
 use anyhow::Context;
 use clap::{Args as ClapArgs, ValueEnum};
 use sage_adapters::SourceFile;
+use sage_pipeline::execute::Execution;
 use sage_pipeline::trace_replay::{self, ReplayOptions};
+use sage_sandbox::{Limits, Rules, Sandbox, SandboxConfig};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(ClapArgs, Debug)]
 #[command(
@@ -43,6 +46,55 @@ pub struct Args {
     /// Accept a trace that yields no agent-authored turn.
     #[arg(long)]
     pub allow_empty: bool,
+    /// Run the shell commands sage does not read statically again, in a sandbox (Linux
+    /// namespaces: no network, nothing of the host writable, limits; docs/security.md), and
+    /// keep the files they write as writes of their turn. The default where a sandbox can be
+    /// made; with --execute, no sandbox is an error (exit 2).
+    #[arg(long, conflicts_with = "no_execute")]
+    pub execute: bool,
+    /// Never run a command of the trace.
+    #[arg(long)]
+    pub no_execute: bool,
+    /// The command rules (TOML, the schema of crates/sage-sandbox/data/commands.toml) instead
+    /// of the embedded ones: shell tools, commands never executed, volatile output parts.
+    #[arg(long, value_name = "FILE")]
+    pub exec_rules: Option<PathBuf>,
+    /// Kill an executed command after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
+    pub exec_timeout: u64,
+}
+
+/// Whether commands are executed, and with what: `None` is a usage error (already printed).
+fn execution(args: &Args) -> anyhow::Result<Option<Execution>> {
+    if args.no_execute {
+        return Ok(Some(Execution::Off("--no-execute".into())));
+    }
+    let rules = match &args.exec_rules {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            Rules::parse(&text).with_context(|| p.display().to_string())?
+        }
+        None => Rules::embedded(),
+    };
+    let config = SandboxConfig {
+        scratch: std::env::temp_dir(),
+        limits: Limits {
+            wall: Duration::from_secs(args.exec_timeout.max(1)),
+            ..Limits::default()
+        },
+    };
+    match Sandbox::probe(config) {
+        Ok(sandbox) => Ok(Some(Execution::On { sandbox, rules })),
+        Err(e) if args.execute => {
+            errln!("error: --execute: {e}");
+            Ok(None)
+        }
+        Err(e) => {
+            errln!("note: commands are not executed: {e} (--no-execute silences this)");
+            Ok(Some(Execution::Off(e.to_string())))
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -59,12 +111,16 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         .iter()
         .map(|p| SourceFile::new(p.display().to_string(), p))
         .collect();
+    let Some(execution) = execution(&args)? else {
+        return Ok(super::EXIT_FATAL);
+    };
     let opts = ReplayOptions {
         framework: args.framework.clone(),
         baseline_dir: args.baseline_dir.clone(),
         results: args.results.clone(),
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
+        execution,
     };
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,

@@ -10,6 +10,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// Which sage crates each library crate may depend on (and so, what it must never know).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("sage-patch", &[]),
+    ("sage-sandbox", &[]),
     ("sage-markup", &[]),
     ("sage-trace", &[]),
     ("sage-llm", &[]),
@@ -31,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sage-history",
             "sage-reliability",
             "sage-screen",
+            "sage-sandbox",
         ],
     ),
 ];
@@ -792,6 +794,7 @@ fn no_library_crate_reads_the_environment() {
 /// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",
+    "sage-sandbox",
     "sage-markup",
     "sage-trace",
     "sage-llm",

@@ -82,17 +82,19 @@ const EXPECTED: &[(&str, usize, usize, usize, usize)] = &[
         0,
         0,
     ),
-    // run 1: LICENSE is written by Python code the trace runs (`open(...).write(...)`).
-    ("openhands/resolver_mock_output.jsonl", 1, 0, 1, 0),
+    // run 1: LICENSE is written by Python code the trace runs (`open(...).write(...)`): the
+    // IPython cell, executed, writes it.
+    ("openhands/resolver_mock_output.jsonl", 1, 1, 0, 0),
     // run 2 (`--run 2`): App.css shown whole, PullRequestViewer.tsx in windows.
     ("openhands/resolver_mock_output.jsonl", 2, 2, 0, 0),
     // the shipped diff lost its indentation upstream: it does not apply to the views.
+    // (+1 unverifiable with execution: a scratch script the agent wrote with a command)
     (
         "openhands/mas-evaluation.issue_1__scikit-learn__scikit-learn-12585.json",
-        2,
+        3,
         0,
         0,
-        2,
+        3,
     ),
     (
         "openhands/mas-evaluation.issue_2__pallets__flask-5014.json",
@@ -103,17 +105,17 @@ const EXPECTED: &[(&str, usize, usize, usize, usize)] = &[
     ),
     (
         "openhands/mas-evaluation.issue_3__psf__requests-2317.json",
-        9,
+        11,
         5,
         0,
-        4,
+        6,
     ),
     (
         "openhands/mas-evaluation.issue_4__matplotlib__matplotlib-22719.json",
-        2,
+        3,
         0,
         0,
-        2,
+        3,
     ),
     ("swe-agent/pydicom__pydicom-1458.traj", 2, 2, 0, 0),
     ("swe-agent/6e44b9__sweagenttestrepo-1c2844.traj", 1, 1, 0, 0),
@@ -154,33 +156,34 @@ const EXPECTED: &[(&str, usize, usize, usize, usize)] = &[
         0,
         0,
     ),
-    // these four edit through Python scripts (`Path.write_text`, `open(p, 'w')`).
+    // these four edit through Python scripts (`Path.write_text`, `open(p, 'w')`), executed;
+    // in issue_2 the script for sessions.py needs lines the trace never shows (unverifiable).
     (
         "mini-swe-agent/mas-evaluation.issue_1__scikit-learn__scikit-learn-12585.traj.json",
         1,
-        0,
         1,
+        0,
         0,
     ),
     (
         "mini-swe-agent/mas-evaluation.issue_2__pallets__flask-5014.traj.json",
         2,
+        1,
         0,
-        2,
-        0,
+        1,
     ),
     (
         "mini-swe-agent/mas-evaluation.issue_3__psf__requests-2317.traj.json",
         2,
-        1,
-        1,
+        2,
+        0,
         0,
     ),
     (
         "mini-swe-agent/mas-evaluation.issue_4__matplotlib__matplotlib-22719.traj.json",
         1,
-        0,
         1,
+        0,
         0,
     ),
     ("aider/car-game.aider.chat.history.md", 3, 1, 0, 2),
@@ -194,6 +197,85 @@ const EXPECTED: &[(&str, usize, usize, usize, usize)] = &[
     ),
 ];
 
+/// The samples whose counts differ without execution (`--no-execute`, or no sandbox here):
+/// the writes of commands sage does not read statically are missing.
+const WITHOUT_EXECUTION: &[(&str, &str, usize, usize, usize, usize)] = &[
+    (
+        "openhands/resolver_mock_output.jsonl",
+        "--run 1",
+        1,
+        0,
+        1,
+        0,
+    ),
+    (
+        "openhands/mas-evaluation.issue_1__scikit-learn__scikit-learn-12585.json",
+        "",
+        2,
+        0,
+        0,
+        2,
+    ),
+    (
+        "openhands/mas-evaluation.issue_3__psf__requests-2317.json",
+        "",
+        9,
+        5,
+        0,
+        4,
+    ),
+    (
+        "openhands/mas-evaluation.issue_4__matplotlib__matplotlib-22719.json",
+        "",
+        2,
+        0,
+        0,
+        2,
+    ),
+    (
+        "mini-swe-agent/mas-evaluation.issue_1__scikit-learn__scikit-learn-12585.traj.json",
+        "",
+        1,
+        0,
+        1,
+        0,
+    ),
+    (
+        "mini-swe-agent/mas-evaluation.issue_2__pallets__flask-5014.traj.json",
+        "",
+        2,
+        0,
+        2,
+        0,
+    ),
+    (
+        "mini-swe-agent/mas-evaluation.issue_3__psf__requests-2317.traj.json",
+        "",
+        2,
+        1,
+        1,
+        0,
+    ),
+    (
+        "mini-swe-agent/mas-evaluation.issue_4__matplotlib__matplotlib-22719.traj.json",
+        "",
+        1,
+        0,
+        1,
+        0,
+    ),
+];
+
+/// Whether `sage replay` can execute commands here (else why not).
+fn sandbox_here() -> Result<(), String> {
+    sage_sandbox::Sandbox::probe(sage_sandbox::SandboxConfig {
+        scratch: std::env::temp_dir(),
+        limits: sage_sandbox::Limits::default(),
+    })
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
 #[test]
 fn sage_replay_on_every_real_sample_with_its_result() {
     if super::need::missing_shared("traces") {
@@ -206,44 +288,81 @@ fn sage_replay_on_every_real_sample_with_its_result() {
         EXPECTED.len(),
         "tests/data/replay-samples.tsv and EXPECTED"
     );
-    for ((trace, results, flags), want) in rows.iter().zip(EXPECTED) {
-        assert_eq!(trace, want.0);
-        let mut args: Vec<&str> = vec![trace];
-        for r in results {
-            args.extend(["--result", r]);
+    // Both modes on the samples execution changes, where a sandbox can be made; else the
+    // samples without execution only.
+    let modes: Vec<bool> = match sandbox_here() {
+        Ok(()) => vec![true, false],
+        Err(e) => {
+            super::need::skip(&format!("replay by execution: {e}"));
+            vec![false]
         }
-        args.extend(flags.iter().map(String::as_str));
-        let (v, stderr, code) = replay(&dir, &args);
-        let c = &v["counts"];
-        let got = (
-            c["files"].as_u64().unwrap_or(0) as usize,
-            c["matches"].as_u64().unwrap_or(0) as usize,
-            c["differs"].as_u64().unwrap_or(0) as usize,
-            c["unverifiable"].as_u64().unwrap_or(0) as usize,
-        );
-        assert_eq!(got, (want.1, want.2, want.3, want.4), "{trace}: {stderr}");
-        // Exit 1 exactly when some file differs.
-        assert_eq!(code, i32::from(want.3 > 0), "{trace}: {stderr}");
-        for a in v["artefacts"].as_array().unwrap() {
-            match a["verdict"].as_str().unwrap() {
-                // An unverifiable file always says why.
-                "unverifiable" => assert!(
-                    a["reason"].as_str().is_some_and(|r| !r.is_empty()),
-                    "{trace}: {a}"
-                ),
-                "differs" => assert!(
-                    a["hunk"].is_string() || a["reason"].is_string(),
-                    "{trace}: {a}"
-                ),
-                _ => {}
+    };
+    for execute in modes {
+        for ((trace, results, flags), want) in rows.iter().zip(EXPECTED) {
+            assert_eq!(trace, want.0);
+            let joined = flags.join(" ");
+            let want = if execute {
+                *want
+            } else {
+                match WITHOUT_EXECUTION
+                    .iter()
+                    .find(|w| w.0 == trace && w.1 == joined)
+                {
+                    Some(w) => (w.0, w.2, w.3, w.4, w.5),
+                    None if execute_only_rows_differ() => continue,
+                    None => *want,
+                }
+            };
+            let mut args: Vec<&str> = vec![trace];
+            for r in results {
+                args.extend(["--result", r]);
+            }
+            args.extend(flags.iter().map(String::as_str));
+            args.push(if execute { "--execute" } else { "--no-execute" });
+            let (v, stderr, code) = replay(&dir, &args);
+            let c = &v["counts"];
+            let got = (
+                c["files"].as_u64().unwrap_or(0) as usize,
+                c["matches"].as_u64().unwrap_or(0) as usize,
+                c["differs"].as_u64().unwrap_or(0) as usize,
+                c["unverifiable"].as_u64().unwrap_or(0) as usize,
+            );
+            assert_eq!(got, (want.1, want.2, want.3, want.4), "{trace}: {stderr}");
+            // Exit 1 exactly when some file differs.
+            assert_eq!(code, i32::from(want.3 > 0), "{trace}: {stderr}");
+            for a in v["artefacts"].as_array().unwrap() {
+                match a["verdict"].as_str().unwrap() {
+                    // An unverifiable file always says why.
+                    "unverifiable" => assert!(
+                        a["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                        "{trace}: {a}"
+                    ),
+                    "differs" => assert!(
+                        a["hunk"].is_string() || a["reason"].is_string(),
+                        "{trace}: {a}"
+                    ),
+                    _ => {}
+                }
             }
         }
     }
 }
 
+/// Without execution, only the rows of [`WITHOUT_EXECUTION`] are replayed when execution
+/// already covered the rest (their counts are the same in both modes).
+fn execute_only_rows_differ() -> bool {
+    sandbox_here().is_ok()
+}
+
 #[test]
 fn fidelity_doc_table_is_the_scripts_output() {
     if super::need::missing_shared("traces") {
+        return;
+    }
+    if let Err(e) = sandbox_here() {
+        super::need::skip(&format!(
+            "the table is measured with replay by execution: {e}"
+        ));
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -455,4 +574,79 @@ fn run_n_reads_one_run_of_a_multi_run_file_and_is_refused_where_there_is_one() {
     assert!(stderr.contains("holds one run"), "{stderr}");
     let (_, _, code) = normalize(&[f, "--run", "0"]);
     assert_eq!(code, Some(2), "--run 0 is a usage error");
+}
+
+/// A constructed mini-SWE-agent run that edits `app.py` with a Python heredoc (a shape sage
+/// does not read statically), its final diff, and the file before the run.
+fn shell_run() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let edit = "cd /testbed && python3 - <<'PY'\nfrom pathlib import Path\np = Path('app.py')\np.write_text(p.read_text().replace('x = 1', 'x = 2'))\nprint('patched app.py')\nPY";
+    let msgs = serde_json::json!([
+        {"role": "system", "content": "You can run bash commands."},
+        {"role": "user", "content": "Please solve this issue: x must be 2"},
+        {"role": "assistant", "content": format!("Edit it.\n\n```bash\n{edit}\n```")},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\npatched app.py\n</output>"},
+        {"role": "assistant", "content": "Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+        {"role": "user", "content": ""}
+    ]);
+    std::fs::write(d.path().join("t.traj.json"), msgs.to_string()).unwrap();
+    std::fs::create_dir(d.path().join("base")).unwrap();
+    std::fs::write(d.path().join("base/app.py"), "x = 1\ny = 0\n").unwrap();
+    std::fs::write(
+        d.path().join("final.diff"),
+        "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n y = 0\n",
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn a_heredoc_edit_is_replayed_by_execution_and_verified() {
+    if let Err(e) = sandbox_here() {
+        super::need::skip(&format!("replay by execution: {e}"));
+        return;
+    }
+    let d = shell_run();
+    let args = [
+        "t.traj.json",
+        "--framework",
+        "mini-swe-agent",
+        "--baseline-dir",
+        "base",
+        "--result",
+        "final.diff",
+    ];
+    let (v, stderr, code) = replay(d.path(), &[&args[..], &["--execute"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["counts"]["matches"], 1, "{v}");
+    let a = &v["artefacts"][0];
+    assert_eq!(a["path"], "app.py");
+    assert_eq!(a["executed"][0]["check"], "verified", "{a}");
+    assert_eq!(v["execution"]["executed"]["python3"], 1);
+    assert_eq!(v["execution"]["refused"]["read-only"], 1, "{v}");
+    // Without execution the edit is lost: the replay keeps the baseline.
+    let (v, _, code) = replay(d.path(), &[&args[..], &["--no-execute"]].concat());
+    assert_eq!(code, 1);
+    assert_eq!(v["counts"]["differs"], 1);
+    assert_eq!(v["execution"]["state"], "off: --no-execute");
+    // Rules that refuse python3 as read-only: nothing runs.
+    std::fs::write(
+        d.path().join("rules.toml"),
+        "version = 1\nshell_tools = [\"bash\"]\n[[class]]\nname = \"read-only\"\nreason = \"r\"\npatterns = ['^(python3|echo|cd)']\n",
+    )
+    .unwrap();
+    let (v, _, _) = replay(
+        d.path(),
+        &[&args[..], &["--execute", "--exec-rules", "rules.toml"]].concat(),
+    );
+    assert_eq!(v["counts"]["differs"], 1, "{v}");
+    assert_eq!(v["execution"]["refused"]["read-only"], 2, "{v}");
+    // A rules file of another version is refused before anything runs.
+    std::fs::write(d.path().join("bad.toml"), "version = 9\n").unwrap();
+    let (_, stderr, code) = replay(
+        d.path(),
+        &[&args[..], &["--exec-rules", "bad.toml"]].concat(),
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("version 9"), "{stderr}");
 }

@@ -236,6 +236,11 @@ fn apply_exact(current: Option<&str>, op: &WriteOp) -> Result<Applied, ApplyErro
             }),
             None => Err(ApplyError::Missing("delete")),
         },
+        WriteOp::Executed { content } => Ok(Applied {
+            content: content.clone(),
+            fuzzy: false,
+            crlf_normalized: false,
+        }),
     }
 }
 

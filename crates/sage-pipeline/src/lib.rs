@@ -16,6 +16,7 @@ pub struct InputError(pub String);
 pub mod annotate;
 pub mod authoring;
 pub mod confirm;
+pub mod execute;
 pub mod from_results;
 pub mod localize;
 pub mod locate;

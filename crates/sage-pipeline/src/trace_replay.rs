@@ -45,6 +45,9 @@ pub struct ReplayOptions {
     /// The run to replay from a file that holds several (1-based; see
     /// [`sage_adapters::NormalizeOptions::run`]).
     pub run: Option<usize>,
+    /// Whether shell commands sage does not read statically are run again in a sandbox
+    /// (`crate::execute`).
+    pub execution: crate::execute::Execution,
 }
 
 /// Why a trace could not be replayed.
@@ -75,6 +78,8 @@ pub struct TraceReplay {
     pub results: Vec<String>,
     pub artefacts: Vec<ArtefactReplay>,
     pub counts: Counts,
+    /// Replay by execution: the commands run and refused, by kind, and the executed writes.
+    pub execution: crate::execute::ExecutionReport,
 }
 
 /// Files per verdict.
@@ -106,6 +111,10 @@ pub struct ArtefactReplay {
     pub reason: Option<String>,
     /// One per recorded result that covers the file.
     pub checks: Vec<Check>,
+    /// The file's executed writes, each with its output check (`verified`, `diverged`,
+    /// `not comparable`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub executed: Vec<crate::execute::ExecutedWrite>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
@@ -514,7 +523,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         framework_from: None,
     };
     sage_adapters::normalize(files, &normalize)?;
-    let (trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
+    let (mut trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()
@@ -617,6 +626,8 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         baselines.insert(n, sparse(&k));
     }
 
+    let (execution, mut executed) =
+        crate::execute::run_commands(&mut trace, &baselines, &opts.execution);
     let h = sage_history::reconstruct(&baselines, &trace);
     let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
     let mut results: Vec<String> = Vec::new();
@@ -854,7 +865,8 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 c.hunk = None;
             }
         }
-        let (verdict, hunk, reason) = if cs.is_empty() {
+        let ex = executed.remove(&a).unwrap_or_default();
+        let (verdict, hunk, mut reason) = if cs.is_empty() {
             let why = if results.is_empty() {
                 "the trace carries no result to compare with (give one with --result FILE)"
             } else {
@@ -902,6 +914,38 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 .collect();
             (Verdict::Unverifiable, None, Some(why.join("; ")))
         };
+        // A file the trace shows only in part, that no write reaches, named by an executed
+        // command whose output differs from the recorded one: the command ran on the lines
+        // the trace shows and could not do what it did in the run.
+        let (verdict, hunk) = match execution.diverged_naming.get(&a) {
+            Some(d)
+                if verdict == Verdict::Differs
+                    && !written.contains(&a)
+                    && h.baseline(&a).is_some_and(|b| b.contains(UNKNOWN)) =>
+            {
+                reason = Some(format!(
+                    "{}; the command that edits it ran on the lines the trace shows and its \
+                     output differs from the recorded one ({}): it needs lines the trace never \
+                     shows (give the files with --baseline-dir)",
+                    reason.unwrap_or_default(),
+                    d[0]
+                ));
+                (Verdict::Unverifiable, None)
+            }
+            _ => (verdict, hunk),
+        };
+        let diverged: Vec<String> = ex
+            .iter()
+            .filter(|e| e.check == "diverged")
+            .map(|e| format!("turn {}", e.turn))
+            .collect();
+        if !diverged.is_empty() {
+            reason = Some(format!(
+                "{}executed write(s) whose command's output differs from the recorded one: {}",
+                reason.map(|r| format!("{r}; ")).unwrap_or_default(),
+                diverged.join(", ")
+            ));
+        }
         counts.files += 1;
         match verdict {
             Verdict::Matches => counts.matches += 1,
@@ -930,6 +974,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
             hunk,
             reason,
             checks: cs,
+            executed: ex,
             path: a,
         });
     }
@@ -941,6 +986,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         results,
         artefacts,
         counts,
+        execution,
     })
 }
 
@@ -1046,6 +1092,28 @@ pub fn render_table(r: &TraceReplay) -> String {
         "{} files: {} matches, {} differs, {} unverifiable\n",
         r.counts.files, r.counts.matches, r.counts.differs, r.counts.unverifiable
     ));
+    let e = &r.execution;
+    let by = |m: &BTreeMap<String, usize>| {
+        if m.is_empty() {
+            "none".to_string()
+        } else {
+            m.iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    s.push_str(&format!("execution: {}\n", e.state));
+    if !e.state.starts_with("off") {
+        s.push_str(&format!(
+            "  commands executed: {}\n  refused: {}\n  not executed: {}\n  read statically: {}\n  executed writes: {}\n",
+            by(&e.executed),
+            by(&e.refused),
+            by(&e.not_executed),
+            e.read_statically,
+            by(&e.writes)
+        ));
+    }
     s
 }
 

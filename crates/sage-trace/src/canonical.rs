@@ -404,6 +404,13 @@ pub enum WriteOp {
     },
     /// The artefact was deleted.
     Delete,
+    /// The artefact as a shell command left it when sage ran the command again in its
+    /// sandbox (replay by execution): the whole new content, or none when the command deleted
+    /// it. The write's raw pointer is the command's.
+    Executed {
+        /// The whole new content (`None`: deleted).
+        content: Option<String>,
+    },
 }
 
 /// How far a search/replace or `str_replace` may stray from the file and still apply, as the
@@ -449,6 +456,7 @@ impl WriteOp {
             WriteOp::ReplaceLines { text, .. } => Some(text),
             WriteOp::UnifiedDiff { diff } => Some(diff),
             WriteOp::Delete => None,
+            WriteOp::Executed { content } => content.as_deref(),
         }
     }
 
@@ -462,6 +470,7 @@ impl WriteOp {
             WriteOp::ReplaceLines { .. } => "replace-lines",
             WriteOp::UnifiedDiff { .. } => "unified-diff",
             WriteOp::Delete => "delete",
+            WriteOp::Executed { .. } => "executed",
         }
     }
 }

@@ -120,7 +120,11 @@ fn main() {
         let mb = std::fs::metadata(&p).unwrap().len() as f64 / MB;
         let files = [SourceFile::new(kind, &p)];
         let t0 = Instant::now();
-        let t = sage_adapters::normalize(&files, Some(kind)).unwrap();
+        let t = sage_adapters::normalize(
+            &files,
+            &sage_adapters::NormalizeOptions::framework(Some(kind)),
+        )
+        .unwrap();
         let norm = t0.elapsed().as_secs_f64();
         let hwm = vm_hwm_kb().map(|k| k as f64 / 1024.0).unwrap_or(f64::NAN);
         let turns = t.turns.len();

@@ -92,9 +92,11 @@ fn main() {
         let lines = plain_parse(&path);
         let parse = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let t =
-            sage_adapters::normalize(&[SourceFile::new(format!("{fw}.jsonl"), &path)], Some(fw))
-                .unwrap();
+        let t = sage_adapters::normalize(
+            &[SourceFile::new(format!("{fw}.jsonl"), &path)],
+            &sage_adapters::NormalizeOptions::framework(Some(fw)),
+        )
+        .unwrap();
         let adapt = t1.elapsed().as_secs_f64();
         let c = t.counts();
         drop(t);

@@ -59,7 +59,7 @@ fn throughput() {
         .collect();
     let server = FakeServer::start(latency);
     for provider in [Provider::OpenAi, Provider::Anthropic] {
-        let mut s = LlmSettings::from_env(provider, "bench-model");
+        let mut s = LlmSettings::from_env(provider, "bench-model", &sage_llm::Env::default());
         s.base_url = match provider {
             Provider::OpenAi => server.openai_base(),
             Provider::Anthropic => server.anthropic_base(),
@@ -84,11 +84,12 @@ fn throughput() {
             })
             .collect();
         let opts = ScoreOptions {
-            concurrency: conc,
-            runs: 1,
-            max_attempts: 3,
+            concurrency: std::num::NonZeroUsize::new(conc).unwrap(),
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: Some(stats.clone()),
+            ..Default::default()
         };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -52,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
             }
             None => {
                 errln!(
-                    "error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
+                    "sage: error: {name:?} has no mapping file (parsed by code, or unknown); see `sage adapters`"
                 );
                 Ok(super::ExitStatus::Fatal)
             }
@@ -71,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let text = match args.format {
         Format::Table => {
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.set_header(vec!["framework", "mapping", "versions and formats covered"]);
             for (n, m, v) in &rows {
                 t.add_row(vec![n, m, v]);
@@ -108,7 +109,7 @@ fn detect(files: &[std::path::PathBuf], format: Format) -> (String, super::ExitS
                 }
             }
             Err(e) => {
-                errln!("error: {e}");
+                errln!("sage: error: {e}");
                 rc = super::ExitStatus::InputFailed;
             }
         }

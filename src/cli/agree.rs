@@ -404,13 +404,13 @@ pub fn run(args: AgreeArgs) -> Result<super::ExitStatus> {
         None
     };
     if let Some(msg) = usage {
-        errln!("error: {msg}");
+        errln!("sage: error: {msg}");
         return Ok(super::ExitStatus::Fatal);
     }
     match run_inner(&args) {
         Ok(()) => Ok(super::ExitStatus::Ok),
         Err(e) => {
-            errln!("error: {e:#}");
+            errln!("sage: error: {e:#}");
             Ok(super::ExitStatus::InputFailed)
         }
     }
@@ -648,6 +648,7 @@ fn run_inner(args: &AgreeArgs) -> Result<()> {
 
 fn table(out: &serde_json::Map<String, Value>) -> String {
     let mut t = comfy_table::Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     let show = |v: &Value| match v {
         Value::String(s) => s.clone(),

@@ -38,6 +38,10 @@ pub enum Action {
         /// sheets of the earlier export can only be imported with it.
         #[arg(long)]
         force: bool,
+        /// The case folders moved: `OLD=NEW` rewrites the start of each result's case folder
+        /// (repeatable). Without it they are looked for from here and beside the results.
+        #[arg(long, value_name = "OLD=NEW")]
+        relocate: Vec<String>,
     },
     /// Validate a filled sheet and store its labels for `sage reliability`.
     Import {
@@ -84,6 +88,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             seed,
             stratify_by,
             force,
+            relocate,
         } => {
             let key_path = out.join("key.json");
             if key_path.exists() {
@@ -105,6 +110,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                 errln!("sage: the old key is kept as {}", kept.display());
             }
             let set = read_results(&results)?;
+            let locator = sage_pipeline::locate::CaseLocator::for_set(&results, &set)
+                .with_relocations(&relocate)
+                .map_err(anyhow::Error::msg)?;
             let report = annotate::export(
                 &set,
                 &ExportOptions {
@@ -113,6 +121,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                     sample,
                     seed,
                     stratify_by,
+                    locator,
                 },
             )?;
             for f in &report.failures {
@@ -148,7 +157,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             }
             let key: Option<Key> = match key {
                 Some(k) => Some(
-                    serde_json::from_str(
+                    sage_trace::json::parse(
                         &std::fs::read_to_string(&k)
                             .with_context(|| format!("reading {}", k.display()))?,
                     )

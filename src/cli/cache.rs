@@ -108,6 +108,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<super::ExitStatus> {
             }
             let table = || {
                 let mut t = Table::new();
+                super::width::fit_table(&mut t);
                 t.set_header(vec![
                     "backend",
                     "model",

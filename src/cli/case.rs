@@ -37,8 +37,9 @@ pub struct InitArgs {
     /// Take baselines from a folder holding the files at their artefact paths.
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
-    /// The submitted patch (unified diff): its result is the final state, its blob ids check
-    /// the baselines.
+    /// The submitted patch: a unified diff, a SWE-bench `.pred` / `preds.json`, or a commit
+    /// series (what `sage replay --result` takes). Its result is the final state, its blob ids
+    /// check the baselines. Default: the trace's own submission, when it records one.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
     /// A file holding the task statement (default: the trace's first user message).

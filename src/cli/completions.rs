@@ -20,7 +20,7 @@ pub struct ManArgs {
 }
 
 pub fn completions(a: CompletionsArgs) -> anyhow::Result<super::ExitStatus> {
-    let mut cmd = super::Cli::command();
+    let mut cmd = super::examples::with_examples(super::Cli::command());
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "sage", &mut out);
     std::io::stdout().write_all(&out)?;
@@ -29,7 +29,8 @@ pub fn completions(a: CompletionsArgs) -> anyhow::Result<super::ExitStatus> {
 
 pub fn man(a: ManArgs) -> anyhow::Result<super::ExitStatus> {
     let mut out = Vec::new();
-    clap_mangen::Man::new(super::Cli::command()).render(&mut out)?;
+    clap_mangen::Man::new(super::examples::with_examples(super::Cli::command()))
+        .render(&mut out)?;
     match &a.output {
         Some(p) => sage_pipeline::sink::write_atomic(p, &out)?,
         None => std::io::stdout().write_all(&out)?,

@@ -73,7 +73,10 @@ pub struct ReportArgs {
 }
 
 fn input(e: ConfirmError) -> Result<super::ExitStatus> {
-    errln!("sage: error: {e}");
+    // a sheet with several bad rows: one line each
+    for line in e.to_string().lines() {
+        errln!("sage: error: {line}");
+    }
     Ok(super::EXIT_INPUT_FAILED)
 }
 
@@ -82,7 +85,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         Cmd::Export(x) => {
             let text = std::fs::read_to_string(&x.screen)
                 .with_context(|| format!("cannot read {}", x.screen.display()))?;
-            let report: sage_screen::Report = match serde_json::from_str(&text) {
+            let report: sage_screen::Report = match sage_trace::json::parse(&text) {
                 Ok(r) => r,
                 Err(e) => {
                     errln!(

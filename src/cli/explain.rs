@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags, None, None)?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
@@ -75,8 +75,19 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                     task: &p.case.task().description,
                     history: &p.history,
                 });
-            text.push_str(&scrub(&sage_pipeline::report::explain(r, context, fold)));
+            let layout = sage_pipeline::report::Layout {
+                fold,
+                width: if a.out.output.is_none() {
+                    super::width::width()
+                } else {
+                    None
+                },
+            };
+            text.push_str(&scrub(&sage_pipeline::report::explain(r, context, layout)));
         }
+    }
+    if a.out.output.is_none() && a.out.format == super::TableOrJson::Table && !a.json {
+        text = super::width::fit(&text, super::width::width());
     }
     super::print_or_write(a.out.output.as_deref(), &text)?;
     // a turn that could not be scored is an input that failed (as in `sage localize`)

@@ -98,8 +98,8 @@ pub fn before_run(
         let rep = sage_judge::llm::batch::export_requests(
             judge,
             &items,
-            flags.runs.max(1),
-            flags.max_attempts.max(1),
+            flags.runs,
+            flags.max_attempts,
             &mut f,
         )?;
         f.flush()?;
@@ -135,7 +135,7 @@ fn batch(
     use sage_llm::secrets::scrub;
     let rt = super::runtime()?;
     let who = judge.settings().who();
-    let (runs, attempts) = (flags.runs.max(1), flags.max_attempts.max(1));
+    let (runs, attempts) = (flags.runs, flags.max_attempts);
     let ledger = judge
         .ledger()
         .map(|l| l.dir().display().to_string())

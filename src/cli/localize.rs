@@ -43,8 +43,8 @@ pub struct Args {
     pub no_write: bool,
     /// Judge requests in flight at once, across every case, turn, judge and run.
     /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
-    #[arg(long, value_parser = super::at_least_one)]
-    pub concurrency: Option<usize>,
+    #[arg(long, value_parser = super::concurrency)]
+    pub concurrency: Option<std::num::NonZeroUsize>,
     /// Follow symbolic links that lead out of DIR (by default only links that stay inside
     /// it are followed: a corpus must not make sage walk other folders).
     #[arg(long)]
@@ -82,14 +82,14 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         }
     };
     use sage_llm::secrets::scrub;
-    if let Some(p) = &a.injection_rules {
-        sage_judge::injection::set_active(sage_judge::injection::Rules::load(p)?);
-    }
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let built = build_run(
+        &a.judges,
+        a.lexicon.as_deref(),
+        &a.judge_flags,
+        a.concurrency,
+        a.injection_rules.as_deref(),
+    )?;
     let mut opts = built.opts;
-    if let Some(c) = a.concurrency {
-        opts.concurrency = c;
-    }
     opts.follow_links = a.follow_links;
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
@@ -107,7 +107,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     // summary rows and the lines printed at the end are kept (issue 19: memory stays flat
     // over a corpus of any size).
     let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
-    let runs = opts.runs.max(1);
+    let runs = opts.runs.get();
     let mut out = Outputs::open(&a, &judge_ids, runs)?;
     let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
         &a.dir,
@@ -251,14 +251,14 @@ impl Outputs {
             None
         } else {
             Some(
-                ResultsDir::create(&a.out_dir, judges, runs)
+                ResultsDir::create_at(&a.out_dir, judges, runs, run_folder().as_deref())
                     .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
             )
         };
         let file = match &a.output {
             Some(path) => {
                 let doc = AtomicFile::create(path)
-                    .and_then(|f| ResultsDoc::begin(f, judges, runs))
+                    .and_then(|f| ResultsDoc::begin_at(f, judges, runs, run_folder().as_deref()))
                     .with_context(|| format!("writing {}", path.display()))?;
                 Some((path.clone(), doc))
             }
@@ -266,7 +266,7 @@ impl Outputs {
         };
         let stdout_closed = Arc::new(AtomicBool::new(false));
         let stdout = match a.format {
-            Format::Json => Some(ResultsDoc::begin(
+            Format::Json => Some(ResultsDoc::begin_at(
                 PipeGuard {
                     inner: super::TerminalWriter::new(BufWriter::with_capacity(
                         1 << 16,
@@ -276,6 +276,7 @@ impl Outputs {
                 },
                 judges,
                 runs,
+                run_folder().as_deref(),
             )?),
             Format::Table => None,
         };
@@ -431,4 +432,13 @@ fn verbose_line(r: &CaseResult) -> String {
             }
         }
     )
+}
+
+/// The folder this run is made in (absolute), recorded in every results document (the same
+/// in the folder, `--output` and stdout, which stay one document) so that its case folders,
+/// named relative to it, are found wherever the results are opened from (`case_root`).
+fn run_folder() -> Option<String> {
+    std::env::current_dir()
+        .ok()
+        .map(|d| d.display().to_string())
 }

@@ -13,18 +13,18 @@
 /// `println!` through the terminal sanitizer.
 macro_rules! outln {
     () => { ::std::println!() };
-    ($($t:tt)*) => { ::std::println!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::println!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `print!` through the terminal sanitizer.
 macro_rules! out {
-    ($($t:tt)*) => { ::std::print!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::print!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `eprintln!` through the terminal sanitizer.
 macro_rules! errln {
     () => { ::std::eprintln!() };
-    ($($t:tt)*) => { ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*))) };
+    ($($t:tt)*) => { ::std::eprintln!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width())) };
 }
 
 /// `eprint!` through the terminal sanitizer.
@@ -37,7 +37,7 @@ macro_rules! errout {
 macro_rules! note {
     ($($t:tt)*) => {
         if !$crate::cli::quiet() {
-            ::std::eprintln!("{}", ::sage_markup::terminal(&::std::format!($($t)*)));
+            ::std::eprintln!("{}", $crate::cli::width::fit(&::sage_markup::terminal(&::std::format!($($t)*)), $crate::cli::width::width()));
         }
     };
 }
@@ -48,7 +48,9 @@ mod cache;
 mod case;
 mod completions;
 mod confirm;
+mod examples;
 mod explain;
+mod inputs;
 mod judges;
 mod localize;
 pub mod reliability;
@@ -59,8 +61,9 @@ mod study;
 pub mod szz;
 mod validate;
 mod view;
+pub mod width;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod adapters;
 mod normalize;
@@ -194,12 +197,22 @@ pub fn run() -> ExitStatus {
     // docs/security.md); judges add their keys and base-URL credentials when built.
     sage_llm::secrets::register_env_secrets(std::env::vars_os());
     input_limits();
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&examples::with_examples(Cli::command()).get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     VERBOSITY.store(
         if cli.quiet { -1 } else { i8::from(cli.verbose) },
         std::sync::atomic::Ordering::Relaxed,
     );
     data_overrides();
+    let missing = inputs::missing(&inputs::named_inputs(&cli.command));
+    if !missing.is_empty() {
+        for p in missing {
+            errln!("sage: error: {}: no such file or directory", p.display());
+        }
+        return ExitStatus::Fatal;
+    }
     let result = match cli.command {
         Command::Localize(a) => localize::run(a),
         Command::Explain(a) => explain::run(a),
@@ -350,11 +363,11 @@ fn override_from(var: &str, install: impl FnOnce(&str, &str) -> Result<bool, Str
 }
 
 /// Judge flags of a scoring run (see docs/judges.md).
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct JudgeFlags {
     /// Repeated runs per judge (run indices 0..N), for run-to-run reliability.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
+    #[arg(long, default_value = "1", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), non_zero))]
+    pub runs: std::num::NonZeroU32,
     /// Stop cleanly when LLM calls have cost this much (USD); re-run to resume.
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
@@ -389,8 +402,8 @@ pub struct JudgeFlags {
     #[arg(long, value_name = "i/n", value_parser = sage_judge::spec::Shard::parse)]
     pub shard: Option<sage_judge::spec::Shard>,
     /// Attempts per turn (an invalid answer or unverified quote is retried with the reason).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_attempts: u32,
+    #[arg(long, default_value = "3", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), non_zero))]
+    pub max_attempts: std::num::NonZeroU32,
     /// Per-request timeout for LLM calls, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
@@ -412,10 +425,15 @@ pub struct BuiltRun {
 }
 
 /// Build the judges and options of a run from the common flags (lexicon unless told).
+/// `injection_rules` is `--injection-rules` where the command has it (else the embedded
+/// rules). `concurrency` is `--concurrency` where the command has it: it wins; else the smallest a
+/// named judge asks for; else [`sage_judge::concurrent::DEFAULT_CONCURRENCY`], the one default.
 pub fn build_run(
     judges: &[String],
     lexicon: Option<&std::path::Path>,
     flags: &JudgeFlags,
+    concurrency: Option<std::num::NonZeroUsize>,
+    injection_rules: Option<&std::path::Path>,
 ) -> anyhow::Result<BuiltRun> {
     use sage_judge::lexicon::{Lexicon, LexiconJudge};
     use sage_judge::spec::{JudgeOptions, JudgeSession};
@@ -424,11 +442,16 @@ pub fn build_run(
         Some(p) => Lexicon::load(p)?,
         None => Lexicon::embedded(),
     };
+    let injection = Arc::new(match injection_rules {
+        Some(p) => sage_judge::injection::Rules::load(p)?,
+        None => sage_judge::injection::Rules::embedded(),
+    });
     let mut opts = sage_pipeline::localize::Options {
+        injection: injection.clone(),
         lexicon: Arc::new(lex.clone()),
         judges: Vec::new(),
-        runs: flags.runs.max(1),
-        max_attempts: flags.max_attempts.max(1),
+        runs: flags.runs,
+        max_attempts: flags.max_attempts,
         shard: flags.shard,
         ..Default::default()
     };
@@ -448,8 +471,8 @@ pub fn build_run(
         if session.is_none() {
             let config = sage_judge::config::Config::discover(flags.config.as_deref())?;
             let jo = JudgeOptions {
-                runs: flags.runs.max(1),
-                max_attempts: flags.max_attempts.max(1),
+                runs: flags.runs,
+                max_attempts: flags.max_attempts,
                 budget_usd: flags.budget,
                 ledger_dir: Some(if flags.ledger.as_os_str().is_empty() {
                     sage_judge::llm::ledger::DEFAULT_LEDGER_DIR.into()
@@ -463,6 +486,8 @@ pub fn build_run(
                 timeout: flags.timeout.map(std::time::Duration::from_secs),
                 deadline: flags.deadline.map(std::time::Duration::from_secs),
                 shard: flags.shard,
+                env: environment(),
+                injection: injection.clone(),
                 ..Default::default()
             };
             session = Some(JudgeSession::new(&config, jo)?);
@@ -471,20 +496,40 @@ pub fn build_run(
         let b = s.build(&spec)?;
         if let Some(c) = s.preferred_concurrency(&spec) {
             // the smallest any judge asks for: a one-slot server is not flooded by another's
-            preferred = Some(preferred.map_or(c, |p: usize| p.min(c)));
+            preferred = Some(preferred.map_or(c, |p: std::num::NonZeroUsize| p.min(c)));
         }
         opts.judges.push(b.judge.clone());
         if b.llm.is_some() {
             llm.push(b);
         }
     }
-    if let Some(c) = preferred {
-        opts.concurrency = c;
-    }
+    opts.concurrency = concurrency
+        .or(preferred)
+        .unwrap_or(sage_judge::concurrent::DEFAULT_CONCURRENCY);
     Ok(BuiltRun { opts, session, llm })
 }
 
-/// A count that must be at least 1 (`--concurrency 0` makes no sense and is refused).
+/// The process environment, read once here for the libraries (which never read it): the
+/// variables whose names and values are text.
+pub fn environment() -> sage_llm::Env {
+    sage_llm::Env::from_vars(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+    )
+}
+
+/// `--concurrency N`: at least 1 (0 makes no sense and is refused).
+pub fn concurrency(s: &str) -> Result<std::num::NonZeroUsize, String> {
+    at_least_one(s).map(|n| std::num::NonZeroUsize::new(n).expect("at least one"))
+}
+
+/// A count clap has already refused at 0 (`value_parser!(u32).range(1..)`), as a type that
+/// cannot be zero, so nothing downstream clamps it.
+pub fn non_zero(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).expect("clap's range(1..) refuses 0")
+}
+
+/// A count that must be at least 1.
 pub fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -558,6 +603,8 @@ impl OutputArgs {
         json: impl FnOnce() -> serde_json::Value,
     ) -> anyhow::Result<()> {
         let mut text = match self.format {
+            // for people: prose lines fit the terminal (tables are laid out to it)
+            TableOrJson::Table if self.output.is_none() => width::fit(&table(), width::width()),
             TableOrJson::Table => table(),
             TableOrJson::Json => serde_json::to_string_pretty(&json())?,
         };

@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         Some(p) => match load_mapping(p) {
             Ok(m) => Some(m),
             Err(e) => {
-                errln!("error: {e:#}");
+                errln!("sage: error: {e:#}");
                 return Ok(super::ExitStatus::Fatal);
             }
         },
@@ -67,10 +67,10 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         run: args.run.map(|n| n as usize),
         framework_from: None,
     };
-    let trace = match sage_adapters::normalize_opts(&files, opts) {
+    let trace = match sage_adapters::normalize(&files, &opts) {
         Ok(t) => t,
         Err(e) => {
-            errln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
+            errln!("sage: error: {}", sage_llm::secrets::scrub(&e.to_string()));
             return Ok(super::ExitStatus::InputFailed);
         }
     };
@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         Format::Json => match serde_json::to_string_pretty(&trace) {
             Ok(s) => sage_llm::secrets::scrubbed(&s) + "\n",
             Err(e) => {
-                errln!("error: {e}");
+                errln!("sage: error: {e}");
                 return Ok(super::ExitStatus::Fatal);
             }
         },

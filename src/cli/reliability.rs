@@ -50,7 +50,7 @@ pub struct ReliabilityArgs {
 fn read_set(path: &Path) -> Result<ResultSet> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    let set: ResultSet = serde_json::from_str(&text)
+    let set: ResultSet = sage_trace::json::parse(&text)
         .with_context(|| format!("{}: not a sage localize result set", path.display()))?;
     if set.version != RESULTS_VERSION {
         anyhow::bail!(
@@ -69,17 +69,17 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         match read_set(p) {
             Ok(s) => sets.push((p.display().to_string(), s)),
             Err(e) => {
-                errln!("error: {e:#}");
+                errln!("sage: error: {e:#}");
                 failed = true;
             }
         }
     }
     if sets.is_empty() {
-        errln!("error: no result set could be read");
+        errln!("sage: error: no result set could be read");
         return Ok(super::ExitStatus::Fatal);
     }
     if let Some(msg) = identical_sets(&sets) {
-        errln!("error: {msg}");
+        errln!("sage: error: {msg}");
         return Ok(super::ExitStatus::Fatal);
     }
     for w in deterministic_repeats(&sets) {
@@ -107,7 +107,7 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
     let mut report = build(&input);
     report.notes.extend(notes);
     if let Err(e) = write_outputs(&args.out, &report) {
-        errln!("error: {e:#}");
+        errln!("sage: error: {e:#}");
         return Ok(super::ExitStatus::Fatal);
     }
     let printed = args.print.emit(
@@ -127,7 +127,7 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
         || serde_json::to_value(&report).unwrap_or_default(),
     );
     if let Err(e) = printed {
-        errln!("error: {e:#}");
+        errln!("sage: error: {e:#}");
         return Ok(super::ExitStatus::Fatal);
     }
     Ok(super::failed_if(failed))
@@ -161,14 +161,19 @@ pub fn read_annotations(paths: &[PathBuf]) -> (Vec<Annotations>, bool) {
         let text = match std::fs::read_to_string(p) {
             Ok(t) => t,
             Err(e) => {
-                errln!("error: {}: cannot read: {e}", p.display());
+                errln!("sage: error: {}: cannot read: {e}", p.display());
                 failed = true;
                 continue;
             }
         };
         let (found, errors) = parse_annotations(&text);
         for e in errors {
-            errln!("error: {} line {}: {}", p.display(), e.line, e.message);
+            errln!(
+                "sage: error: {} line {}: {}",
+                p.display(),
+                e.line,
+                e.message
+            );
             failed = true;
         }
         for a in found {
@@ -179,7 +184,7 @@ pub fn read_annotations(paths: &[PathBuf]) -> (Vec<Annotations>, bool) {
                     for l in a.labels {
                         if have.contains(&l.case_id) {
                             errln!(
-                                "error: {}: case {} is annotated by {} in an earlier file too; \
+                                "sage: warning: {}: case {} is annotated by {} in an earlier file too; \
                                  the earlier label is kept",
                                 p.display(),
                                 l.case_id,

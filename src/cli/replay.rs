@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,
         Err(e) => {
-            errln!("error: {}", sage_llm::secrets::scrub(&e.to_string()));
+            errln!("sage: error: {}", sage_llm::secrets::scrub(&e.to_string()));
             return Ok(super::EXIT_INPUT_FAILED);
         }
     };

@@ -121,6 +121,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         },
         test_timeout: Duration::from_secs(a.test_timeout),
         run_tests: a.run_tests,
+        path: std::env::var_os("PATH"),
     };
     let plain = |dir: &std::path::Path| {
         sage_screen::units_from_pairs(dir, a.cwe.as_deref(), a.baseline.as_deref())
@@ -141,7 +142,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         }
     };
     for e in &errors {
-        errln!("error: {e}");
+        errln!("sage: error: {e}");
     }
     let mut external = Vec::new();
     for f in &a.sarif {
@@ -205,6 +206,7 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
 
 fn render_table(r: &Report) -> String {
     let mut t = Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "case",
@@ -262,6 +264,7 @@ fn render_table(r: &Report) -> String {
     s.push_str(&t.to_string());
     s.push('\n');
     let mut sum = Table::new();
+    super::width::fit_table(&mut sum);
     sum.load_preset(UTF8_FULL_CONDENSED);
     sum.set_header(vec![
         "framework",

@@ -20,7 +20,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     for p in &a.shards {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        let set: ResultSet = serde_json::from_str(&text)
+        let set: ResultSet = sage_trace::json::parse(&text)
             .with_context(|| format!("{}: not a sage result set", p.display()))?;
         sets.push((p, set));
     }

@@ -23,6 +23,10 @@ use std::time::Duration;
 pub struct Args {
     /// A folder of runs (run.json) and/or cases (case.json).
     pub dir: PathBuf,
+    /// `text`: the tables and next steps on stdout. `json`: one JSON document on stdout
+    /// naming every file the study wrote (the tables and next steps go to stderr).
+    #[arg(long, value_enum, default_value_t = StudyFormat::Text)]
+    pub format: StudyFormat,
     /// Folder for everything the study writes.
     #[arg(long, short)]
     pub out: PathBuf,
@@ -73,8 +77,8 @@ pub struct Args {
     pub partitions: usize,
     /// Judge requests in flight at once.
     /// Default: the judge's own (`concurrency` of a named judge; the local judge: 1), else 16.
-    #[arg(long, value_parser = super::at_least_one)]
-    pub concurrency: Option<usize>,
+    #[arg(long, value_parser = super::concurrency)]
+    pub concurrency: Option<std::num::NonZeroUsize>,
     #[command(flatten)]
     pub judge_flags: JudgeFlags,
 }
@@ -94,7 +98,67 @@ fn table2(r: &sage_screen::Report) -> String {
     s
 }
 
+/// `sage study --format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StudyFormat {
+    Text,
+    Json,
+}
+
+/// With `--format json`, the human report goes to stderr (stdout carries the document).
+static REPORT_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `out!` / `outln!` of the human report: stdout, or stderr under `--format json`.
+macro_rules! report {
+    ($($t:tt)*) => {
+        if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            errout!($($t)*)
+        } else {
+            out!($($t)*)
+        }
+    };
+}
+macro_rules! reportln {
+    ($($t:tt)*) => {
+        if REPORT_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            errln!($($t)*)
+        } else {
+            outln!($($t)*)
+        }
+    };
+}
+
 pub fn run(a: Args) -> Result<super::ExitStatus> {
+    let json = a.format == StudyFormat::Json;
+    REPORT_TO_STDERR.store(json, std::sync::atomic::Ordering::Relaxed);
+    let status = run_study(&a)?;
+    if json {
+        // every file under OUT, with its size: what this study wrote
+        let mut files = Vec::new();
+        for e in walkdir::WalkDir::new(&a.out)
+            .sort_by_file_name()
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+        {
+            let rel = e.path().strip_prefix(&a.out).unwrap_or(e.path());
+            files.push(serde_json::json!({
+                "path": rel.display().to_string(),
+                "bytes": e.metadata().map(|m| m.len()).unwrap_or(0),
+            }));
+        }
+        let doc = serde_json::json!({
+            "out": a.out.display().to_string(),
+            "stage": if a.sheets.is_empty() { "screen-and-export" } else { "import-and-localize" },
+            "exit": status.code(),
+            "files": files,
+        });
+        super::print_or_write(None, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    }
+    Ok(status)
+}
+
+fn run_study(a: &Args) -> Result<super::ExitStatus> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let packets = a.out.join("packets");
@@ -104,7 +168,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             anyhow::bail!("{}: no run.json or case.json found", a.dir.display());
         }
         for e in &errors {
-            errln!("error: {e}");
+            errln!("sage: error: {e}");
         }
         let opts = Options {
             python: a.python.clone(),
@@ -114,6 +178,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 BanditMode::Auto
             },
             test_timeout: Duration::from_secs(60),
+            path: std::env::var_os("PATH"),
             ..Options::default()
         };
         let mut external = Vec::new();
@@ -140,7 +205,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         )?;
         let t2 = table2(&report);
         write("table2.md", t2.clone())?;
-        out!("{t2}");
+        report!("{t2}");
         let eopts = ExportOptions {
             annotators: a.annotators.clone(),
             sample: a.sample,
@@ -149,11 +214,11 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         };
         match confirm::export(&report, &eopts, &packets) {
             Ok(s) => {
-                outln!("\n{} packets in {}", s.packets, packets.display());
+                reportln!("\n{} packets in {}", s.packets, packets.display());
                 for (who, p, n) in s.sheets {
-                    outln!("sheet for {who}: {} ({n} packets)", p.display());
+                    reportln!("sheet for {who}: {} ({n} packets)", p.display());
                 }
-                outln!(
+                reportln!(
                     "next: fill the sheets, then sage study {} --out {} --sheets {}",
                     a.dir.display(),
                     a.out.display(),
@@ -189,7 +254,10 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
-            errln!("sage: error: {e}");
+            // every bad cell of the sheet, one line each (as `annotate import` lists them)
+            for line in e.to_string().lines() {
+                errln!("sage: error: {line}");
+            }
             return Ok(EXIT_INPUT_FAILED);
         }
     };
@@ -202,7 +270,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
             format!("cannot rename {} to {}", staging.display(), cases.display())
         })?;
     }
-    outln!(
+    reportln!(
         "{} confirmed case folders in {}",
         s.cases.len(),
         cases.display()
@@ -227,20 +295,23 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                     &confirm::annotator_of(&a.sheets[1]),
                 );
                 std::fs::write(a.out.join("table3.md"), &md)?;
-                out!("{md}");
+                report!("{md}");
             }
             Err(e) => errln!("sage: Table 3 not written: {e}"),
         }
     }
     if s.cases.is_empty() {
-        outln!("no confirmed case: nothing to localize");
+        reportln!("no confirmed case: nothing to localize");
         return Ok(EXIT_OK);
     }
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags)?;
+    let built = build_run(
+        &a.judges,
+        a.lexicon.as_deref(),
+        &a.judge_flags,
+        a.concurrency,
+        None,
+    )?;
     let mut opts = built.opts;
-    if let Some(c) = a.concurrency {
-        opts.concurrency = c;
-    }
     if let Some(session) = &built.session {
         if let super::judges::Before::Exit(code) =
             super::judges::before_run(&cases, &a.judge_flags, session, &built.llm, false)?
@@ -254,11 +325,15 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
     }
     opts.stats = stats;
     let primary = opts.judges.first().map(|j| j.id().to_string());
-    let set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
+    let mut set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }
     let results = a.out.join("results");
+    // the results record where this run was made, so their case folders are found later
+    set.case_root = std::env::current_dir()
+        .ok()
+        .map(|d| d.display().to_string());
     sage_pipeline::sink::write_results_dir(&results, &set)
         .with_context(|| format!("writing {}", results.display()))?;
     std::fs::write(
@@ -266,12 +341,12 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         serde_json::to_string_pretty(&sage_pipeline::sarif_view::to_sarif(&set))? + "\n",
     )?;
     for sm in &set.summaries {
-        outln!("{}", sage_pipeline::report::render_summary(sm));
+        reportln!("{}", sage_pipeline::report::render_summary(sm));
     }
     for sk in &set.skipped {
         errln!("sage: skipped {} ({}): {}", sk.case, sk.stage, sk.message);
     }
-    outln!("results in {}", results.display());
+    reportln!("results in {}", results.display());
     if let Some(e) = built
         .session
         .as_ref()
@@ -280,7 +355,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
         errln!("sage: the run stopped: {e}; Tables 6-7 not written");
         return Ok(super::EXIT_FATAL);
     }
-    let annotations_ok = tables_6_7(&a, &set, primary)?;
+    let annotations_ok = tables_6_7(a, &set, primary)?;
     Ok(if set.all_ok() && annotations_ok {
         EXIT_OK
     } else {
@@ -359,8 +434,8 @@ fn tables_6_7(
     }
     let dir = a.out.join("reliability");
     super::reliability::write_outputs(&dir, &report)?;
-    out!("\n{}", sage_reliability::report::markdown(&report));
-    outln!("Tables 6-7 and Figures 5-6 in {}", dir.display());
+    report!("\n{}", sage_reliability::report::markdown(&report));
+    reportln!("Tables 6-7 and Figures 5-6 in {}", dir.display());
     Ok(!bad)
 }
 
@@ -374,7 +449,7 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
         let out = root.join(sage_trace::safe::file_stem(who));
         let sheet = out.join("packet").join("sheet.csv");
         if out.join("key.json").exists() {
-            outln!("annotation packets for {who}: kept {}", out.display());
+            reportln!("annotation packets for {who}: kept {}", out.display());
         } else {
             let opts = sage_pipeline::annotate::ExportOptions {
                 annotator: who.clone(),
@@ -382,12 +457,14 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
                 sample: if i == 0 { None } else { a.sample },
                 seed: a.seed,
                 stratify_by: None,
+                // the set was made by this run: its case folders are as written
+                locator: sage_pipeline::locate::CaseLocator::default(),
             };
             let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
             for f in &rep.failures {
                 errln!("sage: annotation packet not written: {f}");
             }
-            outln!(
+            reportln!(
                 "annotation packets for {who}: {} cases, sheet {}",
                 rep.packets,
                 sheet.display()

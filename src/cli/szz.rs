@@ -73,8 +73,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub limit: Option<usize>,
     /// Timed runs per case (median reported).
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
+    #[arg(long, default_value = "3", value_parser = super::concurrency)]
+    pub runs: std::num::NonZeroUsize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the result to FILE instead of printing it (replaced whole).
@@ -120,12 +120,12 @@ pub struct VariantOpts {
     #[arg(long, value_name = "FILE")]
     pub oracle_data: Option<PathBuf>,
     /// Timeout of each git call, in seconds.
-    #[arg(long, default_value_t = 120)]
-    pub git_timeout: u64,
+    #[arg(long, default_value = "120", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
+    pub git_timeout: std::num::NonZeroU64,
     /// The most each git call may print, in MiB: a call that prints more (a hostile
     /// repository's blame or show) is killed and its case fails, naming the command.
-    #[arg(long, default_value_t = 256, value_name = "MIB")]
-    pub git_max_output_mb: u64,
+    #[arg(long, default_value = "256", value_name = "MIB", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
+    pub git_max_output_mb: std::num::NonZeroU64,
 }
 
 impl VariantOpts {
@@ -159,18 +159,19 @@ impl VariantOpts {
             Box::new(lexicon)
         } else {
             let mut o = sage_szz::oracle::LlmOracle::new(
-                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle)?,
+                sage_szz::oracle::JudgeLlmClient::from_spec(&self.oracle, &super::environment())?,
             );
             o.fallback = lexicon;
             Box::new(o)
         })
     }
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.git_timeout.max(1))
+        Duration::from_secs(self.git_timeout.get())
     }
     /// `--git-max-output-mb` in bytes.
-    pub fn max_output(&self) -> u64 {
-        self.git_max_output_mb.max(1).saturating_mul(1024 * 1024)
+    pub fn max_output(&self) -> std::num::NonZeroU64 {
+        self.git_max_output_mb
+            .saturating_mul(std::num::NonZeroU64::new(1024 * 1024).unwrap())
     }
 }
 
@@ -202,7 +203,7 @@ pub fn run(args: SzzArgs) -> Result<super::ExitStatus> {
         None => match run_one(args.run) {
             Ok(code) => Ok(code),
             Err(e) => {
-                errln!("sage szz: {e:#}");
+                errln!("sage: error: {e:#}");
                 Ok(super::ExitStatus::Fatal)
             }
         },
@@ -251,7 +252,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
         match sage_szz::find_inducing(&git, &fix, v, &opts, Some(oracle.as_ref())) {
             Ok(r) => results.push(r),
             Err(e) => {
-                errln!("sage szz: {}: {e}", v.label());
+                errln!("sage: error: {}: {e}", v.label());
                 failed = true;
             }
         }
@@ -278,6 +279,7 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
 fn print_table(o: &mut String, fix: &str, results: &[SzzResult]) {
     _ = writeln!(o, "fix {fix}");
     let mut t = Table::new();
+    super::width::fit_table(&mut t);
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "variant",
@@ -369,7 +371,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
     }
     let ds = load_dataset(&a.dataset, a.project_map.as_ref())?;
     let descriptions: HashMap<String, String> = match &a.descriptions {
-        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
+        Some(p) => sage_trace::json::parse(&std::fs::read_to_string(p)?)
             .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
         None => HashMap::new(),
     };
@@ -435,6 +437,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
         Format::Json => _ = writeln!(o, "{}", serde_json::to_string_pretty(&report)?),
         Format::Table => {
             let mut cases = Table::new();
+            super::width::fit_table(&mut cases);
             cases.load_preset(UTF8_FULL_CONDENSED);
             cases.set_header(vec![
                 "case",
@@ -472,6 +475,7 @@ fn run_eval(a: EvalArgs) -> Result<super::ExitStatus> {
             }
             _ = writeln!(o, "{cases}");
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
                 "variant",
@@ -578,6 +582,7 @@ fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
         }
         Format::Table => {
             let mut t = Table::new();
+            super::width::fit_table(&mut t);
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(vec![
                 "repo",

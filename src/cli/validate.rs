@@ -36,12 +36,12 @@ pub struct Args {
     pub rubric: Option<PathBuf>,
     /// Attempts per step (an invalid answer or an unverified quote is asked again with the
     /// reason).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_attempts: u32,
+    #[arg(long, default_value = "3", value_name = "N", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), super::non_zero))]
+    pub max_attempts: std::num::NonZeroU32,
     /// Logs judged at once. Default: the judge's own (`concurrency` of a named judge; the
-    /// local judge: 1), else 8.
-    #[arg(long, value_parser = super::at_least_one)]
-    pub concurrency: Option<usize>,
+    /// local judge: 1), else 16.
+    #[arg(long, value_parser = super::concurrency)]
+    pub concurrency: Option<std::num::NonZeroUsize>,
     /// Config file with named judges (default: ./sage.toml when present).
     #[arg(long, value_name = "FILE", env = "SAGE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -95,7 +95,7 @@ fn load(path: &std::path::Path) -> anyhow::Result<Labeled> {
     let (subset, question, ground_truth, gold) = validate::who_and_when_labels(&text, &name)?;
     let trace = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new(name.clone(), path)],
-        Some("who-and-when"),
+        &sage_adapters::NormalizeOptions::framework(Some("who-and-when")),
     )
     .with_context(|| format!("{name}: not a Who&When log"))?;
     anyhow::ensure!(
@@ -135,7 +135,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         None => StepRubric::embedded(),
     };
     // The predictor first: a judge that cannot be built is a usage error before any file.
-    let mut concurrency = a.concurrency.unwrap_or(8);
+    let mut concurrency = a
+        .concurrency
+        .unwrap_or(sage_judge::concurrent::DEFAULT_CONCURRENCY);
     let settings = if a.judge == "baseline:first-agent-step" {
         None
     } else {
@@ -144,6 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
             &config,
             sage_judge::spec::JudgeOptions {
                 no_ledger: true,
+                env: super::environment(),
                 ..Default::default()
             },
         )?;
@@ -180,7 +183,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         Some(s) => {
             let s = Arc::new(s.clone());
             let rubric = Arc::new(rubric.clone());
-            let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
+            let sem = Arc::new(tokio::sync::Semaphore::new(concurrency.get()));
             let (gt, attempts) = (a.with_ground_truth, a.max_attempts);
             let calls = Arc::new(validate::Calls {
                 ledger: (!a.no_ledger).then(|| sage_judge::llm::ledger::Ledger::new(&a.ledger)),
@@ -278,6 +281,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     a.out.emit(
         || {
             let mut t = comfy_table::Table::new();
+            super::width::fit_table(&mut t);
             t.set_header(vec![
                 "split".to_string(),
                 "subset".into(),

@@ -391,7 +391,7 @@ proptest! {
         std::fs::write(&p, &data).unwrap();
         let files = [SourceFile::new(name.clone(), &p)];
         // Forced adapter: errors must name the file and the record.
-        match sage_adapters::normalize(&files, Some(fw)) {
+        match sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::framework(Some(fw))) {
             Ok(t) => {
                 let mut store = RawStore::new();
                 store.insert(name, data.clone());
@@ -419,6 +419,6 @@ proptest! {
             }
         }
         // Detection never panics either.
-        let _ = sage_adapters::normalize(&files, None);
+        let _ = sage_adapters::normalize(&files, &Default::default());
     }
 }

@@ -86,7 +86,7 @@ pub fn normalize(rel: &str) -> CanonicalTrace {
         allow_empty: true,
         ..Default::default()
     };
-    sage_adapters::normalize_opts(&[source(rel)], opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    sage_adapters::normalize(&[source(rel)], &opts).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -220,7 +220,7 @@ fn otel_genai_constructed_export() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otel");
     let f = SourceFile::new("agent_spans.json", Path::new(dir).join("agent_spans.json"));
     assert_eq!(sage_adapters::detect(&f.path).unwrap().name(), "otel-genai");
-    let t = sage_adapters::normalize(std::slice::from_ref(&f), None).unwrap();
+    let t = sage_adapters::normalize(std::slice::from_ref(&f), &Default::default()).unwrap();
     let store = RawStore::load(&t, Path::new(dir)).unwrap();
     assert_eq!(
         sage_adapters::verify_raw_refs(&t, &store),
@@ -240,7 +240,7 @@ fn a_demonstration_yaml_is_refused_with_a_location() {
     }
     let e = sage_adapters::normalize(
         &[source("swe-agent/str_replace_anthropic_demo.yaml")],
-        Some("swe-agent"),
+        &sage_adapters::NormalizeOptions::framework(Some("swe-agent")),
     )
     .unwrap_err();
     assert_eq!(e.record.as_deref(), Some("line 1"));
@@ -302,7 +302,7 @@ mod robustness {
             let f = SourceFile::new("trace", &p);
             // Forced adapter (detection may rightly refuse a mangled file, and so may the
             // structural check of a forced framework).
-            match sage_adapters::normalize(std::slice::from_ref(&f), Some(want)) {
+            match sage_adapters::normalize(std::slice::from_ref(&f), &sage_adapters::NormalizeOptions::framework(Some(want))) {
                 Ok(t) => prop_assert_eq!(t.framework.as_str(), want),
                 Err(e) => {
                     prop_assert_eq!(e.file.as_str(), "trace");

@@ -13,7 +13,7 @@ const OI: &str = "tests/fixtures/openinference/trail_like_trace.json";
 
 fn read(rel: &str) -> CanonicalTrace {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
-    let t = sage_adapters::normalize(&[SourceFile::new(rel, &p)], None)
+    let t = sage_adapters::normalize(&[SourceFile::new(rel, &p)], &Default::default())
         .unwrap_or_else(|e| panic!("{rel}: {e}"));
     let store = RawStore::load(&t, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
     let bad = sage_adapters::verify_raw_refs(&t, &store);
@@ -143,7 +143,7 @@ proptest! {
                 prop_assert!(e.record.is_some(), "no location: {}", e);
             }
         }
-        let _ = sage_adapters::normalize(&[f], None);
+        let _ = sage_adapters::normalize(&[f], &Default::default());
     }
 }
 

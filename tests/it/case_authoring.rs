@@ -498,3 +498,129 @@ fn init_takes_baselines_from_a_git_revision() {
             "does not match the patch's index line",
         ));
 }
+
+// ---- issue 28: real traces whose names, patches and anchors a first-day user brings ----
+
+fn stdout_stderr(a: &assert_cmd::assert::Assert) -> (String, String) {
+    let o = a.get_output();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The OpenHands run writes `/workspace/requests/requests/sessions.py`; its `git diff` names
+/// `requests/sessions.py`. Before: two artefacts per file (`requests/requests/...` and
+/// `requests/...`), and a warning about the near-match. After: the checkout folder is learnt
+/// from the patch and the case uses the patch's names only.
+#[test]
+fn init_learns_the_checkout_folder_from_the_patch() {
+    let rel = "traces/openhands/mas-evaluation.issue_3__psf__requests-2317";
+    if super::need::missing_shared(&format!("{rel}.json")) {
+        return;
+    }
+    let t = |ext: &str| super::need::shared_path(&format!("{rel}.{ext}"));
+    let d = tempfile::tempdir().unwrap();
+    let a = sage()
+        .args(["case", "init"])
+        .arg(t("json"))
+        .arg("--out")
+        .arg(d.path().join("c"))
+        .arg("--patch")
+        .arg(t("diff"))
+        .assert();
+    let (out, err) = stdout_stderr(&a);
+    assert!(
+        out.contains("the trace names its files under requests/ (the checkout folder)"),
+        "{out}"
+    );
+    assert!(!err.contains("requests/requests/"), "{err}");
+    assert!(
+        err.contains("no baseline for requests/sessions.py"),
+        "{err}"
+    );
+}
+
+/// SWE-agent records its submitted patch in `info.submission` and SWE-bench keeps it in a
+/// `.pred` file. Before: `--patch x.pred` was "not a unified diff (no file header)" and the
+/// submission was ignored. After: both are the patch.
+#[test]
+fn init_takes_a_swebench_pred_and_the_trace_own_submission() {
+    let rel = "traces/swe-agent/mas-evaluation.issue_3__psf__requests-2317";
+    if super::need::missing_shared(&format!("{rel}.traj")) {
+        return;
+    }
+    let t = |ext: &str| super::need::shared_path(&format!("{rel}.{ext}"));
+    for patch in [Some("pred"), None] {
+        let d = tempfile::tempdir().unwrap();
+        let mut cmd = sage();
+        cmd.args(["case", "init"])
+            .arg(t("traj"))
+            .arg("--out")
+            .arg(d.path().join("c"));
+        if let Some(ext) = patch {
+            cmd.arg("--patch").arg(t(ext));
+        }
+        let (out, err) = stdout_stderr(&cmd.assert());
+        assert!(!err.contains("not a unified diff"), "{err}");
+        // the patch names requests/sessions.py: it is wanted, so its missing baseline is named
+        assert!(
+            err.contains("no baseline for requests/sessions.py"),
+            "{err}"
+        );
+        if patch.is_none() {
+            assert!(
+                out.contains("patch: the trace's own submission (2 file(s))"),
+                "{out}"
+            );
+        }
+    }
+}
+
+/// The anchor is in a file the agent created (`reproduce_bug.py`). Before: "no baseline for
+/// reproduce_bug.py: the trace never shows it before its first write", nothing written.
+/// After: the file gets the empty baseline of a file that did not exist, and the case checks.
+#[test]
+fn an_anchor_in_a_file_the_agent_created_is_a_case() {
+    let rel = "traces/swe-agent/pydicom__pydicom-1458";
+    if super::need::missing_shared(&format!("{rel}.traj")) {
+        return;
+    }
+    let t = |ext: &str| super::need::shared_path(&format!("{rel}.{ext}"));
+    let d = tempfile::tempdir().unwrap();
+    let case = d.path().join("c");
+    let a = sage()
+        .args(["case", "init"])
+        .arg(t("traj"))
+        .arg("--out")
+        .arg(&case)
+        .arg("--patch")
+        .arg(t("patch"))
+        .args([
+            "--artefact",
+            "reproduce_bug.py",
+            "--fragment",
+            "import numpy as np",
+            "--category",
+            "vulnerability-introduced",
+            "--cwe",
+            "CWE-20",
+            "--description",
+            "a scratch script as the anchor",
+        ])
+        .assert();
+    let (out, _) = stdout_stderr(&a);
+    assert!(out.contains("created by the agent"), "{out}");
+    // (exit 1: the other file the run edits has no baseline, as the warning says)
+    assert!(case.join("case.json").is_file(), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(case.join("baseline/reproduce_bug.py")).unwrap(),
+        ""
+    );
+    sage()
+        .args(["case", "check"])
+        .arg(&case)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("ok (fragment located)"));
+}

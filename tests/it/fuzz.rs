@@ -50,7 +50,8 @@ fn samples() -> &'static Vec<(String, PathBuf)> {
         for a in adapters::registry() {
             let found = files.iter().find(|(_, p)| {
                 let f = SourceFile::new("sample", p);
-                adapters::normalize(&[f], Some(a.name())).is_ok_and(|t| !t.turns.is_empty())
+                adapters::normalize(&[f], &adapters::NormalizeOptions::framework(Some(a.name())))
+                    .is_ok_and(|t| !t.turns.is_empty())
             });
             match found {
                 Some((_, p)) => out.push((a.name().to_string(), p.clone())),
@@ -118,7 +119,10 @@ fn pipeline(adapter: &str, path: &Path) {
     let f = SourceFile::new("trace", path);
     let _ = adapters::detect(path);
     for framework in [Some(adapter), None] {
-        match adapters::normalize(std::slice::from_ref(&f), framework) {
+        match adapters::normalize(
+            std::slice::from_ref(&f),
+            &adapters::NormalizeOptions::framework(framework),
+        ) {
             Ok(t) => {
                 if let Ok(store) = RawStore::load(&t, Path::new("")) {
                     let _ = adapters::verify_raw_refs(&t, &store);

@@ -80,14 +80,25 @@ fn fast_retry() -> RetryPolicy {
 struct Setup {
     session: JudgeSession,
     judge: BuiltJudge,
+    concurrency: std::num::NonZeroUsize,
 }
 
 /// A session whose judge talks to `base` with `KEY`, keyed through the settings directly
 /// (tests never set process-wide environment variables).
 fn setup(spec: &str, base: &str, ledger: &Path, tweak: impl FnOnce(&mut JudgeOptions)) -> Setup {
+    setup_with(spec, base, ledger, 8, tweak)
+}
+
+/// [`setup`] scoring `concurrency` requests at once.
+fn setup_with(
+    spec: &str,
+    base: &str,
+    ledger: &Path,
+    concurrency: usize,
+    tweak: impl FnOnce(&mut JudgeOptions),
+) -> Setup {
     let mut o = JudgeOptions {
         ledger_dir: Some(ledger.to_path_buf()),
-        concurrency: 8,
         timeout: Some(Duration::from_millis(800)),
         retry: Some(fast_retry()),
         ..Default::default()
@@ -105,6 +116,7 @@ fn setup(spec: &str, base: &str, ledger: &Path, tweak: impl FnOnce(&mut JudgeOpt
             llm: Some(llm),
         },
         session,
+        concurrency: std::num::NonZeroUsize::new(concurrency).unwrap(),
     }
 }
 
@@ -119,8 +131,8 @@ fn score(st: &Setup, traces: &[(CanonicalTrace, RawStore)], runs: u32) -> Scored
             store: s,
         })
         .collect();
-    let mut opts = st.session.score_options();
-    opts.runs = runs;
+    let mut opts = st.session.score_options(st.concurrency);
+    opts.runs = std::num::NonZeroU32::new(runs).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -175,8 +187,13 @@ fn assert_complete_and_verified(
                 match o {
                     TurnOutcome::Scored(s) => {
                         assert_eq!(s.run, run);
-                        verify_judgment(store, &tr.turns[k], &s.judgment)
-                            .expect("accepted quotes verify");
+                        verify_judgment(
+                            store,
+                            &tr.turns[k],
+                            &s.judgment,
+                            &sage_judge::injection::Rules::embedded(),
+                        )
+                        .expect("accepted quotes verify");
                         assert!(!s.quotes.is_empty(), "the fake judge quotes every turn");
                     }
                     TurnOutcome::Administrative { .. } => assert_eq!(k + 1, 2),
@@ -227,7 +244,7 @@ fn no_later_turn_and_no_anchor_text_reaches_a_request_for_either_api() {
         let out = rt.block_on(score_traces_concurrently(
             std::slice::from_ref(&st.judge.judge),
             &items,
-            &st.session.score_options(),
+            &st.session.score_options(st.concurrency),
         ));
         assert_complete_and_verified(&out, &traces, 1);
         let reqs = server.requests();
@@ -301,7 +318,7 @@ fn faults_lose_no_score_duplicate_none_and_accept_none_unverified() {
             server.openai_base()
         };
         let ledger = tempfile::tempdir().unwrap();
-        let st = setup(spec, &base, ledger.path(), |o| o.concurrency = 16);
+        let st = setup_with(spec, &base, ledger.path(), 16, |_| {});
         let traces: Vec<_> = (0..4).map(|i| trace(&format!("t{i}"), 7)).collect();
         let out = score(&st, &traces, 2);
         assert_complete_and_verified(&out, &traces, 2);
@@ -368,11 +385,12 @@ fn a_refused_key_stops_early_with_a_clear_message_and_no_key_anywhere() {
     let server =
         FakeServer::with_faults(Duration::ZERO, Arc::new(|_, _, _| Fault::Status(401, None)));
     let ledger = tempfile::tempdir().unwrap();
-    let st = setup(
+    let st = setup_with(
         "openai:fake-model",
         &server.openai_base(),
         ledger.path(),
-        |o| o.concurrency = 2,
+        2,
+        |_| {},
     );
     let traces: Vec<_> = (0..5).map(|i| trace(&format!("t{i}"), 6)).collect();
     let out = score(&st, &traces, 1);
@@ -444,14 +462,12 @@ fn a_budget_stop_resumes_without_repeating_finished_calls() {
     let server = FakeServer::start(Duration::ZERO);
     let traces: Vec<_> = (0..4).map(|i| trace(&format!("t{i}"), 6)).collect();
     // fake-model costs $1000 per million tokens: each call is a few dimes
-    let st = setup(
+    let st = setup_with(
         "openai:fake-model",
         &server.openai_base(),
         ledger.path(),
-        |o| {
-            o.budget_usd = Some(5.0);
-            o.concurrency = 2;
-        },
+        2,
+        |o| o.budget_usd = Some(5.0),
     );
     let out = score(&st, &traces, 1);
     assert!(
@@ -501,8 +517,8 @@ fn batch_export_then_import_scores_without_any_request() {
         let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut buf,
         )
         .unwrap();
@@ -541,8 +557,8 @@ fn batch_export_then_import_scores_without_any_request() {
         let rep = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut buf,
         )
         .unwrap();
@@ -786,7 +802,6 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
             &config(),
             JudgeOptions {
                 ledger_dir: Some(ledger.path().to_path_buf()),
-                concurrency: 8,
                 timeout: Some(Duration::from_secs(5)),
                 retry: Some(fast_retry()),
                 ..Default::default()
@@ -807,6 +822,7 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
                 llm: Some(llm),
             },
             session,
+            concurrency: std::num::NonZeroUsize::new(8).unwrap(),
         };
         let t = task();
         let items = [ScoreItem {
@@ -821,8 +837,8 @@ fn digested_requests_stay_within_the_budget_and_never_carry_a_later_turn() {
         let export = sage_judge::llm::batch::export_requests(
             st.judge.llm.as_ref().unwrap(),
             &items,
-            1,
-            3,
+            std::num::NonZeroU32::MIN,
+            std::num::NonZeroU32::new(3).unwrap(),
             &mut exported,
         )
         .unwrap();

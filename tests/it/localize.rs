@@ -133,7 +133,15 @@ fn a_folder_without_cases_is_a_usage_error_and_touches_no_results() {
             .assert()
             .code(2);
         let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
-        assert!(stderr.contains("nothing written"), "{stderr}");
+        // a missing path is refused before any work, as by every command
+        assert!(
+            stderr.contains("nothing written")
+                || stderr.starts_with(&format!(
+                    "sage: error: {}: no such file or directory",
+                    path.display()
+                )),
+            "{stderr}"
+        );
         assert!(
             stderr.lines().count() == 1,
             "one message, not a run summary: {stderr}"
@@ -449,9 +457,9 @@ fn a_case_manifest_names_the_run_it_reads() {
         return;
     }
     let src = crate::need::shared_path("traces/openhands/resolver_mock_output.jsonl");
-    let t = sage_adapters::normalize_opts(
+    let t = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new("output.jsonl", &src)],
-        sage_adapters::NormalizeOptions {
+        &sage_adapters::NormalizeOptions {
             run: Some(2),
             ..Default::default()
         },
@@ -571,4 +579,55 @@ fn streamed_outputs_are_one_document_and_a_bad_output_is_named() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(stderr.contains("no-such-folder/all.json"), "{stderr}");
+}
+
+/// A trace that names its files under a checkout folder the case does not (`repo/app.py` for
+/// the case's `app.py`): without `trace.checkout` the anchor's artefact is never written (the
+/// fragment is not found as the agent's); with it, the result is the original case's.
+#[test]
+fn the_case_checkout_folder_reconciles_the_trace_names() {
+    let d = tempfile::tempdir().unwrap();
+    let case = d.path().join("c");
+    copy_dir(&corpus_case("ag2-fig1a-aes-ecb"), &case);
+    let chat = std::fs::read_to_string(case.join("chat.json")).unwrap();
+    std::fs::write(
+        case.join("chat.json"),
+        chat.replace("# filename: app.py", "# filename: repo/app.py"),
+    )
+    .unwrap();
+    let run = |case: &Path| {
+        sage()
+            .arg("localize")
+            .arg(case)
+            .args(["--no-write", "--format", "json"])
+            .output()
+            .unwrap()
+    };
+    // without it the case's app.py is never written: the agent's code is not found
+    let without = run(&case);
+    let v: serde_json::Value = serde_json::from_slice(&without.stdout).unwrap();
+    assert_ne!(
+        v["results"][0]["provenance"]["provenance"], "agent-introduced",
+        "the misnamed trace gave the original's answer"
+    );
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("case.json")).unwrap()).unwrap();
+    m["trace"]["checkout"] = serde_json::json!("repo/");
+    std::fs::write(case.join("case.json"), m.to_string()).unwrap();
+    let with = run(&case);
+    assert_eq!(with.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&with.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["provenance"]["provenance"], "agent-introduced");
+    assert_eq!(r["origin"]["origin_turn"], 1);
+    assert_eq!(r["provenance"]["introducing_write"]["turn"], 3);
+    assert_eq!(
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["passed"] == false)
+            .count(),
+        0
+    );
 }

@@ -8,6 +8,7 @@
 //! - `fidelity`: the method-fidelity golden cases of `tests/data/fidelity` (issue 12)
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
+//! - `golden`: the bundled corpus's results, SARIF, Table 5 and HTML, pinned (issue 30)
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
@@ -23,8 +24,10 @@ mod case_authoring;
 mod cli;
 mod corpus;
 mod fidelity;
+mod first_day;
 mod funnel;
 mod fuzz;
+mod golden;
 mod hostile;
 mod judges;
 mod local_judge;
@@ -37,4 +40,5 @@ mod security;
 mod support;
 mod susvibes;
 mod szz;
+mod szz_adversarial;
 mod view;

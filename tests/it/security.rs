@@ -533,7 +533,7 @@ fn attack_200_with_an_html_or_empty_body_is_fed_back_as_a_rejected_answer() {
     let out = rt.block_on(score_traces_concurrently(
         &judges,
         &items,
-        &session.score_options(),
+        &session.score_options(sage_judge::concurrent::DEFAULT_CONCURRENCY),
     ));
     assert!(out.stopped.is_none(), "{:?}", out.stopped);
     let scores = out.get(0, 0, 0, 1).unwrap();
@@ -1007,7 +1007,7 @@ fn injection_rules_are_quiet_on_real_traces() {
                 continue;
             }
             let f = sage_adapters::SourceFile::new(e.path().display().to_string(), e.path());
-            let Ok(t) = sage_adapters::normalize(&[f], None) else {
+            let Ok(t) = sage_adapters::normalize(&[f], &Default::default()) else {
                 continue;
             };
             traces += 1;

@@ -72,7 +72,7 @@ fn golden_summaries_of_every_trace() {
         "14 cases, 3 contrast runs, 1 rejected candidate"
     );
     for (dir, trace) in all {
-        let t = adapters::normalize(&[source(&trace)], None)
+        let t = adapters::normalize(&[source(&trace)], &Default::default())
             .unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
         let name = format!("susvibes__{}", dir.file_name().unwrap().to_string_lossy());
         insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
@@ -98,7 +98,11 @@ fn detected_from_content_as_claude_stream_never_ag2() {
             trace.display()
         );
         // The shared cases name the agent's framework (openhands): forced, it hands over.
-        let forced = adapters::normalize(&[source(&trace)], Some("openhands")).unwrap();
+        let forced = adapters::normalize(
+            &[source(&trace)],
+            &adapters::NormalizeOptions::framework(Some("openhands")),
+        )
+        .unwrap();
         assert_eq!(forced.framework, "claude-stream");
         assert!(forced.turns.len() > 10);
     }
@@ -110,7 +114,7 @@ fn every_item_points_to_raw_text_containing_it() {
         return;
     };
     for (dir, trace) in traces(&root) {
-        let t = adapters::normalize(&[source(&trace)], None).unwrap();
+        let t = adapters::normalize(&[source(&trace)], &Default::default()).unwrap();
         let store = RawStore::load(&t, &dir).unwrap();
         let bad = adapters::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{}: {bad:#?}", trace.display());
@@ -139,7 +143,7 @@ fn insert_positions_come_from_the_snippets() {
             .into_iter()
             .find(|(d, _)| d.file_name().unwrap().to_string_lossy().starts_with(prefix))
             .unwrap();
-        let t = adapters::normalize(&[source(&trace)], None).unwrap();
+        let t = adapters::normalize(&[source(&trace)], &Default::default()).unwrap();
         let (_, w) = t
             .writes()
             .find(|(_, w)| w.raw.display().contains(rec))

@@ -408,7 +408,9 @@ fn unknown_commit_and_shallow_clone_are_clear_errors() {
         .args(["szz", "--repo", "/nonexistent/repo", "--fix", "HEAD"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("not a git repository"));
+        .stderr(predicates::str::contains(
+            "/nonexistent/repo: no such file or directory",
+        ));
 }
 
 #[test]

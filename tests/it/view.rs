@@ -511,3 +511,141 @@ fn attack_terminal_escapes_in_tool_output_reach_neither_page_nor_title() {
     let dom = browser(&["--dump-dom"], &url(&case_page(&out), ""));
     assert!(dom.contains("<title>sage — escapes</title>"), "{dom}");
 }
+
+// ------------------------------------------------------------------ a user's first day (issue 28)
+
+fn need_chromium() -> bool {
+    if chromium().is_none() {
+        super::need::skip(
+            "needs Chromium, which is not installed (bash scripts/install-chromium.sh)",
+        );
+        return false;
+    }
+    true
+}
+
+/// The index of the bundled corpus's results at 1280 px: before, the cases table was wider
+/// than a 1400 px window and the origin turn was the one turn without a link.
+#[test]
+fn the_index_fits_a_1280_px_window_and_links_the_origin_turn() {
+    if !need_chromium() {
+        return;
+    }
+    let (_d, out) = site();
+    let index = out.join("index.html");
+    let dom = browser(&["--dump-dom", "--window-size=1280,900"], &url(&index, ""));
+    assert!(
+        dom.contains("data-fits=\"yes\""),
+        "the index is wider than 1280 px"
+    );
+    // fig1a: origin turn 1, introducing write at turn 3, both links into the case page
+    let row = dom
+        .split("<tr class=\"case")
+        .find(|r| r.contains("data-id=\"ag2-fig1a-aes-ecb\""))
+        .unwrap();
+    assert!(
+        row.contains("<a href=\"cases/ag2-fig1a-aes-ecb.html#turn-1\">turn 1</a>"),
+        "{row}"
+    );
+    assert!(
+        row.contains("<a href=\"cases/ag2-fig1a-aes-ecb.html#turn-3\">turn 3</a>"),
+        "{row}"
+    );
+    let shot = screenshot_dir().join("index-1280.png");
+    browser(
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,1400",
+        ],
+        &url(&index, ""),
+    );
+    assert!(shot.is_file());
+}
+
+/// `sage view` of what is not yet a result: a case folder, a real trace file, and the folder
+/// of real traces. Before: "not a sage results file". Each page shows the turns and writes,
+/// searches its turns, fits 1280 px, and is photographed.
+#[test]
+fn view_opens_a_case_folder_a_trace_file_and_a_folder_of_traces() {
+    if !need_chromium() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let view = |input: &Path, out: &Path| {
+        Command::cargo_bin("sage")
+            .unwrap()
+            .arg("view")
+            .arg(input)
+            .arg("--out")
+            .arg(out)
+            .assert()
+            .success()
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // a case folder: its turns, and write 1 with its diff
+    let case_site = d.path().join("case");
+    view(&root.join("corpora/ag2-fig1a-aes-ecb"), &case_site);
+    let page = case_site.join("traces/ag2-fig1a-aes-ecb.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("write 1 → app.py"), "{html}");
+    assert!(html.contains("<span class=\"add\">+from Crypto.Cipher import AES</span>"));
+    let dom = browser(
+        &["--dump-dom", "--window-size=1280,900"],
+        &url(&page, "?q=ECB%20mode"),
+    );
+    assert!(dom.contains("data-fits=\"yes\""));
+    // the search keeps the turns that say it: turn 1 (the plan) and hides the others
+    assert!(dom.contains("<span id=\"tshown\">"), "{dom}");
+    let hidden = dom.matches("class=\"turn hidden\"").count()
+        + dom.matches("class=\"turn admin hidden\"").count();
+    assert!(hidden > 0, "the search hid no turn");
+    browser(
+        &[
+            &format!(
+                "--screenshot={}",
+                screenshot_dir().join("view-case-folder.png").display()
+            ),
+            "--window-size=1280,1400",
+        ],
+        &url(&page, ""),
+    );
+
+    let rel = "traces/swe-agent/pydicom__pydicom-1458.traj";
+    if super::need::missing_shared(rel) {
+        return;
+    }
+    // a single real trace file
+    let trace_site = d.path().join("trace");
+    view(&super::need::shared_path(rel), &trace_site);
+    let page = trace_site.join("traces/pydicom__pydicom-1458.traj.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("read as swe-agent"), "{html}");
+    assert!(html.contains("write 1 → reproduce_bug.py"), "{html}");
+    browser(
+        &[
+            &format!(
+                "--screenshot={}",
+                screenshot_dir().join("view-trace-file.png").display()
+            ),
+            "--window-size=1280,1400",
+        ],
+        &url(&page, ""),
+    );
+    // the folder of real traces: an index of every file read as a trace, with a search
+    let folder_site = d.path().join("folder");
+    view(&super::need::shared_path("traces/swe-agent"), &folder_site);
+    let index = folder_site.join("index.html");
+    let dom = browser(&["--dump-dom", "--window-size=1280,900"], &url(&index, ""));
+    assert!(dom.contains("data-fits=\"yes\""));
+    assert!(dom.contains("pydicom__pydicom-1458.traj</a>"), "{dom}");
+    browser(
+        &[
+            &format!(
+                "--screenshot={}",
+                screenshot_dir().join("view-trace-folder.png").display()
+            ),
+            "--window-size=1280,1400",
+        ],
+        &url(&index, ""),
+    );
+}

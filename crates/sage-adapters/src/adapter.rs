@@ -1,6 +1,7 @@
 //! What an adapter is.
 
 use crate::mapping::Mapping;
+use crate::seen::Seen;
 use crate::{rules, shape, AdapterError, SourceFile};
 use sage_trace::CanonicalTrace;
 
@@ -18,8 +19,34 @@ pub trait Adapter: Send + Sync {
     fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
         rules::DetectRules::current().best(self.name(), shape)
     }
-    /// Normalize the trace whose files are `files` (the first is the main trace).
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError>;
+    /// Normalize the trace whose files are `files` (the first is the main trace). An adapter
+    /// implements this or [`Adapter::normalize_seen`]; each defaults to the other.
+    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+        self.normalize_seen(files).map(|(t, _)| t)
+    }
+    /// The trace and what it shows of its files besides its writes ([`Seen`]: whole files
+    /// and numbered views before the first write). By default nothing (`reports_views` false).
+    fn normalize_seen(&self, files: &[SourceFile]) -> Result<(CanonicalTrace, Seen), AdapterError> {
+        Ok((self.normalize(files)?, Seen::default()))
+    }
+    /// Whether one file of this format may hold several runs (`--run N`).
+    fn holds_runs(&self) -> bool {
+        false
+    }
+    /// Run `n` (1-based, `n` > 1) of a file that holds several ([`Adapter::holds_runs`]),
+    /// and what it shows.
+    fn normalize_run(
+        &self,
+        files: &[SourceFile],
+        n: usize,
+    ) -> Result<(CanonicalTrace, Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        Err(AdapterError::new(
+            &main.name,
+            None,
+            format!("a {} file holds one run, no run {n}", self.name()),
+        ))
+    }
     /// The embedded mapping file this adapter reads its field paths from, if any
     /// (`adapters/NAME.toml`), for `sage adapters` and `--adapter FILE`.
     fn mapping(&self) -> Option<&Mapping> {

@@ -458,6 +458,7 @@ fn parse_edits(msg: &str, fmt: &str, base: usize) -> edits::Edits {
                         op: WriteOp::SearchReplace {
                             search: b.search,
                             replace: b.replace,
+                            tolerance: sage_trace::Tolerance::LinesThenElision,
                         },
                         span: b.span,
                     }),

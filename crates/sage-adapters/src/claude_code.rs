@@ -26,8 +26,19 @@ impl Adapter for ClaudeCode {
         "Claude Code session JSONL v1.x–v2.x (split API responses grouped by message.id; Edit, \
          MultiEdit, Write with originalFile; sidechains)"
     }
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        normalize_with_baselines(files).map(|(t, _)| t)
+    fn normalize_seen(
+        &self,
+        files: &[SourceFile],
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        let (t, full) = normalize_with_baselines(files)?;
+        let seen = crate::seen::Seen::shown(
+            &main.name,
+            full,
+            "whole-file Read or originalFile",
+            Default::default(),
+        );
+        Ok((t, seen))
     }
 }
 
@@ -406,6 +417,7 @@ impl Ctx {
                             old: o.into(),
                             new: nw.into(),
                             all,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         "MultiEdit",
                         &format!("/toolUseResult/edits/{k}/{key}"),
@@ -430,6 +442,7 @@ impl Ctx {
                     old: o.into(),
                     new: nw.into(),
                     all,
+                    tolerance: sage_trace::Tolerance::TrimmedRetry,
                 },
                 via,
                 "/toolUseResult/newString",

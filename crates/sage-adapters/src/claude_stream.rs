@@ -58,11 +58,13 @@ pub(crate) fn detect_agent_or_stream(
 }
 
 /// The trace of a Claude-stream-like export handed over by the agent adapter it was forced
-/// on (`None` when the file is the agent's own format).
-pub(crate) fn hand_over(files: &[SourceFile]) -> Result<Option<CanonicalTrace>, AdapterError> {
+/// on, and what it shows (`None` when the file is the agent's own format).
+pub(crate) fn hand_over(
+    files: &[SourceFile],
+) -> Result<Option<(CanonicalTrace, Seen)>, AdapterError> {
     let main = crate::support::main_file(files)?;
     if is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
-        return ClaudeStream::embedded().normalize(files).map(Some);
+        return normalize_seen(&embedded_mapping("claude-stream")?, files).map(Some);
     }
     Ok(None)
 }
@@ -71,6 +73,15 @@ impl Adapter for ClaudeStream {
     mapping_adapter_items!(ClaudeStream, "claude-stream");
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_seen(&self.mapping, files).map(|(t, _)| t)
+    }
+    /// What the export shows (views, the task, the model) when the file has the stream's
+    /// shape; a file read through a user's mapping of another shape shows nothing.
+    fn normalize_seen(&self, files: &[SourceFile]) -> Result<(CanonicalTrace, Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        if is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
+            return normalize_seen(&self.mapping, files);
+        }
+        Ok((self.normalize(files)?, Seen::default()))
     }
 }
 
@@ -562,6 +573,7 @@ impl<'m> Ctx<'m> {
                             old,
                             new,
                             all: false,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         &via,
                         &p,
@@ -1018,7 +1030,8 @@ mod tests {
             WriteOp::StrReplace {
                 old: "x = 1".into(),
                 new: "x = 2".into(),
-                all: false
+                all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }
         );
         // The heredoc runs in /project/sub after `cd`.

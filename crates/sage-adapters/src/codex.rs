@@ -411,6 +411,7 @@ mod tests {
             WriteOp::SearchReplace {
                 search: "    x = 1\n    y = 2\n".into(),
                 replace: "    x = 1\n    y = 3\n".into(),
+                tolerance: sage_trace::Tolerance::LinesThenElision,
             }
         );
         assert_eq!(w[2].artefact, "old.py");

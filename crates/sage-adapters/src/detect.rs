@@ -51,6 +51,9 @@ pub struct Detection {
 /// Why detection names no adapter for a file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoVerdict {
+    /// The file has no bytes: there is no trace to read, whatever the format.
+    #[error("empty file: no trace to read (0 bytes)")]
+    Empty,
     /// The file is something else (a JSON Schema, a patch, a report...).
     #[error("not a trace: {0}")]
     NotATrace(String),
@@ -78,6 +81,9 @@ pub enum NoVerdict {
 impl Detection {
     /// The winner, or why there is none.
     pub fn verdict(&self) -> Result<&Candidate, NoVerdict> {
+        if self.file_bytes == 0 {
+            return Err(NoVerdict::Empty);
+        }
         if let Some(what) = &self.not_a_trace {
             return Err(NoVerdict::NotATrace(what.clone()));
         }

@@ -371,6 +371,7 @@ pub fn parse_apply_patch(text: &str) -> Edits {
                         op: WriteOp::SearchReplace {
                             search: std::mem::take(s),
                             replace: std::mem::take(r),
+                            tolerance: sage_trace::Tolerance::LinesThenElision,
                         },
                         span,
                     });
@@ -559,6 +560,7 @@ pub(crate) fn shell_edits(cmd: &str) -> Edits {
             WriteOp::SearchReplace {
                 search: String::new(),
                 replace: content,
+                tolerance: sage_trace::Tolerance::LinesThenElision,
             }
         } else {
             WriteOp::FullContent { content }
@@ -589,6 +591,7 @@ pub(crate) fn shell_edits(cmd: &str) -> Edits {
                                 old,
                                 new,
                                 all: true,
+                                tolerance: sage_trace::Tolerance::TrimmedRetry,
                             },
                             span: m.range(),
                         }))
@@ -616,6 +619,7 @@ pub(crate) fn shell_edits(cmd: &str) -> Edits {
                             // Without `g` sed replaces the first match per line;
                             // mapped as all occurrences (docs/adapters.md).
                             all: true,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         span: m.range(),
                     });
@@ -822,7 +826,8 @@ mod tests {
             e.edits[1].op,
             WriteOp::SearchReplace {
                 search: "ctx\nold\n".into(),
-                replace: "ctx\nnew\n".into()
+                replace: "ctx\nnew\n".into(),
+                tolerance: sage_trace::Tolerance::LinesThenElision,
             }
         );
         assert_eq!(e.edits[2].op, WriteOp::Delete);
@@ -848,7 +853,8 @@ mod tests {
                 &WriteOp::StrReplace {
                     old: "old\"q".into(),
                     new: "new".into(),
-                    all: true
+                    all: true,
+                    tolerance: sage_trace::Tolerance::TrimmedRetry,
                 }
             )
         );
@@ -875,7 +881,8 @@ mod tests {
             e.edits[0].op,
             WriteOp::SearchReplace {
                 search: String::new(),
-                replace: "more\n".into()
+                replace: "more\n".into(),
+                tolerance: sage_trace::Tolerance::LinesThenElision,
             }
         );
         let e = shell_edits("tee -a b.txt <<EOF\nx\nEOF\n");
@@ -886,7 +893,8 @@ mod tests {
             WriteOp::StrReplace {
                 old: "md5".into(),
                 new: "sha256".into(),
-                all: true
+                all: true,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }
         );
         let e = shell_edits("sed -i 's/a.*b/c/' f.py");

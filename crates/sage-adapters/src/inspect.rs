@@ -31,6 +31,19 @@ impl Adapter for Inspect {
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         normalize_sample(files, 0)
     }
+    fn holds_runs(&self) -> bool {
+        true
+    }
+    fn normalize_run(
+        &self,
+        files: &[SourceFile],
+        n: usize,
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        Ok((
+            normalize_sample(files, n - 1)?,
+            crate::seen::Seen::default(),
+        ))
+    }
 }
 
 use sage_trace::archive::{member_names, read_zip_member};
@@ -272,6 +285,7 @@ fn sample_turns(
                                         old: o.into(),
                                         new: s(&args, "new_str").unwrap_or("").into(),
                                         all: false,
+                                        tolerance: sage_trace::Tolerance::TrimmedRetry,
                                     }),
                                     "new_str",
                                 ),

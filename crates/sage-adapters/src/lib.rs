@@ -5,7 +5,8 @@
 //! one [`support::TraceBuilder`] keeping a [`sage_trace::RawRef`] per item, and accounts for
 //! every record it could not map in `dropped`. Mappings that are only field paths live as data
 //! in `mappings/*.toml` (embedded, overridable with `--adapter FILE`); formats that need real
-//! parsing are code. [`normalize_opts`] is the one path from files to a canonical trace.
+//! parsing are code. [`normalize`] is the one path from files to a canonical trace, through the [`Adapter`]
+//! trait (the registry's adapters, detected or named; never a format matched by name).
 
 #[macro_use]
 mod mapped;
@@ -49,8 +50,8 @@ pub use input::{AdapterError, SourceFile};
 pub(crate) use mapping::embedded_mapping;
 pub use mapping::EMBEDDED_MAPPINGS;
 pub use normalize::{
-    case_sources, detect, finish, normalize, normalize_opts, normalize_seen, normalize_seen_run,
-    normalize_spec, normalize_with, read_head, verify_raw_refs, NormalizeOptions,
+    case_sources, detect, finish, normalize, normalize_seen, read_head, verify_raw_refs,
+    NormalizeOptions,
 };
 pub use registry::{by_name, registry, MappingAdapter};
 pub use shape::DETECT_BYTES;

@@ -1084,11 +1084,13 @@ impl<'m> MappingRun<'m> {
                                             old: o,
                                             new: n,
                                             all,
+                                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                                         }
                                     } else {
                                         WriteOp::SearchReplace {
                                             search: o,
                                             replace: n,
+                                            tolerance: sage_trace::Tolerance::LinesThenElision,
                                         }
                                     },
                                     p,

@@ -24,8 +24,19 @@ impl Adapter for MiniSweAgent {
         "mini-SWE-agent .traj.json: trajectory_format mini-swe-agent-1 (v1.x, bash blocks) and \
          mini-swe-agent-1.1 (v2, tool calls / extra.actions), and bare message lists (pre-1.0)"
     }
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        normalize_with_baselines(files).map(|(t, _)| t)
+    fn normalize_seen(
+        &self,
+        files: &[SourceFile],
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        let (t, full) = normalize_with_baselines(files)?;
+        let seen = crate::seen::Seen::shown(
+            &main.name,
+            full,
+            "cat of the whole file",
+            Default::default(),
+        );
+        Ok((t, seen))
     }
 }
 

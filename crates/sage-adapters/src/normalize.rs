@@ -6,7 +6,7 @@ use crate::detect::{self};
 use crate::mapping::Mapping;
 use crate::registry::shared_registry;
 use crate::shape::DETECT_BYTES;
-use crate::{by_name, inspect, kinds, openhands, registry, seen, Adapter, AdapterError};
+use crate::{by_name, kinds, registry, seen, Adapter, AdapterError};
 use crate::{MappingAdapter, SourceFile};
 use sage_trace::{CanonicalTrace, RawStore};
 use std::path::Path;
@@ -43,14 +43,6 @@ fn detect_shared(path: &Path) -> Result<(&'static dyn Adapter, detect::Candidate
         .find(|a| a.name() == best.framework)
         .map(|a| (a.as_ref(), best))
         .ok_or_else(|| AdapterError::new(&name, None, "format not recognized"))
-}
-
-/// Normalize a trace, with the named adapter or the detected one.
-pub fn normalize(
-    files: &[SourceFile],
-    framework: Option<&str>,
-) -> Result<CanonicalTrace, AdapterError> {
-    normalize_with(files, framework, None)
 }
 
 /// Read the first [`DETECT_BYTES`] of a file.
@@ -92,48 +84,36 @@ pub fn case_sources(dir: &Path, spec: &sage_trace::case::TraceSpec) -> Vec<Sourc
         .collect()
 }
 
-/// Normalize the trace a case or run manifest names in folder `dir` (`trace`: its files, its
-/// framework, forced when given, and the run to read from a file that holds several).
-pub fn normalize_spec(
-    dir: &Path,
-    spec: &sage_trace::case::TraceSpec,
-) -> Result<CanonicalTrace, AdapterError> {
-    normalize_opts(
-        &case_sources(dir, spec),
+impl NormalizeOptions {
+    /// The adapter named `framework`, or the detected one when `None`.
+    pub fn framework(framework: Option<&str>) -> NormalizeOptions {
+        NormalizeOptions {
+            framework: framework.map(String::from),
+            ..NormalizeOptions::default()
+        }
+    }
+
+    /// How the trace a case or run manifest names is read (`trace`: its framework, forced
+    /// when given, and the run to read from a file that holds several); its files are
+    /// [`case_sources`].
+    pub fn of_manifest(spec: &sage_trace::case::TraceSpec) -> NormalizeOptions {
         NormalizeOptions {
             framework: spec.framework.clone(),
             run: spec.run,
             framework_from: Some("the manifest's trace.framework".into()),
             ..NormalizeOptions::default()
-        },
-    )
+        }
+    }
 }
 
-/// Normalize a trace, with the named adapter or the detected one, its field paths taken from
-/// `mapping` when given (`--adapter FILE`): the mapping replaces the embedded one of the
-/// adapter it names, or defines a new format. A trace without an agent-authored turn is an
-/// error (see [`normalize_opts`] for `allow_empty`).
-pub fn normalize_with(
+/// Normalize a trace with `opts`: the one path from files to a canonical trace. The adapter
+/// is the one `opts` names or the detected one, its field paths taken from `opts.mapping`
+/// when given (`--adapter FILE`: the mapping replaces the embedded one of the adapter it
+/// names, or defines a new format). A trace without an agent-authored turn is an error unless
+/// `opts.allow_empty`.
+pub fn normalize(
     files: &[SourceFile],
-    framework: Option<&str>,
-    mapping: Option<Mapping>,
-) -> Result<CanonicalTrace, AdapterError> {
-    normalize_opts(
-        files,
-        NormalizeOptions {
-            framework: framework.map(String::from),
-            mapping,
-            allow_empty: false,
-            run: None,
-            framework_from: None,
-        },
-    )
-}
-
-/// Normalize a trace with `opts`.
-pub fn normalize_opts(
-    files: &[SourceFile],
-    opts: NormalizeOptions,
+    opts: &NormalizeOptions,
 ) -> Result<CanonicalTrace, AdapterError> {
     let main = crate::support::main_file(files)?;
     // Every adapter may stream its files: only regular files within the size limit get
@@ -159,7 +139,7 @@ pub fn normalize_opts(
     let framework = opts.framework.as_deref();
     // The detected adapter's score and evidence, when it was detected (not forced).
     let mut detected: Option<detect::Candidate> = None;
-    let trace = if let Some(m) = opts.mapping {
+    let trace = if let Some(m) = opts.mapping.clone() {
         let target = framework.unwrap_or(m.name()).to_string();
         let adapter: Box<dyn Adapter> = match by_name(&target) {
             Some(a) => match a.with_mapping(m) {
@@ -208,8 +188,11 @@ pub fn normalize_opts(
                 a
             }
         };
-        match opts.run {
-            Some(n) => normalize_run(adapter, files, n)?,
+        if let Some(n) = opts.run {
+            check_run(adapter, main, n)?;
+        }
+        match opts.run.filter(|n| *n > 1) {
+            Some(n) => adapter.normalize_run(files, n)?.0,
             None => adapter.normalize(files)?,
         }
     };
@@ -232,25 +215,8 @@ pub fn normalize_opts(
     Ok(trace)
 }
 
-/// Run `n` (1-based) of a file that may hold several runs: the Nth record of an OpenHands
-/// `output.jsonl`, the Nth sample of an Inspect log. Every other format holds one run per
-/// file, so only `n = 1` is accepted there.
-pub(crate) fn normalize_run(
-    adapter: &dyn Adapter,
-    files: &[SourceFile],
-    n: usize,
-) -> Result<CanonicalTrace, AdapterError> {
-    let main = crate::support::main_file(files)?;
-    check_run(adapter.name(), main, n)?;
-    match adapter.name() {
-        _ if n == 1 => adapter.normalize(files),
-        "openhands" => openhands::normalize_record(files, record_line(main, n)?).map(|(t, _)| t),
-        _ => inspect::normalize_sample(files, n - 1),
-    }
-}
-
 /// Whether `--run n` makes sense for the format.
-fn check_run(framework: &str, main: &SourceFile, n: usize) -> Result<(), AdapterError> {
+fn check_run(adapter: &dyn Adapter, main: &SourceFile, n: usize) -> Result<(), AdapterError> {
     if n == 0 {
         return Err(AdapterError::new(
             &main.name,
@@ -258,7 +224,8 @@ fn check_run(framework: &str, main: &SourceFile, n: usize) -> Result<(), Adapter
             "--run counts runs from 1",
         ));
     }
-    if n > 1 && !matches!(framework, "openhands" | "inspect-ai") {
+    if n > 1 && !adapter.holds_runs() {
+        let framework = adapter.name();
         return Err(AdapterError::new(
             &main.name,
             None,
@@ -269,30 +236,6 @@ fn check_run(framework: &str, main: &SourceFile, n: usize) -> Result<(), Adapter
         ));
     }
     Ok(())
-}
-
-/// The line (1-based) of the `n`th record of a JSON Lines file.
-fn record_line(main: &SourceFile, n: usize) -> Result<usize, AdapterError> {
-    let text = main.read_text()?;
-    let mut records = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
-    if count < 2 {
-        return Err(AdapterError::new(
-            &main.name,
-            None,
-            format!("the file holds one run (not an output.jsonl of several records), no run {n}"),
-        ));
-    }
-    records.nth(n - 1).map(|(i, _)| i + 1).ok_or_else(|| {
-        AdapterError::new(
-            &main.name,
-            None,
-            format!("the file holds {count} runs (one per line), no run {n}"),
-        )
-    })
 }
 
 /// What every adapter's output goes through, whatever the format: submitted final states
@@ -332,6 +275,13 @@ fn check_forced(
     from: Option<&str>,
 ) -> Result<(), AdapterError> {
     let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
+    if d.file_bytes == 0 {
+        return Err(AdapterError::new(
+            &main.name,
+            Some("whole file".into()),
+            detect::NoVerdict::Empty.to_string(),
+        ));
+    }
     if let Some(what) = &d.not_a_trace {
         return Err(AdapterError::new(
             &main.name,
@@ -407,153 +357,42 @@ pub(crate) fn no_agent_turn(trace: &CanonicalTrace) -> Option<String> {
     ))
 }
 
-/// Normalize a trace and report what it shows besides its turns. `framework` forces the
-/// adapter (else detected from content).
+/// Normalize a trace and report what it shows besides its turns ([`Adapter::normalize_seen`]):
+/// the adapter `opts.framework` names (else the detected one), run `opts.run` of a file that
+/// holds several. Only those two options apply: no mapping file, and a trace without an
+/// agent-authored turn is returned, not refused (`sage case init` and `check` report it).
 pub fn normalize_seen(
     files: &[SourceFile],
-    framework: Option<&str>,
-) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
-    normalize_seen_run(files, framework, None)
-}
-
-/// [`normalize_seen`] of run `run` (see [`NormalizeOptions::run`]).
-pub fn normalize_seen_run(
-    files: &[SourceFile],
-    framework: Option<&str>,
-    run: Option<usize>,
+    opts: &NormalizeOptions,
 ) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
     let main = crate::support::main_file(files)?;
-    let adapter = match framework {
-        Some(n) => crate::by_name(n).ok_or_else(|| {
-            AdapterError::new(
-                &main.name,
-                None,
-                format!("unknown framework {n:?}; see `sage adapters`"),
-            )
-        })?,
-        None => crate::detect(&main.path).map_err(|mut e| {
-            e.file = main.name.clone();
-            e
-        })?,
-    };
-    if let Some(n) = run {
-        check_run(adapter.name(), main, n)?;
-    }
-    let run = run.filter(|n| *n > 1);
-    // Adapters forced onto the stream shape hand it over, so ask the stream adapter directly.
-    if matches!(adapter.name(), "claude-stream" | "openhands" | "swe-agent")
-        && crate::claude_stream::is_stream(&crate::detect::shape_of(&main.path, &main.name)?)
-    {
-        let m = match adapter.mapping().filter(|m| m.name() == "claude-stream") {
-            Some(m) => m.clone(),
-            None => crate::embedded_mapping("claude-stream")?,
-        };
-        let (t, seen) = crate::claude_stream::normalize_seen(&m, files)?;
-        return Ok((finish(t), seen));
-    }
-    let whole = |m: std::collections::BTreeMap<String, String>,
-                 how: &str|
-     -> std::collections::BTreeMap<String, seen::ShownFile> {
-        m.into_iter()
-            .map(|(a, content)| {
-                let raw = sage_trace::RawRef::synthetic(&main.name, format!("{how} of {a}"));
-                (
-                    a,
-                    seen::ShownFile {
-                        content,
-                        raw,
-                        how: how.to_string(),
-                    },
-                )
-            })
-            .collect()
-    };
-    let partial = |m: std::collections::BTreeMap<String, crate::support::NumberedView>| -> Vec<seen::ShownView> {
-        m.into_iter()
-            .map(|(a, v)| seen::ShownView {
-                raw: sage_trace::RawRef::synthetic(
+    let adapter: &dyn Adapter = match opts.framework.as_deref() {
+        Some(n) => shared_registry()
+            .iter()
+            .find(|a| a.name() == n)
+            .map(|a| a.as_ref())
+            .ok_or_else(|| {
+                AdapterError::new(
                     &main.name,
-                    format!("lines of {a} shown before its first write"),
-                ),
-                artefact: a,
-                after_writes: 0,
-                lines: v.lines,
-                snippet: false,
-            })
-            .collect()
+                    None,
+                    format!("unknown framework {n:?}; see `sage adapters`"),
+                )
+            })?,
+        None => {
+            detect_shared(&main.path)
+                .map_err(|mut e| {
+                    e.file = main.name.clone();
+                    e
+                })?
+                .0
+        }
     };
-    let (trace, seen) = match adapter.name() {
-        "openhands" => {
-            let (t, (full, part)) = match run {
-                Some(n) => crate::openhands::normalize_record(files, record_line(main, n)?)?,
-                None => crate::openhands::normalize_with_baselines(files)?,
-            };
-            (
-                t,
-                seen::Seen {
-                    full: whole(full, "full view or old_content"),
-                    views: partial(part),
-                    reports_views: true,
-                    ..seen::Seen::default()
-                },
-            )
-        }
-        "claude-code" => {
-            let (t, full) = crate::claude_code::normalize_with_baselines(files)?;
-            (
-                t,
-                seen::Seen {
-                    full: whole(full, "whole-file Read or originalFile"),
-                    reports_views: true,
-                    ..seen::Seen::default()
-                },
-            )
-        }
-        "openhands-sdk" => {
-            let (t, full) = crate::openhands_sdk::normalize_with_baselines(files)?;
-            (
-                t,
-                seen::Seen {
-                    full: whole(full, "old_content"),
-                    reports_views: true,
-                    ..seen::Seen::default()
-                },
-            )
-        }
-        "swe-agent" => {
-            let (t, part) = crate::swe_agent::normalize_with_baselines(files)?;
-            let full = part
-                .iter()
-                .filter_map(|(a, v)| v.full_text().map(|c| (a.clone(), c)))
-                .collect();
-            (
-                t,
-                seen::Seen {
-                    full: whole(full, "window showing the whole file"),
-                    views: partial(part),
-                    reports_views: true,
-                    ..seen::Seen::default()
-                },
-            )
-        }
-        "mini-swe-agent" => {
-            let (t, full) = crate::mini_swe_agent::normalize_with_baselines(files)?;
-            (
-                t,
-                seen::Seen {
-                    full: whole(full, "cat of the whole file"),
-                    reports_views: true,
-                    ..seen::Seen::default()
-                },
-            )
-        }
-        _ => match run {
-            Some(n) => (
-                normalize_run(adapter.as_ref(), files, n)?,
-                seen::Seen::default(),
-            ),
-            None => (adapter.normalize(files)?, seen::Seen::default()),
-        },
+    if let Some(n) = opts.run {
+        check_run(adapter, main, n)?;
+    }
+    let (trace, seen) = match opts.run.filter(|n| *n > 1) {
+        Some(n) => adapter.normalize_run(files, n)?,
+        None => adapter.normalize_seen(files)?,
     };
     Ok((finish(trace), seen))
 }

@@ -34,13 +34,62 @@ impl Adapter for OpenHands {
     fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
         crate::claude_stream::detect_agent_or_stream(self.name(), shape)
     }
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+    fn normalize_seen(
+        &self,
+        files: &[SourceFile],
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
         if let Some(t) = crate::claude_stream::hand_over(files)? {
             return Ok(t);
         }
-        normalize_with_baselines(files).map(|(t, _)| t)
+        seen(files, normalize_with_baselines(files)?)
     }
+    fn holds_runs(&self) -> bool {
+        true
+    }
+    fn normalize_run(
+        &self,
+        files: &[SourceFile],
+        n: usize,
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        seen(files, normalize_record(files, record_line(main, n)?)?)
+    }
+}
+
+/// The trace and what it shows: full views or `old_content`, and numbered views.
+fn seen(
+    files: &[SourceFile],
+    (t, (full, part)): (CanonicalTrace, Known),
+) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+    let main = crate::support::main_file(files)?;
+    let views = part.into_iter().map(|(a, v)| (a, v.lines)).collect();
+    let seen = crate::seen::Seen::shown(&main.name, full, "full view or old_content", views);
+    Ok((t, seen))
+}
+
+/// The line (1-based) of the `n`th record of a JSON Lines file.
+fn record_line(main: &SourceFile, n: usize) -> Result<usize, AdapterError> {
+    let text = main.read_text()?;
+    let mut records = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if count < 2 {
+        return Err(AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds one run (not an output.jsonl of several records), no run {n}"),
+        ));
+    }
+    records.nth(n - 1).map(|(i, _)| i + 1).ok_or_else(|| {
+        AdapterError::new(
+            &main.name,
+            None,
+            format!("the file holds {count} runs (one per line), no run {n}"),
+        )
+    })
 }
 
 /// The canonical trace and the pre-edit contents the trace itself records (the first full
@@ -575,6 +624,7 @@ impl Ctx {
                             old: o.into(),
                             new: n.unwrap_or("").into(),
                             all: false,
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         },
                         "new_str",
                     )),
@@ -784,6 +834,7 @@ impl Ctx {
                                 old,
                                 new: n,
                                 all: false,
+                                tolerance: sage_trace::Tolerance::TrimmedRetry,
                             })
                         }
                         _ => None,
@@ -808,6 +859,7 @@ impl Ctx {
                     2 => arg(1, "content").map(|t| WriteOp::SearchReplace {
                         search: String::new(),
                         replace: t,
+                        tolerance: sage_trace::Tolerance::LinesThenElision,
                     }),
                     3 => Some(WriteOp::FullContent {
                         content: String::new(),

@@ -24,8 +24,14 @@ impl Adapter for OpenHandsSdk {
         "OpenHands SDK / V1 conversation events (Oct 2025 `output`/`error` observations and 2026 \
          `content`/`is_error`); event lists, JSON Lines, per-event files, benchmark output.jsonl"
     }
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
-        normalize_with_baselines(files).map(|(t, _)| t)
+    fn normalize_seen(
+        &self,
+        files: &[SourceFile],
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
+        let main = crate::support::main_file(files)?;
+        let (t, full) = normalize_with_baselines(files)?;
+        let seen = crate::seen::Seen::shown(&main.name, full, "old_content", Default::default());
+        Ok((t, seen))
     }
 }
 

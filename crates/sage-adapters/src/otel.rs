@@ -335,6 +335,7 @@ fn editor_write(b: &mut TraceBuilder, at: usize, name: &str, args: &str, raw: Ra
             old: o.into(),
             new: s(&a, new).unwrap_or("").into(),
             all,
+            tolerance: sage_trace::Tolerance::TrimmedRetry,
         })
     };
     let all = a

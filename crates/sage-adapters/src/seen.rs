@@ -4,8 +4,8 @@
 //! takes baselines from it, `sage case check` compares baselines and replays with it.
 //!
 //! Every adapter that records pre-edit views reports them in this one shape
-//! (`adapters::normalize_seen`); the others report nothing (and `case check` says that it could
-//! not compare).
+//! (`Adapter::normalize_seen`, reached through `adapters::normalize_seen`); the others report
+//! nothing (and `case check` says that it could not compare).
 
 use sage_trace::{RawRef, TextItem};
 use std::collections::BTreeMap;
@@ -52,6 +52,42 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// What an adapter that records pre-edit views reports: whole files (`how` they were
+    /// shown) and numbered views before the first write, each pointing at the main trace
+    /// `main` as a whole (synthetic pointers).
+    pub fn shown(
+        main: &str,
+        full: BTreeMap<String, String>,
+        how: &str,
+        views: BTreeMap<String, BTreeMap<usize, String>>,
+    ) -> Seen {
+        Seen {
+            full: full
+                .into_iter()
+                .map(|(a, content)| {
+                    let raw = RawRef::synthetic(main, format!("{how} of {a}"));
+                    let how = how.to_string();
+                    (a, ShownFile { content, raw, how })
+                })
+                .collect(),
+            views: views
+                .into_iter()
+                .map(|(a, lines)| ShownView {
+                    raw: RawRef::synthetic(
+                        main,
+                        format!("lines of {a} shown before its first write"),
+                    ),
+                    artefact: a,
+                    after_writes: 0,
+                    lines,
+                    snippet: false,
+                })
+                .collect(),
+            reports_views: true,
+            ..Seen::default()
+        }
+    }
+
     /// Every line shown of `artefact` before any write of the trace touched it, with the
     /// record that shows it: line → (text, raw).
     pub fn lines_before_first_write(&self, artefact: &str) -> BTreeMap<usize, (String, RawRef)> {

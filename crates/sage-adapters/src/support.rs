@@ -897,7 +897,8 @@ mod tests {
             WriteOp::StrReplace {
                 old: r"x(?=\d+)'".into(),
                 new: r"y\d".into(),
-                all: true
+                all: true,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }
         );
         assert!(shell_writes(r#"sed -i "s/a.*b/c/" f"#, &r, raw)

@@ -29,12 +29,23 @@ impl Adapter for SweAgent {
     fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
         crate::claude_stream::detect_agent_or_stream(self.name(), shape)
     }
-    fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
+    fn normalize_seen(
+        &self,
+        files: &[SourceFile],
+    ) -> Result<(CanonicalTrace, crate::seen::Seen), AdapterError> {
         // This agent's run exported as a Claude-stream-like list (SusVibes): its own reader.
         if let Some(t) = crate::claude_stream::hand_over(files)? {
             return Ok(t);
         }
-        normalize_with_baselines(files).map(|(t, _)| t)
+        let main = crate::support::main_file(files)?;
+        let (t, part) = normalize_with_baselines(files)?;
+        let full = part
+            .iter()
+            .filter_map(|(a, v)| v.full_text().map(|c| (a.clone(), c)))
+            .collect();
+        let views = part.into_iter().map(|(a, v)| (a, v.lines)).collect();
+        let how = "window showing the whole file";
+        Ok((t, crate::seen::Seen::shown(&main.name, full, how, views)))
     }
 }
 
@@ -479,6 +490,7 @@ impl Ctx {
                                 .get("replace-all")
                                 .and_then(Value::as_bool)
                                 .unwrap_or(false),
+                            tolerance: sage_trace::Tolerance::TrimmedRetry,
                         };
                         let string_args = c
                             .pointer("/function/arguments")
@@ -606,6 +618,7 @@ impl Ctx {
                 old: o.into(),
                 new: s(args, "new_str").unwrap_or("").into(),
                 all: false,
+                tolerance: sage_trace::Tolerance::TrimmedRetry,
             }),
             Some("insert") => match (
                 args.get("insert_line").and_then(Value::as_u64),

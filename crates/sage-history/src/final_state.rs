@@ -119,6 +119,7 @@ mod tests {
                     old: old.into(),
                     new: "x = 2".into(),
                     all: false,
+                    tolerance: sage_trace::Tolerance::TrimmedRetry,
                 },
                 via: "edit".into(),
                 final_state: false,

@@ -1,9 +1,12 @@
 //! Artefact history and the origin rule: everything derived from the trace alone, and the
 //! fixed rule that turns turn scores into an origin.
 //!
-//! - [`history`](crate::reconstruct): replay every write onto the baselines, giving one
-//!   snapshot per write, then code provenance and the introducing write of the anchor
-//!   fragment, matched by token streams ([`fragment`]).
+//! - [`paths`]: the path rule (how a trace's path names a baseline's file).
+//! - [`apply`]: one write applied to an artefact's content, with its editor's tolerance.
+//! - [`reconstruct`]: replay every write onto the baselines, giving one snapshot per write.
+//! - [`provenance`]: code provenance and the introducing write of the anchor fragment,
+//!   matched by token streams ([`fragment`]).
+//! - [`checks`]: the automatic checks that depend on the history only.
 //! - [`origin`]: candidates (i)-(iii), linking, localized / undetermined, missed detection
 //!   opportunities and the automatic checks.
 //! - [`final_state`]: the replay against a case's final files (`final-state-matches-replay`),
@@ -12,9 +15,24 @@
 //! This crate never calls a judge and knows no trace format: it reads the canonical trace,
 //! the case's failure anchor and score records, all from `sage-trace`.
 
+pub mod apply;
+pub mod checks;
 pub mod final_state;
 pub mod fragment;
-mod history;
 pub mod origin;
+pub mod paths;
+pub mod provenance;
+pub mod reconstruct;
 
-pub use history::*;
+pub use apply::*;
+pub use checks::*;
+pub use paths::*;
+pub use provenance::*;
+pub use reconstruct::*;
+
+#[cfg(test)]
+mod final_state_tests;
+#[cfg(test)]
+mod history_proptests;
+#[cfg(test)]
+mod history_tests;

@@ -5,7 +5,7 @@
 //! Linking a turn to the anchor is a separate step after scoring (the judge never saw the
 //! anchor), and every link records how it was made.
 
-use crate::history::{ArtefactHistory, Check, Provenance, ProvenanceResult};
+use crate::{ArtefactHistory, Check, Provenance, ProvenanceResult};
 use sage_trace::case::FailureAnchor;
 use sage_trace::{normalize_ws, CanonicalTrace, TurnKind};
 use sage_trace::{Dimension, TraceScores};
@@ -662,7 +662,7 @@ pub fn localize(input: &RuleInput<'_>) -> OriginResult {
     }
 }
 
-/// The checks of the rule itself (the history checks come from [`crate::history`]).
+/// The checks of the rule itself (the history checks come from [`crate::checks`]).
 pub fn checks(result: &OriginResult, provenance: &ProvenanceResult) -> Vec<Check> {
     let mut out = Vec::new();
     if let Some((origin, ty)) = result.outcome.origin() {
@@ -700,7 +700,7 @@ pub fn checks(result: &OriginResult, provenance: &ProvenanceResult) -> Vec<Check
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{IntroducingWrite, ReconstructionCondition, Snapshot};
+    use crate::{IntroducingWrite, ReconstructionCondition, Snapshot};
     use proptest::prelude::*;
     use sage_trace::case::DeficiencyCategory;
     use sage_trace::{Actor, RawRef, Turn, Write, WriteOp};

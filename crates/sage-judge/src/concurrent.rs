@@ -14,6 +14,7 @@ use sage_llm::cost::RunStats;
 use sage_trace::case::TaskContext;
 use sage_trace::{CanonicalTrace, RawStore};
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -45,29 +46,36 @@ pub struct ScoreItem<'a> {
     pub store: &'a RawStore,
 }
 
+/// Requests in flight at once when neither `--concurrency` nor a named judge says otherwise:
+/// the one default of every command that scores (`localize`, `study`, `explain`, `validate`).
+pub const DEFAULT_CONCURRENCY: NonZeroUsize = NonZeroUsize::new(16).unwrap();
+
 /// How to score.
 #[derive(Debug, Clone)]
 pub struct ScoreOptions {
     /// Requests in flight at once (`--concurrency`).
-    pub concurrency: usize,
+    pub concurrency: NonZeroUsize,
     /// Runs per judge (`--runs`), numbered from 0.
-    pub runs: u32,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn (first try + retries with feedback).
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// Told the number of jobs, then of every settled job (the CLI draws a progress bar).
     pub progress: Option<Arc<dyn Progress>>,
     /// Counters shared with the judges (cache hits, retries, cost) for the progress bar.
     pub stats: Option<Arc<RunStats>>,
+    /// The injection rules quotes are verified against (`--injection-rules`).
+    pub injection: Arc<crate::injection::Rules>,
 }
 
 impl Default for ScoreOptions {
     fn default() -> Self {
         ScoreOptions {
-            concurrency: 8,
-            runs: 1,
-            max_attempts: 3,
+            concurrency: DEFAULT_CONCURRENCY,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             progress: None,
             stats: None,
+            injection: Arc::new(crate::injection::Rules::embedded()),
         }
     }
 }
@@ -199,13 +207,13 @@ pub async fn score_traces_concurrently(
     items: &[ScoreItem<'_>],
     opts: &ScoreOptions,
 ) -> ScoredBatch {
-    let runs = opts.runs.max(1);
+    let runs = opts.runs.get();
     // Every turn's prompt hash comes from one chain per trace: linear in the trace.
     let chains: Vec<PrefixChain> = items
         .iter()
         .map(|i| PrefixChain::new(i.task, &i.trace.turns))
         .collect();
-    let jobs = job_order(items, judges.len(), runs, opts.concurrency.max(1));
+    let jobs = job_order(items, judges.len(), runs, opts.concurrency.get());
     let bar = opts.progress.as_deref();
     if let Some(b) = bar {
         b.start(jobs.len() as u64);
@@ -239,7 +247,7 @@ pub async fn score_traces_concurrently(
                         opts.max_attempts,
                         stats.as_deref(),
                         // The item's one store, shared by every driver thread.
-                        |turn, j| verify_judgment(item.store, turn, j),
+                        |turn, j| verify_judgment(item.store, turn, j, &opts.injection),
                     )
                     .await;
                     if let Some(b) = bar {
@@ -288,7 +296,7 @@ pub async fn score_traces_concurrently(
             .buffer_unordered(slots.max(1))
             .collect::<Vec<(Job, Option<TurnOutcome>)>>()
     };
-    let results = run_drivers(opts.concurrency.max(1), &drive).await;
+    let results = run_drivers(opts.concurrency.get(), &drive).await;
     if let Some(b) = bar {
         b.finish();
     }
@@ -384,8 +392,8 @@ mod tests {
         ];
         let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
         let opts = ScoreOptions {
-            runs: 2,
-            concurrency: 3,
+            runs: std::num::NonZeroU32::new(2).unwrap(),
+            concurrency: NonZeroUsize::new(3).unwrap(),
             ..Default::default()
         };
         let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));
@@ -446,7 +454,7 @@ mod tests {
         }];
         let judges: Vec<Arc<dyn Judge>> = vec![Arc::new(Echo)];
         let opts = ScoreOptions {
-            concurrency: 1,
+            concurrency: NonZeroUsize::MIN,
             ..Default::default()
         };
         let out = futures::executor::block_on(score_traces_concurrently(&judges, &items, &opts));

@@ -10,7 +10,6 @@
 use sage_trace::{CanonicalTrace, RawRef, Turn};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::{Arc, RwLock};
 
 /// The embedded rules (`rubrics/injection.toml`).
 pub const EMBEDDED_RULES: &str = include_str!("../rubrics/injection.toml");
@@ -245,23 +244,6 @@ fn excerpt(text: &str, range: std::ops::Range<usize>) -> String {
     } else {
         one
     }
-}
-
-static ACTIVE: RwLock<Option<Arc<Rules>>> = RwLock::new(None);
-
-/// The rules in force: those set with [`set_active`] (`--injection-rules`), else the
-/// embedded ones.
-pub fn active() -> Arc<Rules> {
-    if let Some(r) = ACTIVE.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
-        return r.clone();
-    }
-    let mut w = ACTIVE.write().unwrap_or_else(|p| p.into_inner());
-    w.get_or_insert_with(|| Arc::new(Rules::embedded())).clone()
-}
-
-/// Use `rules` for the rest of the process.
-pub fn set_active(rules: Rules) {
-    *ACTIVE.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(rules));
 }
 
 /// Whitespace-normalized `text` (as [`sage_trace::normalize_ws`]) with, for each byte of

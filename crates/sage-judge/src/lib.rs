@@ -35,7 +35,7 @@ pub use judge::{CallInfo, Judge, JudgeAnswer, JudgeError};
 pub use request::TurnRequest;
 pub(crate) use score::retry_feedback;
 pub use score::{rejection_kind, score_turn, score_turn_with};
-pub use verify::{validate, verify_judgment};
+pub use verify::{validate, verify_judgment, QuoteRejected};
 
 #[cfg(test)]
 mod tests;

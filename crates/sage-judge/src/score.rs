@@ -38,6 +38,8 @@ pub fn rejection_kind(reason: &str) -> &'static str {
 /// back with the reason, up to `max_attempts` in all; then the turn is a scoring failure.
 /// A transport fault, a fatal or a budget error is returned as `Err` so the caller can stop
 /// cleanly (a transport fault is retried by the backend, never by re-asking the model).
+/// Quotes are verified against the embedded injection rules (the concurrent scorer takes
+/// the run's, [`crate::concurrent::ScoreOptions::injection`]).
 pub async fn score_turn(
     judge: &dyn Judge,
     task: &TaskContext,
@@ -45,7 +47,7 @@ pub async fn score_turn(
     store: &mut RawStore,
     k: usize,
     run: u32,
-    max_attempts: u32,
+    max_attempts: std::num::NonZeroU32,
 ) -> Result<TurnOutcome, JudgeError> {
     score_turn_with(
         judge,
@@ -56,7 +58,7 @@ pub async fn score_turn(
         run,
         max_attempts,
         None,
-        |turn, j| verify_judgment(store, turn, j),
+        |turn, j| verify_judgment(store, turn, j, &crate::injection::Rules::embedded()),
     )
     .await
 }
@@ -71,12 +73,12 @@ pub async fn score_turn_with<V>(
     chain: Option<&PrefixChain>,
     k: usize,
     run: u32,
-    max_attempts: u32,
+    max_attempts: std::num::NonZeroU32,
     stats: Option<&sage_llm::cost::RunStats>,
     mut verify: V,
 ) -> Result<TurnOutcome, JudgeError>
 where
-    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, String>,
+    V: FnMut(&Turn, &Judgment) -> Result<Vec<VerifiedQuote>, crate::QuoteRejected>,
 {
     let Some(req) = TurnRequest::prefix(task, trace, k) else {
         return Ok(TurnOutcome::Failed {
@@ -96,7 +98,7 @@ where
     let max_attempts = if judge.deterministic() {
         1
     } else {
-        max_attempts.max(1)
+        max_attempts.get()
     };
     let mut reason = String::new();
     for attempt in 1..=max_attempts {
@@ -116,7 +118,7 @@ where
                         context: a.context,
                     }));
                 }
-                Err(e) => e,
+                Err(e) => e.0,
             },
             Err(JudgeError::Invalid(e)) => e,
             Err(JudgeError::ContextOverflow { needed, budget }) => {

@@ -135,11 +135,9 @@ impl fmt::Display for Shard {
 #[derive(Debug, Clone)]
 pub struct JudgeOptions {
     /// `--runs N`.
-    pub runs: u32,
-    /// `--concurrency N`.
-    pub concurrency: usize,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn (first answer + retries with feedback).
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// `--budget USD`.
     pub budget_usd: Option<f64>,
     /// `--ledger DIR` (default `.sage/ledger`).
@@ -161,14 +159,18 @@ pub struct JudgeOptions {
     pub retry: Option<RetryPolicy>,
     /// `--shard i/n`.
     pub shard: Option<Shard>,
+    /// The injection rules (`--injection-rules`, else the embedded ones).
+    pub injection: Arc<crate::injection::Rules>,
+    /// The environment the CLI read once: API keys, base URLs and a named judge's `*_env`
+    /// variables come from here, never from the process.
+    pub env: sage_llm::Env,
 }
 
 impl Default for JudgeOptions {
     fn default() -> Self {
         JudgeOptions {
-            runs: 1,
-            concurrency: 8,
-            max_attempts: 3,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
             budget_usd: None,
             ledger_dir: None,
             no_ledger: false,
@@ -179,6 +181,8 @@ impl Default for JudgeOptions {
             deadline: None,
             retry: None,
             shard: None,
+            env: sage_llm::Env::default(),
+            injection: Arc::new(crate::injection::Rules::embedded()),
         }
     }
 }
@@ -231,6 +235,7 @@ impl JudgeSession {
                 meter: Arc::new(CostMeter::new(options.budget_usd)),
                 imports,
                 offline: options.offline,
+                injection: options.injection.clone(),
                 tripped: Arc::default(),
             },
             config: config.clone(),
@@ -242,14 +247,15 @@ impl JudgeSession {
         &self.parts.stats
     }
 
-    /// The scorer's options for this session.
-    pub fn score_options(&self) -> ScoreOptions {
+    /// The scorer's options for this session, with `concurrency` requests in flight.
+    pub fn score_options(&self, concurrency: std::num::NonZeroUsize) -> ScoreOptions {
         ScoreOptions {
-            concurrency: self.options.concurrency.max(1),
-            runs: self.options.runs.max(1),
-            max_attempts: self.options.max_attempts.max(1),
+            concurrency,
+            runs: self.options.runs,
+            max_attempts: self.options.max_attempts,
             progress: None,
             stats: Some(self.parts.stats.clone()),
+            injection: self.options.injection.clone(),
         }
     }
 
@@ -257,7 +263,9 @@ impl JudgeSession {
     pub fn llm_settings(&self, spec: &JudgeSpec) -> Result<Option<LlmSettings>, SpecError> {
         let mut s = match spec {
             JudgeSpec::Lexicon => return Ok(None),
-            JudgeSpec::Llm { provider, model } => LlmSettings::from_env(*provider, model),
+            JudgeSpec::Llm { provider, model } => {
+                LlmSettings::from_env(*provider, model, &self.options.env)
+            }
             JudgeSpec::Named(name) => {
                 let nj = self.config.judge(name).ok_or_else(|| SpecError::Spec {
                     spec: name.clone(),
@@ -279,14 +287,14 @@ impl JudgeSession {
                 };
                 let env = |var: &Option<String>| {
                     var.as_deref()
-                        .and_then(|v| std::env::var(v).ok())
+                        .and_then(|v| self.options.env.var(v))
                         .map(|v| v.trim().to_string())
                         .filter(|v| !v.is_empty())
                 };
                 let model = env(&nj.model_env)
                     .or_else(|| nj.model.clone())
                     .unwrap_or_default();
-                let mut s = LlmSettings::from_env(provider, &model);
+                let mut s = LlmSettings::from_env(provider, &model, &self.options.env);
                 s.name = name.clone();
                 if let Some(b) = &nj.base_url {
                     s.base_url = b.clone();
@@ -305,7 +313,7 @@ impl JudgeSession {
                     })?;
                 }
                 if let Some(var) = &nj.api_key_env {
-                    s.api_key = std::env::var(var).ok().and_then(ApiKey::new);
+                    s.api_key = self.options.env.var(var).and_then(ApiKey::new);
                     s.key_var = var.clone();
                 }
                 s.key_required = !nj.api_key_optional;
@@ -362,9 +370,11 @@ impl JudgeSession {
 
     /// The requests in flight a named judge asks for when `--concurrency` is not given
     /// (`concurrency` in its `[judges.NAME]`; a one-slot local server wants 1).
-    pub fn preferred_concurrency(&self, spec: &str) -> Option<usize> {
+    pub fn preferred_concurrency(&self, spec: &str) -> Option<std::num::NonZeroUsize> {
         match JudgeSpec::parse(spec).ok()? {
-            JudgeSpec::Named(name) => self.config.judge(&name)?.concurrency,
+            JudgeSpec::Named(name) => {
+                std::num::NonZeroUsize::new(self.config.judge(&name)?.concurrency?)
+            }
             _ => None,
         }
     }
@@ -399,7 +409,7 @@ impl JudgeSession {
     /// What the run will cost before it starts: calls not yet in the ledger, their prompt
     /// tokens (estimated) and price, per judge.
     pub fn forecast(&self, judges: &[BuiltJudge], items: &[ScoreItem<'_>]) -> Forecast {
-        let runs = self.options.runs.max(1);
+        let runs = self.options.runs;
         let mut out = Forecast::default();
         for j in judges {
             let Some(llm) = &j.llm else { continue };
@@ -429,13 +439,13 @@ impl JudgeSession {
             });
             // Summed in turn order, so the forecast is the same however the work was shared.
             for p in probes {
-                f.turns += u64::from(runs);
+                f.turns += u64::from(runs.get());
                 let Some(p) = p else {
-                    f.overflow += u64::from(runs);
+                    f.overflow += u64::from(runs.get());
                     continue;
                 };
                 f.in_ledger += u64::from(p.stored);
-                let new = u64::from(runs - p.stored);
+                let new = u64::from(runs.get() - p.stored);
                 f.new_calls += new;
                 f.prompt_tokens += new * (p.body_len as u64).div_ceil(4);
                 match llm.estimate_cost(p.body_len) {
@@ -495,13 +505,6 @@ fn spec_name(spec: &JudgeSpec) -> String {
 /// The lexicon judge (embedded lexicon), built by its own module.
 fn lexicon_judge() -> Result<Arc<dyn Judge>, SpecError> {
     Ok(Arc::new(super::lexicon::LexiconJudge::embedded()))
-}
-
-/// Build one judge with default options (`sage.toml` settings, the default ledger).
-pub fn build(spec: &str, config: &Config) -> Result<Arc<dyn Judge>, SpecError> {
-    Ok(JudgeSession::new(config, JudgeOptions::default())?
-        .build(spec)?
-        .judge)
 }
 
 /// Warnings for cases whose trace was produced by a model of the judge's family.

@@ -1,5 +1,10 @@
 //! Tests of the scoring discipline: prefix-only requests, verified quotes, retries.
 
+static RULES: std::sync::LazyLock<crate::injection::Rules> =
+    std::sync::LazyLock::new(crate::injection::Rules::embedded);
+
+const THREE: std::num::NonZeroU32 = std::num::NonZeroU32::new(3).unwrap();
+
 use crate::verify::verify_quote;
 use crate::*;
 use futures::future::BoxFuture;
@@ -85,7 +90,7 @@ fn a_fabricated_quote_fails_the_turn() {
     let (t, mut s) = trace_with(&["we will sanitize input"]);
     let task = TaskContext::default();
     let j = Fixed(judgment(2, "we validate the origin header"));
-    let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, 3)).unwrap();
+    let out = futures::executor::block_on(score_turn(&j, &task, &t, &mut s, 1, 0, THREE)).unwrap();
     match out {
         TurnOutcome::Failed {
             attempts, reason, ..
@@ -96,7 +101,7 @@ fn a_fabricated_quote_fails_the_turn() {
         other => panic!("expected a failure, got {other:?}"),
     }
     let ok = Fixed(judgment(2, "sanitize input"));
-    let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, 3)).unwrap();
+    let out = futures::executor::block_on(score_turn(&ok, &task, &t, &mut s, 1, 0, THREE)).unwrap();
     assert_eq!(out.scored().unwrap().score(Dimension::DI), 2);
 }
 
@@ -128,10 +133,10 @@ fn every_further_quote_is_verified_too() {
     let (t, s) = trace_with(&["Use an allow-list. Reject anything else."]);
     let mut j = judgment(2, "Use an allow-list.");
     j.di.also = vec!["Reject anything else.".into()];
-    let q = verify_judgment(&s, t.turn(1).unwrap(), &j).unwrap();
+    let q = verify_judgment(&s, t.turn(1).unwrap(), &j, &RULES).unwrap();
     assert_eq!(q.len(), 2);
     j.di.also = vec!["Reject nothing.".into()];
-    assert!(verify_judgment(&s, t.turn(1).unwrap(), &j).is_err());
+    assert!(verify_judgment(&s, t.turn(1).unwrap(), &j, &RULES).is_err());
 }
 
 #[test]
@@ -168,7 +173,7 @@ fn attack_injected_sentence_is_quoted_as_evidence() {
         also: Vec::new(),
     };
     let out =
-        futures::executor::block_on(score_turn(&Fixed(j), &task, &t, &mut s, 1, 0, 3)).unwrap();
+        futures::executor::block_on(score_turn(&Fixed(j), &task, &t, &mut s, 1, 0, THREE)).unwrap();
     match out {
         TurnOutcome::Failed { reason, .. } => {
             assert!(reason.contains("addressed to the judge"), "{reason}")
@@ -192,7 +197,9 @@ fn a_turns_texts_are_read_as_quotes_need_them() {
     let turn = t.turn(1).unwrap();
     let mut j = judgment(2, "Use an allow-list.");
     j.di.also = vec!["an allow-list".into()];
-    assert_eq!(verify_judgment(&s, turn, &j).unwrap().len(), 2);
-    let e = verify_judgment(&s, turn, &judgment(2, "echo hi")).unwrap_err();
+    assert_eq!(verify_judgment(&s, turn, &j, &RULES).unwrap().len(), 2);
+    let e = verify_judgment(&s, turn, &judgment(2, "echo hi"), &RULES)
+        .unwrap_err()
+        .0;
     assert!(e.contains("unreadable records"), "{e}");
 }

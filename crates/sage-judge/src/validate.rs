@@ -449,7 +449,7 @@ pub async fn step_by_step(
     rubric: &StepRubric,
     l: &Labeled,
     with_ground_truth: bool,
-    max_attempts: u32,
+    max_attempts: std::num::NonZeroU32,
     calls: &Calls,
 ) -> Result<Prediction, JudgeError> {
     let mut p = Prediction {
@@ -467,7 +467,7 @@ pub async fn step_by_step(
         let (user, k) = rubric.render(l, i, with_ground_truth);
         let mut feedback = String::new();
         let mut verdict = None;
-        for attempt in 0..max_attempts.max(1) {
+        for attempt in 0..max_attempts.get() {
             let text = format!("{user}{feedback}");
             let a = ask(s, rubric, &text, &schema, attempt, calls).await;
             let v = match a {

@@ -32,7 +32,8 @@ pub fn validate(j: &Judgment) -> Result<(), JudgeError> {
 /// copy.
 #[cfg(test)]
 pub(crate) fn verify_quote(store: &RawStore, turn: &Turn, quote: &str) -> Result<RawRef, String> {
-    verify_quote_in(&mut TurnTexts::default(), store, turn, quote)
+    let rules = injection::Rules::embedded();
+    verify_quote_in(&mut TurnTexts::default(), &rules, store, turn, quote)
 }
 
 /// A turn's agent-authored texts as re-read from the raw trace, each whitespace-normalized
@@ -58,6 +59,7 @@ struct ReadText {
 
 fn verify_quote_in(
     texts: &mut TurnTexts,
+    rules: &injection::Rules,
     store: &RawStore,
     turn: &Turn,
     quote: &str,
@@ -67,7 +69,6 @@ fn verify_quote_in(
         return Err("the quote is empty".into());
     }
     let mut errors = Vec::new();
-    let rules = injection::active();
     let mut addressed: Option<String> = None;
     let raws = turn.agent_text_items();
     let items = texts
@@ -152,15 +153,25 @@ fn verify_quote_in(
     Err(msg)
 }
 
+/// Why a judgment's quotes were rejected: the first failure, in the words fed back to the
+/// judge on its next attempt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QuoteRejected(pub String);
+
 /// Verify every quote of a judgment against turn k; `Err` names the first failure.
+/// A quote inside text the injection `rules` flag as addressed to the judge never verifies.
 pub fn verify_judgment(
     store: &RawStore,
     turn: &Turn,
     j: &Judgment,
-) -> Result<Vec<VerifiedQuote>, String> {
-    validate(j).map_err(|e| match e {
-        JudgeError::Invalid(m) => m,
-        other => other.to_string(),
+    rules: &injection::Rules,
+) -> Result<Vec<VerifiedQuote>, QuoteRejected> {
+    validate(j).map_err(|e| {
+        QuoteRejected(match e {
+            JudgeError::Invalid(m) => m,
+            other => other.to_string(),
+        })
     })?;
     let mut out = Vec::new();
     let mut texts = TurnTexts::default();
@@ -171,8 +182,8 @@ pub fn verify_judgment(
         }
         let quote = s.quote.as_deref().unwrap_or_default();
         for q in std::iter::once(quote).chain(s.also.iter().map(String::as_str)) {
-            let raw =
-                verify_quote_in(&mut texts, store, turn, q).map_err(|e| format!("{d}: {e}"))?;
+            let raw = verify_quote_in(&mut texts, rules, store, turn, q)
+                .map_err(|e| QuoteRejected(format!("{d}: {e}")))?;
             out.push(VerifiedQuote {
                 dimension: d,
                 quote: q.to_string(),

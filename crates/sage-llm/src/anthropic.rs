@@ -131,7 +131,11 @@ mod tests {
 
     #[test]
     fn cache_breakpoint_on_the_named_block() {
-        let s = LlmSettings::from_env(crate::Provider::Anthropic, "claude-x");
+        let s = LlmSettings::from_env(
+            crate::Provider::Anthropic,
+            "claude-x",
+            &crate::Env::default(),
+        );
         let p = Prompt {
             system: "sys".into(),
             cache_system: true,

@@ -349,7 +349,7 @@ mod tests {
     use super::*;
 
     fn settings(p: Provider, base: &str) -> LlmSettings {
-        let mut s = LlmSettings::from_env(p, "m");
+        let mut s = LlmSettings::from_env(p, "m", &crate::Env::default());
         s.base_url = base.into();
         s
     }

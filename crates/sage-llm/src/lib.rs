@@ -26,7 +26,7 @@ pub use error::{EnvelopeError, LlmError, MissingKey, UrlError};
 pub use provider::{auth, auth_headers, endpoint, parse_response, request_body};
 pub(crate) use settings::base_url;
 pub use settings::{
-    endpoint_url, model_family, model_listed, models_url, ApiKey, LlmSettings, Provider,
+    endpoint_url, model_family, model_listed, models_url, ApiKey, Env, LlmSettings, Provider,
 };
 pub use wire::{Answer, Completion, Output, Prompt};
 
@@ -45,7 +45,7 @@ mod tests {
 
     #[test]
     fn the_key_never_shows_in_debug() {
-        let mut s = LlmSettings::from_env(Provider::OpenAi, "gpt-4o");
+        let mut s = LlmSettings::from_env(Provider::OpenAi, "gpt-4o", &crate::Env::default());
         s.api_key = ApiKey::new("sk-SECRET-123");
         assert!(!format!("{s:?}").contains("SECRET"));
     }

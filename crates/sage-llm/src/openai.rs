@@ -123,7 +123,7 @@ mod tests {
             "timings":{"cache_n":1200,"prompt_n":40}});
         let p = parse_response(body.to_string().as_bytes()).unwrap();
         assert_eq!(p.usage.cached_input_tokens, 1200);
-        let mut s = LlmSettings::from_env(crate::Provider::OpenAi, "m");
+        let mut s = LlmSettings::from_env(crate::Provider::OpenAi, "m", &crate::Env::default());
         let prompt = Prompt::default();
         assert!(request_body(&s, &prompt, &Output::JsonObject)
             .get("cache_prompt")

@@ -93,11 +93,34 @@ pub struct LlmSettings {
     pub cache_prompt: bool,
 }
 
+/// The environment variables a run may read (API keys, base URLs, a named judge's `*_env`
+/// settings), read once by the CLI and passed as a value: no library reads the process
+/// environment (docs/architecture.md).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: std::collections::BTreeMap<String, String>,
+}
+
+impl Env {
+    /// The variables given (the CLI passes `std::env::vars()`); non-UTF-8 values are absent.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Env {
+        Env {
+            vars: vars.into_iter().collect(),
+        }
+    }
+
+    /// The value of `var`, if set.
+    pub fn var(&self, var: &str) -> Option<&str> {
+        self.vars.get(var).map(String::as_str)
+    }
+}
+
 impl LlmSettings {
-    /// Settings from the conventional environment variables.
-    pub fn from_env(provider: Provider, model: &str) -> LlmSettings {
-        let base_url = std::env::var(provider.base_var())
-            .ok()
+    /// Settings from the conventional environment variables of `env`.
+    pub fn from_env(provider: Provider, model: &str, env: &Env) -> LlmSettings {
+        let base_url = env
+            .var(provider.base_var())
+            .map(str::to_string)
             .filter(|s| !s.trim().is_empty())
             .unwrap_or_else(|| provider.default_base().to_string());
         LlmSettings {
@@ -105,7 +128,7 @@ impl LlmSettings {
             name: provider.name().to_string(),
             model: model.to_string(),
             base_url,
-            api_key: std::env::var(provider.key_var()).ok().and_then(ApiKey::new),
+            api_key: env.var(provider.key_var()).and_then(ApiKey::new),
             key_var: provider.key_var().to_string(),
             temperature: None,
             max_tokens: None,

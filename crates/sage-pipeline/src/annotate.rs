@@ -86,6 +86,8 @@ pub struct ExportOptions {
     pub seed: u64,
     /// `framework`, `base_model`, `dataset`, `category`, `condition` or `cwe`.
     pub stratify_by: Option<String>,
+    /// Where the results' case folders are now.
+    pub locator: crate::locate::CaseLocator,
 }
 
 /// Why an export or import failed.
@@ -354,7 +356,6 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
     let order = select(set, opts)?;
     let dir = opts.out.join("packet");
     let texts = dir.join("cases");
-    std::fs::create_dir_all(&texts).map_err(|e| io(&texts, e))?;
     let mut report = ExportReport::default();
     let mut packets = Vec::new();
     let mut key = Key {
@@ -364,7 +365,12 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
     };
     for i in order {
         let r = &set.results[i];
-        match build_packet(Path::new(&r.case_dir), &r.case_id) {
+        match opts
+            .locator
+            .locate(&r.case_dir)
+            .map_err(|e| e.0)
+            .and_then(|dir| build_packet(&dir, &r.case_id))
+        {
             Ok(p) => {
                 key.packets.insert(p.packet_id.clone(), r.case_id.clone());
                 packets.push(p);
@@ -372,6 +378,22 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
             Err(e) => report.failures.push(e),
         }
     }
+    // Nothing to annotate: write nothing, so the retry is not blocked by a key of no packet.
+    if packets.is_empty() {
+        let why = report
+            .failures
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "the results hold no case".into());
+        return Err(AnnotateError::Invalid(
+            "results".into(),
+            format!(
+                "no packet could be built ({} case(s) failed): {why}",
+                report.failures.len()
+            ),
+        ));
+    }
+    std::fs::create_dir_all(&texts).map_err(|e| io(&texts, e))?;
     let sheet_path = dir.join("sheet.csv");
     let mut w = csv::Writer::from_path(&sheet_path).map_err(|e| io(&sheet_path, e))?;
     w.write_record(SHEET_COLUMNS)

@@ -80,7 +80,7 @@ impl Key {
     pub fn load(dir: &Path) -> Result<Key, ConfirmError> {
         let p = dir.join(KEY_NAME);
         let text = std::fs::read_to_string(&p).map_err(|e| io(&p, e))?;
-        let k: Key = serde_json::from_str(&text).map_err(|e| io(&p, e))?;
+        let k: Key = sage_trace::json::parse(&text).map_err(|e| io(&p, e))?;
         if k.schema != KEY_SCHEMA {
             return Err(io(
                 &p,
@@ -387,9 +387,17 @@ pub fn read_sheet(path: &Path, key: &Key, anchors: bool) -> Result<Vec<SheetRow>
         key.packets.iter().map(|e| (e.packet.as_str(), e)).collect();
     let mut rows = Vec::new();
     let mut seen = BTreeSet::new();
+    // every bad row is reported (one line each), not only the first
+    let mut errors: Vec<String> = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let line = i + 2;
-        let rec = rec.map_err(|e| bad(line, e.to_string()))?;
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(bad(line, e.to_string()).to_string());
+                continue;
+            }
+        };
         let get = |k: &str| {
             col(k)
                 .and_then(|c| rec.get(c))
@@ -401,27 +409,42 @@ pub fn read_sheet(path: &Path, key: &Key, anchors: bool) -> Result<Vec<SheetRow>
             continue;
         }
         let Some(entry) = by_id.get(pid) else {
-            return Err(bad(
-                line,
-                format!("unknown packet id {pid:?} (not in the export's key.json)"),
-            ));
+            errors.push(
+                bad(
+                    line,
+                    format!("unknown packet id {pid:?} (not in the export's key.json)"),
+                )
+                .to_string(),
+            );
+            continue;
         };
         if !seen.insert(pid.to_string()) {
-            return Err(bad(line, format!("packet {pid} is labelled twice")));
+            errors.push(bad(line, format!("packet {pid} is labelled twice")).to_string());
+            continue;
         }
         let raw = rec.get(lc).unwrap_or("").trim();
         let Some(label) = label_of(raw) else {
-            return Err(bad(
-                line,
-                if raw.is_empty() {
-                    format!("packet {pid} has no label (TP, Partial or FP)")
-                } else {
-                    format!("label {raw:?} is not TP, Partial or FP")
-                },
-            ));
+            errors.push(
+                bad(
+                    line,
+                    if raw.is_empty() {
+                        format!("packet {pid} has no label (TP, Partial or FP)")
+                    } else {
+                        format!("label {raw:?} is not TP, Partial or FP")
+                    },
+                )
+                .to_string(),
+            );
+            continue;
         };
         let anchor = if anchors && label != "FP" {
-            Some(anchor_of(entry, &get, line, &name)?)
+            match anchor_of(entry, &get, line, &name) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    errors.push(e.to_string());
+                    continue;
+                }
+            }
         } else {
             None
         };
@@ -431,6 +454,9 @@ pub fn read_sheet(path: &Path, key: &Key, anchors: bool) -> Result<Vec<SheetRow>
             anchor,
             line,
         });
+    }
+    if !errors.is_empty() {
+        return Err(ConfirmError::Input(errors.join("\n")));
     }
     Ok(rows)
 }

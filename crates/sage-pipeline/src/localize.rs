@@ -19,11 +19,11 @@ use std::sync::Arc;
 pub struct Options {
     pub judges: Vec<Arc<dyn Judge>>,
     /// Repeated runs per judge (run indices 0..runs).
-    pub runs: u32,
+    pub runs: std::num::NonZeroU32,
     /// Attempts per turn for non-deterministic judges.
-    pub max_attempts: u32,
+    pub max_attempts: std::num::NonZeroU32,
     /// Judge requests in flight at once, across all cases, judges, runs and turns.
-    pub concurrency: usize,
+    pub concurrency: std::num::NonZeroUsize,
     /// Where scoring progress goes (the CLI draws it); `None` for none.
     pub progress: Option<Arc<dyn sage_judge::concurrent::Progress>>,
     /// Counters shared with LLM judges (cache hits, retries, cost).
@@ -34,20 +34,24 @@ pub struct Options {
     pub shard: Option<sage_judge::spec::Shard>,
     /// `--follow-links`: follow symbolic links out of the corpus folder.
     pub follow_links: bool,
+    /// The injection rules (`--injection-rules`, else the embedded ones): the turns that
+    /// address the judge, and the quotes that never verify.
+    pub injection: Arc<sage_judge::injection::Rules>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             judges: vec![Arc::new(sage_judge::lexicon::LexiconJudge::embedded())],
-            runs: 1,
-            max_attempts: 3,
-            concurrency: 16,
+            runs: std::num::NonZeroU32::MIN,
+            max_attempts: std::num::NonZeroU32::new(3).unwrap(),
+            concurrency: sage_judge::concurrent::DEFAULT_CONCURRENCY,
             progress: None,
             stats: None,
             lexicon: Arc::new(sage_judge::lexicon::Lexicon::embedded()),
             shard: None,
             follow_links: false,
+            injection: Arc::new(sage_judge::injection::Rules::embedded()),
         }
     }
 }
@@ -160,8 +164,11 @@ fn anchor_touched(
 /// Load, normalize and reconstruct one case.
 pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
-    let mut trace = sage_adapters::normalize_spec(&case.dir, &case.manifest.trace)
-        .map_err(|e| skip(dir, "adapter", e.to_string()))?;
+    let spec = &case.manifest.trace;
+    let files = sage_adapters::case_sources(&case.dir, spec);
+    let mut trace =
+        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
+            .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }
@@ -169,6 +176,10 @@ pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
         .map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
     // Any adapter's final-state writes are the trace's submission, never a turn's write.
     trace.separate_submissions();
+    // the checkout folder the trace names its files under and the case does not
+    if let Some(x) = &case.manifest.trace.checkout {
+        sage_history::strip_checkout(&mut trace, x);
+    }
     let history =
         sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
@@ -261,7 +272,13 @@ pub(crate) fn conclude(
         task_description: p.case.task().description.clone(),
         metadata: p.case.manifest.metadata.clone(),
         anchor: anchor.clone(),
-        framework: p.trace.framework.clone(),
+        // The agent framework as the case names it (the word screen, reliability and the
+        // study use), else the adapter's; the adapter is kept apart when it differs (an
+        // OpenHands run recorded as a Claude stream).
+        framework: framework_of(&p.case.manifest.metadata, &p.case.manifest.trace, &p.trace),
+        trace_format: Some(p.trace.framework.clone()).filter(|f| {
+            *f != framework_of(&p.case.manifest.metadata, &p.case.manifest.trace, &p.trace)
+        }),
         counts: p.trace.counts(),
         turns,
         reconstruction_condition: p.history.condition,
@@ -406,14 +423,15 @@ pub async fn localize_dirs_each(
     mut each: impl FnMut(CaseOutput) -> ControlFlow<()>,
 ) {
     use rayon::prelude::*;
-    let chunk = CASES_PER_BATCH.max(opts.concurrency.saturating_mul(2));
-    let runs = opts.runs.max(1);
+    let chunk = CASES_PER_BATCH.max(opts.concurrency.get().saturating_mul(2));
+    let runs = opts.runs;
     let score_opts = sage_judge::concurrent::ScoreOptions {
-        concurrency: opts.concurrency.max(1),
+        concurrency: opts.concurrency,
         runs,
-        max_attempts: opts.max_attempts.max(1),
+        max_attempts: opts.max_attempts,
         progress: opts.progress.clone(),
         stats: opts.stats.clone(),
+        injection: opts.injection.clone(),
     };
     // Compiled once for the run, not once per case.
     let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
@@ -452,58 +470,59 @@ pub async fn localize_dirs_each(
             .collect();
         // The origin rule and the checks of every case of the batch on all cores (in order:
         // `par_iter` keeps it).
-        let concluded: Vec<CaseOutput> = work
-            .into_par_iter()
-            .map(|(dir, p, slots)| {
-                let (p, problems) = match p {
-                    Ok(p) => p,
-                    Err(s) => {
-                        return CaseOutput {
-                            results: vec![],
-                            skipped: Some(s),
-                            problems: vec![],
+        let concluded: Vec<CaseOutput> =
+            work.into_par_iter()
+                .map(|(dir, p, slots)| {
+                    let (p, problems) = match p {
+                        Ok(p) => p,
+                        Err(s) => {
+                            return CaseOutput {
+                                results: vec![],
+                                skipped: Some(s),
+                                problems: vec![],
+                            }
+                        }
+                    };
+                    let problems = problems
+                        .into_iter()
+                        .map(|m| Problem {
+                            case: dir.display().to_string(),
+                            message: m,
+                        })
+                        .collect();
+                    let mut results = Vec::new();
+                    let mut unscored = Vec::new();
+                    for (slot, scores) in slots.into_iter().enumerate() {
+                        match scores {
+                            Some(scores) => results.push(scores),
+                            None => unscored
+                                .push(opts.judges[slot / runs.get() as usize].id().to_string()),
                         }
                     }
-                };
-                let problems = problems
-                    .into_iter()
-                    .map(|m| Problem {
-                        case: dir.display().to_string(),
-                        message: m,
-                    })
-                    .collect();
-                let mut results = Vec::new();
-                let mut unscored = Vec::new();
-                for (slot, scores) in slots.into_iter().enumerate() {
-                    match scores {
-                        Some(scores) => results.push(scores),
-                        None => unscored.push(opts.judges[slot / runs as usize].id().to_string()),
+                    // The trace's turns addressing the judge: the same under every judge run.
+                    let injection = opts.injection.scan(&p.trace);
+                    let results: Vec<CaseResult> = results
+                        .into_par_iter()
+                        .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
+                        .collect();
+                    let skipped = (!unscored.is_empty()).then(|| {
+                        skip(
+                            dir,
+                            "judge",
+                            format!(
+                                "{}: not every turn was scored: {}",
+                                unscored.join(", "),
+                                stopped.as_deref().unwrap_or("the scoring run stopped")
+                            ),
+                        )
+                    });
+                    CaseOutput {
+                        results,
+                        skipped,
+                        problems,
                     }
-                }
-                // The trace's turns addressing the judge: the same under every judge run.
-                let injection = sage_judge::injection::active().scan(&p.trace);
-                let results: Vec<CaseResult> = results
-                    .into_par_iter()
-                    .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
-                    .collect();
-                let skipped = (!unscored.is_empty()).then(|| {
-                    skip(
-                        dir,
-                        "judge",
-                        format!(
-                            "{}: not every turn was scored: {}",
-                            unscored.join(", "),
-                            stopped.as_deref().unwrap_or("the scoring run stopped")
-                        ),
-                    )
-                });
-                CaseOutput {
-                    results,
-                    skipped,
-                    problems,
-                }
-            })
-            .collect();
+                })
+                .collect();
         for o in concluded {
             if each(o).is_break() {
                 return;
@@ -528,7 +547,7 @@ impl RunTally {
     fn new(opts: &Options) -> RunTally {
         RunTally {
             judges: opts.judges.iter().map(|j| j.id()).collect(),
-            runs: opts.runs.max(1),
+            runs: opts.runs.get(),
             skipped: vec![],
             problems: vec![],
             rows: vec![],
@@ -631,4 +650,18 @@ pub async fn localize_found_each<E>(
     })
     .await;
     (tally, error)
+}
+
+/// The framework a result names: the case's `metadata.framework`, else its
+/// `trace.framework`, else the adapter that read the trace.
+fn framework_of(
+    metadata: &sage_trace::case::Metadata,
+    spec: &sage_trace::case::TraceSpec,
+    trace: &sage_trace::CanonicalTrace,
+) -> String {
+    metadata
+        .framework
+        .clone()
+        .or_else(|| spec.framework.clone())
+        .unwrap_or_else(|| trace.framework.clone())
 }

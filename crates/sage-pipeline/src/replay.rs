@@ -107,8 +107,11 @@ type Finals = BTreeMap<String, Option<String>>;
 /// into a canonical trace and `history::reconstruct` applies every write to the baselines.
 /// Writes that could not be applied are returned as notes (the final state may be off).
 fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
-    let trace = sage_adapters::normalize_spec(&c.dir, &c.manifest.trace)
-        .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
+    let spec = &c.manifest.trace;
+    let files = sage_adapters::case_sources(&c.dir, spec);
+    let trace =
+        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
+            .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
     let h = sage_history::reconstruct(&c.baselines, &trace);
     let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();
     names.extend(h.snapshots.iter().map(|s| s.artefact.clone()));

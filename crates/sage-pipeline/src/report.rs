@@ -63,6 +63,7 @@ impl RunTally {
             sage_version: env!("CARGO_PKG_VERSION").into(),
             judges: self.judges,
             runs: self.runs,
+            case_root: None,
             results,
             skipped: self.skipped,
             problems: self.problems,
@@ -157,20 +158,19 @@ pub fn render_summary(s: &Summary) -> String {
     use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        format!(
-            "Table 5 — {} {}cases, judge {}, run {}",
-            s.cases,
-            s.subset
-                .as_deref()
-                .map(|k| format!("{k} "))
-                .unwrap_or_default(),
-            s.judge,
-            s.run
-        ),
-        "N".into(),
-        "%".into(),
-    ]);
+    // The title goes above the table, not in its header cell: a long judge name would
+    // otherwise widen every row past a terminal's width.
+    let title = format!(
+        "Table 5 — {} {}cases, judge {}, run {}",
+        s.cases,
+        s.subset
+            .as_deref()
+            .map(|k| format!("{k} "))
+            .unwrap_or_default(),
+        s.judge,
+        s.run
+    );
+    t.set_header(vec![String::new(), "N".into(), "%".into()]);
     t.add_row(vec!["(a) Code provenance", "", ""]);
     row(
         &mut t,
@@ -222,7 +222,7 @@ pub fn render_summary(s: &Summary) -> String {
         "No missed opportunity recorded",
         s.missed_opportunities.get("none"),
     );
-    let mut out = t.to_string();
+    let mut out = format!("{title}\n{t}");
     out.push_str(&format!(
         "\nturns: {} scored, {} scoring failures, {} administrative (not scored)\n",
         s.turns_scored, s.turns_failed, s.turns_administrative
@@ -253,10 +253,21 @@ pub fn render_summary(s: &Summary) -> String {
     out
 }
 
-/// `text` under a first-line prefix and a continuation prefix, cut after `fold` lines
-/// (0: whole) with a count of what was left out; control characters other than tabs are
-/// dropped so a trace cannot move the cursor or recolour the terminal.
-fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
+/// How [`explain`] lays its text out: `fold` lines of each text, diff and quote before the
+/// rest is counted (0: whole), each line cut to `width` columns when a width is given and
+/// texts are folded (the CLI passes the terminal's; `--full` shows everything).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout {
+    pub fold: usize,
+    pub width: Option<usize>,
+}
+
+/// `text` under a first-line prefix and a continuation prefix, cut after `layout.fold`
+/// lines (0: whole) with a count of what was left out, each line cut to the width; control
+/// characters other than tabs are dropped so a trace cannot move the cursor or recolour the
+/// terminal.
+fn folded_to(first: &str, text: &str, layout: Layout, rest: &str) -> String {
+    let fold = layout.fold;
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let shown = if fold == 0 {
         lines.len()
@@ -270,7 +281,11 @@ fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
             .filter(|c| !c.is_control() || *c == '\t')
             .collect();
         let line = format!("{}{}", if i == 0 { first } else { rest }, clean.trim_end());
-        o.push_str(line.trim_end());
+        let line = match layout.width {
+            Some(w) if fold != 0 => cut(line.trim_end(), w),
+            _ => line.trim_end().to_string(),
+        };
+        o.push_str(&line);
         o.push('\n');
     }
     if shown < lines.len() {
@@ -281,6 +296,179 @@ fn folded(first: &str, text: &str, fold: usize, rest: &str) -> String {
         ));
     }
     o
+}
+
+/// `line` cut to `width` characters, the cut marked with `…`.
+fn cut(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        return line.to_string();
+    }
+    let mut s: String = line.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// A turn's text as a person reads it: a line that is a JSON object (a tool call's
+/// arguments) becomes one `key: value` line per field, string values unescaped (a file's
+/// text shows as its lines, not as one line of `\n` escapes).
+pub fn readable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let t = line.trim();
+        let obj = t
+            .starts_with('{')
+            .then(|| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok())
+            .flatten();
+        match obj {
+            Some(m) if !m.is_empty() => {
+                for (k, v) in &m {
+                    match v {
+                        serde_json::Value::String(s) if s.contains('\n') => {
+                            out.push_str(&format!("{k}:\n"));
+                            for l in s.lines() {
+                                out.push_str("  ");
+                                out.push_str(l);
+                                out.push('\n');
+                            }
+                        }
+                        serde_json::Value::String(s) => out.push_str(&format!("{k}: {s}\n")),
+                        other => out.push_str(&format!("{k}: {other}\n")),
+                    }
+                }
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// A quote as the text it quotes. A quote cut from a tool call's JSON arguments is shown as
+/// `key: value` lines (as [`readable`] shows a whole call, also when the quote stops inside
+/// the object), and any other quote with JSON string escapes (`\n`, `\"`, `\uXXXX`) decoded.
+pub fn quote_text(q: &str) -> String {
+    let t = q.trim();
+    if t.starts_with("{\"") {
+        if let Some(fields) = json_fields(t) {
+            return fields;
+        }
+    }
+    unescaped_quote(q)
+}
+
+/// The fields of a JSON object's text, whole or cut short, as `key: value` lines; `None`
+/// when the text is not the start of an object of that shape.
+fn json_fields(t: &str) -> Option<String> {
+    let b = t.as_bytes();
+    let mut i = 1; // after `{`
+    let mut out = String::new();
+    // a JSON string starting at b[i] == '"': its raw inner text and the index after it
+    let string_at = |i: usize| -> (usize, usize) {
+        let mut j = i + 1;
+        while j < b.len() {
+            match b[j] {
+                b'\\' => j += 2,
+                b'"' => return (j, j + 1),
+                _ => j += 1,
+            }
+        }
+        (b.len().min(j), b.len())
+    };
+    while i < b.len() {
+        if b[i] != b'"' {
+            return None;
+        }
+        let (kend, next) = string_at(i);
+        let key = &t[i + 1..kend.max(i + 1)];
+        i = next;
+        if i >= b.len() {
+            break;
+        }
+        if b[i] != b':' {
+            return None;
+        }
+        i += 1;
+        if i < b.len() && b[i] == b'"' {
+            let (vend, next) = string_at(i);
+            let value = unescaped_quote(&t[i + 1..vend.max(i + 1)]);
+            if value.contains('\n') {
+                out.push_str(&format!("{key}:\n"));
+                for l in value.lines() {
+                    out.push_str(&format!("  {l}\n"));
+                }
+            } else {
+                out.push_str(&format!("{key}: {value}\n"));
+            }
+            i = next;
+        } else {
+            // a number, literal, array or object: up to the next top-level `,` or `}`
+            let start = i;
+            let mut depth = 0i32;
+            while i < b.len() {
+                match b[i] {
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' if depth > 0 => depth -= 1,
+                    b',' | b'}' if depth == 0 => break,
+                    b'"' => {
+                        i = string_at(i).1;
+                        continue;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            out.push_str(&format!("{key}: {}\n", &t[start..i]));
+        }
+        if i < b.len() && b[i] == b',' {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// JSON string escapes (`\n`, `\"`, `\\`, `\uXXXX`) decoded, when the text carries them.
+pub fn unescaped_quote(q: &str) -> String {
+    if !(q.contains("\\n") || q.contains("\\\"") || q.contains("\\t") || q.contains("\\u")) {
+        return q.to_string();
+    }
+    let mut out = String::with_capacity(q.len());
+    let mut it = q.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => {}
+            Some('"') => out.push('"'),
+            Some('\\') => out.push('\\'),
+            Some('/') => out.push('/'),
+            Some('u') => {
+                let hex: String = it.clone().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) if hex.len() == 4 => {
+                        out.push(ch);
+                        for _ in 0..4 {
+                            it.next();
+                        }
+                    }
+                    _ => out.push_str("\\u"),
+                }
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// What [`explain`] shows beyond the result: the case's trace, task text and history (the
@@ -303,16 +491,21 @@ pub fn baseline_notice_applies(r: &CaseResult) -> bool {
 ///
 /// With the prepared case, it also shows the task, each turn's text and each write's diff,
 /// folded to a few lines each (`fold` lines; 0 shows them whole).
-pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize) -> String {
+pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, layout: Layout) -> String {
+    let fold = layout.fold;
     use sage_judge::{Dimension, TurnOutcome};
     use std::fmt::Write as _;
     let trace = prepared.map(|p| p.trace);
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "case {} — framework {}{}, judge {}, run {}",
+        "case {} — framework {}{}{}, judge {}, run {}",
         r.case_id,
         r.framework,
+        r.trace_format
+            .as_deref()
+            .map(|f| format!(" (read as {f})"))
+            .unwrap_or_default(),
         r.metadata
             .trace_source
             .map(|t| format!(" ({} trace)", t.as_str()))
@@ -342,7 +535,7 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
         let _ = write!(
             o,
             "{}",
-            folded("description: ", task, fold, "             ")
+            folded_to("description: ", task, layout, "             ")
         );
     }
     match &r.anchor.fragment {
@@ -458,25 +651,26 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
             marks.join(" ")
         );
         if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
-            let text = turn.full_text();
+            let text = readable(&turn.full_text());
             if !text.trim().is_empty() {
                 let _ = write!(
                     o,
                     "{}",
-                    folded("           │ ", &text, fold, "           │ ")
+                    folded_to("           │ ", &text, layout, "           │ ")
                 );
             }
         }
         if let Some(TurnOutcome::Scored(s)) = outcome {
             for q in &s.quotes {
-                let _ = writeln!(
+                // the quote as the text it quotes, then where it is in the raw trace
+                let text = format!("“{}”", quote_text(&q.quote).trim());
+                let head = format!("           {} {} ", q.dimension, s.score(q.dimension));
+                let _ = write!(
                     o,
-                    "           {} {} “{}”  [{}]",
-                    q.dimension,
-                    s.score(q.dimension),
-                    sage_trace::normalize_ws(&q.quote),
-                    q.raw.display()
+                    "{}",
+                    folded_to(&head, &text, layout, "                  ")
                 );
+                let _ = writeln!(o, "                  [{}]", q.raw.display());
             }
         }
         if let Some(l) = r.origin.links.iter().find(|l| l.turn == t.turn) {
@@ -519,10 +713,13 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
                         o,
                         "{}",
                         // A diff is worth more lines than a message before it is folded.
-                        folded(
+                        folded_to(
                             "             ",
                             &diff,
-                            fold.saturating_mul(3),
+                            Layout {
+                                fold: fold.saturating_mul(3),
+                                ..layout
+                            },
                             "             "
                         )
                     );
@@ -567,15 +764,36 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
             );
         }
     }
+    // The rule's three candidates, each with what makes a turn one (SAGE.md, the origin
+    // rule), so the line explains itself.
     let c = &r.origin.candidates;
-    let fmt = |t: Option<usize>| t.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+    let fmt = |t: Option<usize>| {
+        t.map(|t| format!("turn {t}"))
+            .unwrap_or_else(|| "none".into())
+    };
     let _ = writeln!(
         o,
-        "candidates: (i) {}  (ii) {}  (iii) {}",
-        fmt(c.inadequate_defence_selected),
-        fmt(c.unaddressed_requirement),
-        fmt(c.defect_in_code_change)
+        "candidates (the origin is the earlier of (i) and (ii); (iii) only when neither exists):"
     );
+    for (label, turn, what) in [
+        (
+            "(i)   inadequate defence selected",
+            c.inadequate_defence_selected,
+            "first turn before the introducing write with a defence (DI > 0) linked to the anchor",
+        ),
+        (
+            "(ii)  unaddressed requirement",
+            c.unaddressed_requirement,
+            "first turn with a security opportunity and TR = 0, DI = 0",
+        ),
+        (
+            "(iii) defect in the code change",
+            c.defect_in_code_change,
+            "the introducing write itself, expressing TR or DI",
+        ),
+    ] {
+        let _ = writeln!(o, "  {label:<34} {:<9} {what}", fmt(turn));
+    }
     for f in &r.write_failures {
         let _ = writeln!(
             o,
@@ -605,4 +823,55 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, fold: usize
     }
     let _ = writeln!(o);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_cut_from_tool_call_arguments_read_as_text() {
+        let q = r#"{"command":"create","path":"/p/t.py","file_text":"import os\nprint(\"hi\")\n"#;
+        assert_eq!(
+            quote_text(q),
+            "command: create\npath: /p/t.py\nfile_text:\n  import os\n  print(\"hi\")\n"
+        );
+        assert_eq!(quote_text(r#"a \"b\" \u00e9"#), "a \"b\" é");
+        assert_eq!(quote_text("plain text"), "plain text");
+        // not an object of that shape: shown as it is
+        assert_eq!(quote_text("{not json"), "{not json");
+        let whole = readable(r#"{"command":"view","path":"/p","n":3}"#);
+        assert_eq!(whole, "command: view\npath: /p\nn: 3\n");
+    }
+
+    #[test]
+    fn folded_lines_are_cut_to_the_width_and_whole_with_full() {
+        let text = format!("{}\nb\nc", "x".repeat(50));
+        let f = folded_to(
+            "> ",
+            &text,
+            Layout {
+                fold: 2,
+                width: Some(20),
+            },
+            "  ",
+        );
+        assert_eq!(
+            f,
+            format!(
+                "> {}…\n  b\n  … 1 more line(s) (--full shows all)\n",
+                "x".repeat(17)
+            )
+        );
+        let full = folded_to(
+            "> ",
+            &text,
+            Layout {
+                fold: 0,
+                width: Some(20),
+            },
+            "  ",
+        );
+        assert!(full.contains(&"x".repeat(50)));
+    }
 }

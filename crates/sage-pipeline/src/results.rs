@@ -42,8 +42,13 @@ pub struct CaseResult {
     pub task_description: String,
     pub metadata: Metadata,
     pub anchor: FailureAnchor,
-    /// The adapter that read the trace.
+    /// The agent framework: the case's `metadata.framework`, else its `trace.framework`,
+    /// else the adapter that read the trace.
     pub framework: String,
+    /// The adapter that read the trace, when it is not the framework's name (an OpenHands
+    /// run recorded in Claude's stream format is `openhands` read as `claude-stream`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_format: Option<String>,
     pub counts: TraceCounts,
     pub turns: Vec<TurnInfo>,
     pub reconstruction_condition: ReconstructionCondition,
@@ -108,6 +113,10 @@ pub struct ResultSet {
     pub sage_version: String,
     pub judges: Vec<JudgeId>,
     pub runs: u32,
+    /// The folder `sage localize` ran in (absolute): the results' case folders (`case_dir`,
+    /// relative to it) are found from there wherever the results are opened from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_root: Option<String>,
     pub results: Vec<CaseResult>,
     pub skipped: Vec<Skipped>,
     pub problems: Vec<Problem>,
@@ -129,7 +138,7 @@ impl ResultSet {
         };
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let set: ResultSet = serde_json::from_str(&text)
+        let set: ResultSet = sage_trace::json::parse(&text)
             .map_err(|e| format!("{}: not a sage results file: {e}", file.display()))?;
         if set.version != RESULTS_VERSION {
             return Err(format!(

@@ -167,7 +167,8 @@ impl SarifLog {
         let run = Run::load(Path::new(&r.case_dir)).ok();
         let trace = run.as_ref().and_then(|run| {
             let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
-            sage_adapters::normalize(&files, Some(&r.framework)).ok()
+            let how = sage_adapters::NormalizeOptions::framework(Some(&r.framework));
+            sage_adapters::normalize(&files, &how).ok()
         });
         let mut region = None;
         if let Some((s, e)) = run.as_ref().and_then(|run| anchor_lines(run, r)) {

@@ -108,7 +108,18 @@ impl<W: Write> Entries for ResultsDoc<W> {
 
 impl<W: Write> ResultsDoc<W> {
     /// Write the fields before `results` and open it.
-    pub fn begin(mut w: W, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+    pub fn begin(w: W, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        Self::begin_at(w, judges, runs, None)
+    }
+
+    /// [`ResultsDoc::begin`] of a document that records where its case folders are
+    /// ([`ResultSet::case_root`]).
+    pub fn begin_at(
+        mut w: W,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
         w.write_all(b"{\n")?;
         field(&mut w, "version", &RESULTS_VERSION)?;
         w.write_all(b",\n")?;
@@ -117,6 +128,10 @@ impl<W: Write> ResultsDoc<W> {
         field(&mut w, "judges", &judges)?;
         w.write_all(b",\n")?;
         field(&mut w, "runs", &runs)?;
+        if let Some(root) = case_root {
+            w.write_all(b",\n")?;
+            field(&mut w, "case_root", &root)?;
+        }
         w.write_all(b",\n  \"results\": [")?;
         Ok(ResultsDoc { w, results: 0 })
     }
@@ -291,6 +306,17 @@ impl ResultsDir {
     /// on its files. Temporary files that a killed run left (`.tmp-*`) are removed first:
     /// with the lock held, no other run can be writing them.
     pub fn create(dir: &Path, judges: &[JudgeId], runs: u32) -> io::Result<Self> {
+        Self::create_at(dir, judges, runs, None)
+    }
+
+    /// [`ResultsDir::create`] whose `results.json` records where its case folders are
+    /// ([`ResultSet::case_root`]).
+    pub fn create_at(
+        dir: &Path,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
         let cases = dir.join("cases");
         std::fs::create_dir_all(&cases)?;
         let lock = std::fs::OpenOptions::new()
@@ -325,7 +351,7 @@ impl ResultsDir {
             dir: dir.to_path_buf(),
             cases,
             written: BTreeSet::new(),
-            doc: ResultsDoc::begin(file, judges, runs)?,
+            doc: ResultsDoc::begin_at(file, judges, runs, case_root)?,
             _lock: lock,
         })
     }
@@ -386,7 +412,7 @@ impl ResultsDir {
 pub fn write_results_dir(dir: &Path, set: &ResultSet) -> io::Result<()> {
     let by_case =
         results_by_case(set).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, m))?;
-    let mut out = ResultsDir::create(dir, &set.judges, set.runs)?;
+    let mut out = ResultsDir::create_at(dir, &set.judges, set.runs, set.case_root.as_deref())?;
     for (id, rs) in by_case {
         let mut file = out.open_case(id)?;
         write_entries(rs, &mut [&mut file])?;
@@ -398,7 +424,7 @@ pub fn write_results_dir(dir: &Path, set: &ResultSet) -> io::Result<()> {
 
 /// A whole result set as one document written to `w`.
 pub fn write_doc<W: Write>(w: W, set: &ResultSet) -> io::Result<W> {
-    let mut doc = ResultsDoc::begin(w, &set.judges, set.runs)?;
+    let mut doc = ResultsDoc::begin_at(w, &set.judges, set.runs, set.case_root.as_deref())?;
     write_entries(&set.results, &mut [&mut doc])?;
     doc.finish(&set.skipped, &set.problems, &set.summaries)
 }

@@ -229,6 +229,23 @@ enum SideResult {
     },
 }
 
+/// The run's patch in a result file that `sage replay --result` reads (a unified diff, a
+/// SWE-bench `.pred` / `preds.json` prediction, a commit series): its unified-diff text.
+/// `sage case init --patch` takes the same files.
+pub fn patch_of_result(path: &Path) -> Result<String, ReplayError> {
+    match read_result(path)? {
+        SideResult::FinalDiff { diff, .. } | SideResult::Commits { diff, .. } => Ok(diff),
+        SideResult::ApplyPatch { .. } => Err(input(
+            path,
+            "a Codex apply_patch result, not a unified diff: give the run's `git diff`",
+        )),
+        SideResult::Snapshot { .. } => Err(input(
+            path,
+            "a directory snapshot (sha256 per file), not a patch",
+        )),
+    }
+}
+
 fn read_result(path: &Path) -> Result<SideResult, ReplayError> {
     let bytes = sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes())
         .map_err(|e| input(path, format!("cannot read: {e}")))?;
@@ -471,13 +488,7 @@ impl Names {
         if let Some(k) = match_key(path, &self.0) {
             return Some(k);
         }
-        let p = normalize_path(path);
-        let tail = format!("/{}", p.trim_start_matches('/'));
-        let mut hits = self.0.iter().filter(|n| n.ends_with(&tail));
-        match (hits.next(), hits.next()) {
-            (Some(one), None) => Some(one.clone()),
-            _ => None,
-        }
+        sage_history::tail_match(path, &self.0)
     }
     /// [`Names::find`], else a new name.
     fn resolve(&mut self, path: &str) -> String {
@@ -495,18 +506,15 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         .ok_or_else(|| AdapterError::new("-", None, "no trace file given"))?;
     // The same refusals as `sage normalize` (a forced framework that does not fit, a file
     // that is not a trace, no agent turn); then what the trace shows of its files.
-    sage_adapters::normalize_opts(
-        files,
-        sage_adapters::NormalizeOptions {
-            framework: opts.framework.clone(),
-            mapping: None,
-            allow_empty: opts.allow_empty,
-            run: opts.run,
-            framework_from: None,
-        },
-    )?;
-    let (trace, seen) =
-        sage_adapters::normalize_seen_run(files, opts.framework.as_deref(), opts.run)?;
+    let normalize = sage_adapters::NormalizeOptions {
+        framework: opts.framework.clone(),
+        mapping: None,
+        allow_empty: opts.allow_empty,
+        run: opts.run,
+        framework_from: None,
+    };
+    sage_adapters::normalize(files, &normalize)?;
+    let (trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()

@@ -21,7 +21,8 @@ const CSS: &str = r#"
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;background:var(--bg);color:var(--fg)}
 header{padding:16px 24px;border-bottom:1px solid var(--line);background:#fff}h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 8px}
 main{padding:16px 24px;max-width:1200px}.mut{color:var(--mut)}.notice{border-left:3px solid var(--mut);padding:4px 10px}a{color:var(--iw)}
-table{border-collapse:collapse;width:100%;background:#fff}th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;width:100%;background:#fff}th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{overflow-wrap:normal}#cases{table-layout:fixed;font-size:13px}#cases th:first-child,#cases td:first-child{width:22%}
 th{font-weight:600;background:#f3f3f1}.num{text-align:right;font-variant-numeric:tabular-nums}
 .filters{display:flex;gap:8px;flex-wrap:wrap;margin:8px 0}.filters input,.filters select{padding:4px 6px;font:inherit}
 .turn{background:#fff;border:1px solid var(--line);border-radius:6px;margin:8px 0;padding:8px 12px;content-visibility:auto;contain-intrinsic-size:auto 160px}
@@ -36,7 +37,7 @@ mark{background:#ffe58a}.add{color:#1b6b2a}.del{color:#a4161a}.hunk{color:var(--
 details>summary{cursor:pointer;color:var(--mut)}.hidden{display:none}
 "#;
 
-const INDEX_JS: &str = r#"
+pub(crate) const INDEX_JS: &str = r#"
 (function(){
   const q=document.getElementById('q'), rows=[...document.querySelectorAll('tr.case')];
   const sel=[...document.querySelectorAll('select[data-f]')];
@@ -56,6 +57,8 @@ const INDEX_JS: &str = r#"
   const p=new URLSearchParams(location.search); if(p.get('q')){q.value=p.get('q');}
   for(const s of sel){ if(p.get(s.dataset.f)) s.value=p.get(s.dataset.f); }
   apply();
+  // whether the page fits its window (no sideways scrolling): read by the browser tests
+  document.documentElement.dataset.fits=document.documentElement.scrollWidth<=innerWidth?'yes':'no';
 })();
 "#;
 
@@ -180,7 +183,7 @@ pub(crate) fn readable_arguments(call: &sage_trace::ToolCall) -> String {
     o
 }
 
-fn diff_html(diff: &str) -> String {
+pub(crate) fn diff_html(diff: &str) -> String {
     let mut o = String::new();
     for line in diff.lines() {
         let class = if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@")
@@ -238,7 +241,7 @@ fn base64(bytes: &[u8]) -> String {
     o
 }
 
-fn page(title: &str, body: &str, script: &str) -> String {
+pub(crate) fn page(title: &str, body: &str, script: &str) -> String {
     let script_el = if script.is_empty() {
         String::new()
     } else {
@@ -272,6 +275,26 @@ fn origin_label(r: &CaseResult) -> (String, String) {
         ),
         Outcome::Undetermined { reason } => ("undetermined".into(), reason.as_str().to_string()),
     }
+}
+
+/// Escaped text with every `turn N` made a link to that turn's section (`href_base` before
+/// the `#`: empty on the case's own page). Only turns the result lists are linked.
+fn link_turns(text: &str, href_base: &str, turns: &std::collections::BTreeSet<usize>) -> String {
+    let escaped = esc(text);
+    let re = regex::Regex::new(r"\bturns? (\d+)\b").expect("static pattern");
+    re.replace_all(&escaped, |c: &regex::Captures| {
+        let n: usize = c[1].parse().unwrap_or(0);
+        if turns.contains(&n) {
+            format!("<a href=\"{href_base}#turn-{n}\">{}</a>", &c[0])
+        } else {
+            c[0].to_string()
+        }
+    })
+    .into_owned()
+}
+
+fn turn_set(r: &CaseResult) -> std::collections::BTreeSet<usize> {
+    r.turns.iter().map(|t| t.turn).collect()
 }
 
 /// The index page.
@@ -350,7 +373,7 @@ pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> S
         b.push_str("</select>");
     }
     b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
-    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>code provenance</th><th>introducing write</th><th>origin turn</th><th>origin type / reason</th><th>missed detection opportunities</th><th>automatic checks</th><th>addresses judge</th><th>judge</th></tr>");
+    b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>code provenance</th><th>introducing write</th><th>origin turn</th><th>origin type / reason</th><th>missed detection opportunities</th><th>automatic checks</th><th>addresses the judge</th><th>judge</th></tr>");
     for r in &set.results {
         let (origin, ty) = origin_label(r);
         let failed = r.failed_checks().len();
@@ -364,8 +387,8 @@ pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> S
             fw = esc(&r.framework),
             cwe = esc(&r.anchor.cwe),
             pv = r.provenance.provenance.as_str(),
-            iw = r.provenance.introducing_write.map(|w| format!("turn {}", w.turn)).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine".into() } else { "none".into() }),
-            origin = esc(&origin),
+            iw = r.provenance.introducing_write.map(|w| format!("<a href=\"cases/{}#turn-{t}\">turn {t}</a>", esc(&case_file(&r.case_id)), t = w.turn)).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine".into() } else { "none".into() }),
+            origin = link_turns(&origin, &format!("cases/{}", case_file(&r.case_id)), &turn_set(r)),
             ty = esc(&ty),
             missed = r.origin.missed_opportunities.len(),
             checks = if failed == 0 { "<span class=check-ok>all passed</span>".to_string() } else { format!("<span class=check-fail>{failed} failed</span>") },
@@ -407,6 +430,7 @@ pub(crate) fn case_html(
 ) -> String {
     let mut b = String::new();
     let (origin, ty) = origin_label(r);
+    let turns = turn_set(r);
     let _ = write!(
         b,
         "<header><h1>{}</h1><div class=mut><a href=\"../index.html\">all cases</a> · framework {} · judge {} run {} · task {} ({})</div></header><main>",
@@ -452,10 +476,10 @@ pub(crate) fn case_html(
         b,
         "<h2>Outcome</h2><table id=outcome><tr><th>code provenance</th><td>{} — {}</td></tr><tr><th>introducing write</th><td>{}</td></tr><tr><th>reconstruction condition</th><td>{}</td></tr><tr><th>origin turn</th><td id=origin-summary>{}</td></tr><tr><th>{}</th><td id=origin-type>{}</td></tr><tr><th>missed detection opportunities</th><td>{}</td></tr><tr><th>turns addressing the judge</th><td id=injection-summary>{}</td></tr></table>",
         r.provenance.provenance.as_str(),
-        esc(&r.provenance.reason),
+        link_turns(&r.provenance.reason, "", &turns),
         r.provenance.introducing_write.map(|w| if w.deduced { format!("<a href=\"#turn-{t}\">turn {t}</a> (deduced: only the final state shows the change)", t = w.turn) } else { format!("write {} at <a href=\"#turn-{t}\">turn {t}</a>{}", w.write, if w.reinstated { " (reinstated)" } else { "" }, t = w.turn) }).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine (only the final state shows the change)".into() } else { "none".into() }),
         r.reconstruction_condition.as_str(),
-        esc(&origin),
+        link_turns(&origin, "", &turns),
         if r.origin.outcome.origin().is_some() { "origin type" } else { "undetermined: reason" },
         esc(&ty),
         if r.origin.missed_opportunities.is_empty() { "none".to_string() } else { r.origin.missed_opportunities.iter().map(|m| format!("<a href=\"#turn-{0}\">turn {0}</a>", m.turn)).collect::<Vec<_>>().join(", ") },
@@ -469,16 +493,16 @@ pub(crate) fn case_html(
             if c.passed { "check-ok" } else { "check-fail" },
             if c.passed { "✓" } else { "✗ FAILED" },
             esc(&c.name),
-            esc(&c.detail)
+            link_turns(&c.detail, "", &turns)
         );
     }
     for f in &r.write_failures {
         let _ = write!(
             b,
-            "<li class=check-fail>write {} at turn {} not applied: {}</li>",
+            "<li class=check-fail>write {} at <a href=\"#turn-{t}\">turn {t}</a> not applied: {}</li>",
             f.write,
-            f.turn,
-            esc(&f.reason)
+            esc(&f.reason),
+            t = f.turn
         );
     }
     b.push_str("</ul><h2>Timeline</h2><div id=timeline>");
@@ -674,7 +698,11 @@ pub struct ViewReport {
 
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
 /// case; the index lists every run).
-pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
+pub fn write_site(
+    set: &ResultSet,
+    locator: &crate::locate::CaseLocator,
+    out: &Path,
+) -> std::io::Result<ViewReport> {
     // One id, one case folder, one page: a collision is an error, not a shared page.
     crate::sink::results_by_case(set)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
@@ -687,12 +715,18 @@ pub fn write_site(set: &ResultSet, out: &Path) -> std::io::Result<ViewReport> {
         if !done.insert(r.case_id.clone()) {
             continue;
         }
-        let prepared = match prepare(Path::new(&r.case_dir)) {
-            Ok((p, _)) => Some(p),
-            Err(s) => {
-                report.warnings.push(format!("{}: {}", s.case, s.message));
+        let prepared = match locator.locate(&r.case_dir) {
+            Err(m) => {
+                report.warnings.push(m.0);
                 None
             }
+            Ok(dir) => match prepare(&dir) {
+                Ok((p, _)) => Some(p),
+                Err(s) => {
+                    report.warnings.push(format!("{}: {}", s.case, s.message));
+                    None
+                }
+            },
         };
         let mut diffs = BTreeMap::new();
         if let Some(p) = &prepared {

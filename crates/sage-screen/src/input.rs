@@ -39,6 +39,9 @@ pub struct Options {
     /// whatever the case folder says, so running it is the user's explicit choice (the CLI
     /// shows each command and how it runs before screening starts).
     pub run_tests: bool,
+    /// The `PATH` a case's tests run with (the CLI passes its own; the library reads no
+    /// environment). `None`: no `PATH`.
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl Default for Options {
@@ -50,6 +53,7 @@ impl Default for Options {
             bandit: BanditMode::Auto,
             test_timeout: Duration::from_secs(60),
             run_tests: false,
+            path: None,
         }
     }
 }

@@ -377,7 +377,7 @@ pub fn sandbox_description(timeout: Duration) -> String {
 /// replaced by `python`.
 ///
 /// The command is the case's own program, so it runs with as little as the platform allows:
-/// a cleared environment (no API key or token is inherited: `PATH`, `LANG` and a `HOME` and
+/// a cleared environment (no API key or token is inherited: `PATH` as given (the CLI's own), `LANG` and a `HOME` and
 /// `TMPDIR` inside the scratch folder only), its own process group, and without network
 /// where Linux user and network namespaces are available ([`network_isolation`]).
 pub fn run_tests(
@@ -385,6 +385,7 @@ pub fn run_tests(
     files: &BTreeMap<String, Vec<u8>>,
     python: &Path,
     timeout: Duration,
+    path: Option<&std::ffi::OsStr>,
 ) -> TestOutcome {
     let start = Instant::now();
     let fail = |status: &str, msg: String| TestOutcome {
@@ -439,7 +440,7 @@ pub fn run_tests(
         .stdin(Stdio::null())
         .stdout(logf)
         .stderr(logf2);
-    if let Some(path) = std::env::var_os("PATH") {
+    if let Some(path) = path {
         cmd.env("PATH", path);
     }
     // its own process group, so the timeout ends whatever the tests started
@@ -564,6 +565,7 @@ mod tests {
             &files,
             &py,
             Duration::from_secs(20),
+            std::env::var_os("PATH").as_deref(),
         );
         if ok.status == "error" {
             eprintln!("python3 not available; skipping: {}", ok.tail);
@@ -579,6 +581,7 @@ mod tests {
             &BTreeMap::new(),
             &py,
             Duration::from_millis(300),
+            std::env::var_os("PATH").as_deref(),
         );
         assert_eq!(slow.status, "timeout");
         assert!(safe_join(Path::new("/x"), "../etc").is_none());

@@ -459,6 +459,7 @@ fn finish_case(
             &files,
             &py,
             t.timeout.unwrap_or(opts.test_timeout),
+            opts.path.as_deref(),
         );
         if !out.passed() {
             c.reasons.push(format!(

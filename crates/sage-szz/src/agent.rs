@@ -11,8 +11,9 @@
 //!    vulnerability is present in C's version of the statement. If present, the statement is
 //!    mapped into `C^` **by content** (the most similar line C deleted, not the same line
 //!    number) and under C's old path when C renamed the file; the walk stops when C
-//!    introduced the statement, at a root commit, or when the oracle says absent, and
-//!    returns the last commit where it was present (C itself when the first step is absent).
+//!    introduced the statement, at a root commit, when the oracle says absent (returning
+//!    the last commit where it was present, C itself when the first step is absent), or
+//!    when the oracle says C's own change brought the vulnerability in (returning C).
 //! 5. **Votes** across anchors; the fallback when nothing is found blames the top-3 deleted
 //!    lines, and for a fix with no pre-fix anchor (a "ghost" fix) runs the pickaxe on the
 //!    root-cause keywords, bounded by the fix.
@@ -292,6 +293,13 @@ fn trace(
             return Ok(t);
         }
         last_present = Some(b.commit.clone());
+        if p.introduced {
+            // the code was safe before this commit: its parent's version must not be asked
+            // (there the statement may share every keyword and still be guarded elsewhere)
+            t.result = last_present;
+            t.stop = format!("{} introduced the vulnerability", short(&b.commit));
+            return Ok(t);
+        }
         let Some(parent) = ci.parents.first() else {
             t.stop = "present since the root commit".into();
             break;

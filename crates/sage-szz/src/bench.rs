@@ -32,7 +32,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Time one fix `runs` times each way (after one warm-up run of each).
-pub fn bench_fix(git: &Git, fix: &str, runs: usize) -> Result<BenchRow, SzzError> {
+pub fn bench_fix(git: &Git, fix: &str, runs: std::num::NonZeroUsize) -> Result<BenchRow, SzzError> {
     let opts = Options::default();
     let loaded = load_fix(git, fix)?;
     let mut notes = Vec::new();
@@ -69,7 +69,7 @@ pub fn bench_fix(git: &Git, fix: &str, runs: usize) -> Result<BenchRow, SzzError
     let mut b_times = Vec::new();
     let mut p_times = Vec::new();
     let mut calls = warm.git_calls;
-    for _ in 0..runs.max(1) {
+    for _ in 0..runs.get() {
         // a fresh handle so metadata caches do not carry over between runs
         let g = Git::open(git.git_dir(), git.timeout())?.with_max_output(git.max_output());
         let t = Instant::now();

@@ -100,7 +100,7 @@ pub struct EvalConfig<'a> {
     pub options: Options,
     pub timeout: Duration,
     /// The cap on what one git call may print, in bytes.
-    pub max_output: u64,
+    pub max_output: std::num::NonZeroU64,
     /// CVE id → description, handed to the agent.
     pub descriptions: HashMap<String, String>,
     pub oracle: Option<&'a dyn SzzOracle>,

@@ -136,16 +136,16 @@ impl Git {
         self.timeout
     }
 
-    /// This handle with a cap of `bytes` (at least 1) on what each git call may print: a
-    /// call that prints more is killed and fails with [`SzzError::OutputTooLarge`].
-    pub fn with_max_output(mut self, bytes: u64) -> Git {
-        self.max_output = bytes.max(1);
+    /// This handle with a cap of `bytes` on what each git call may print: a call that prints
+    /// more is killed and fails with [`SzzError::OutputTooLarge`].
+    pub fn with_max_output(mut self, bytes: std::num::NonZeroU64) -> Git {
+        self.max_output = bytes.get();
         self
     }
 
     /// The cap on what each git call may print.
-    pub fn max_output(&self) -> u64 {
-        self.max_output
+    pub fn max_output(&self) -> std::num::NonZeroU64 {
+        std::num::NonZeroU64::new(self.max_output).expect("set from a NonZeroU64 or the default")
     }
 
     /// How many git processes this handle has started.

@@ -135,6 +135,10 @@ pub struct PresenceQuery<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Presence {
     pub present: bool,
+    /// This commit's own change brought the vulnerability in (it removed a guard, say): the
+    /// code was safe before it, so the walk stops here and answers this commit.
+    #[serde(default)]
+    pub introduced: bool,
     pub reason: String,
 }
 
@@ -602,6 +606,7 @@ impl SzzOracle for LexiconOracle {
             let present = !q.line.trim().is_empty();
             return Ok(Presence {
                 present,
+                introduced: false,
                 reason: "no keyword in the anchor: present while the statement exists".into(),
             });
         }
@@ -619,12 +624,14 @@ impl SzzOracle for LexiconOracle {
         if !guard_removed.is_empty() {
             return Ok(Presence {
                 present: true,
+                introduced: true,
                 reason: format!("this commit removes the guard {}", guard_removed[0]),
             });
         }
         let guard_here: Vec<&String> = q.root.guards.iter().filter(|g| line.contains(*g)).collect();
         if !guard_here.is_empty() {
             return Ok(Presence {
+                introduced: false,
                 present: false,
                 reason: format!("the statement already carries the guard {}", guard_here[0]),
             });
@@ -640,6 +647,7 @@ impl SzzOracle for LexiconOracle {
             .collect();
         if !bound.is_empty() {
             return Ok(Presence {
+                introduced: false,
                 present: false,
                 reason: format!(
                     "this version carries a check the vulnerable statement lacks ({})",
@@ -652,6 +660,7 @@ impl SzzOracle for LexiconOracle {
             });
         }
         Ok(Presence {
+            introduced: false,
             present: share >= self.retention,
             reason: format!(
                 "{kept} of {} anchor keyword(s) present in the statement ({:.0}%)",
@@ -684,7 +693,7 @@ pub struct JudgeLlmClient {
 impl JudgeLlmClient {
     /// `openai:MODEL` or `anthropic:MODEL`, with keys and base URLs from the conventional
     /// environment variables.
-    pub fn from_spec(spec: &str) -> Result<Self, SzzError> {
+    pub fn from_spec(spec: &str, env: &sage_llm::Env) -> Result<Self, SzzError> {
         use sage_llm::{LlmSettings, Provider};
         let (p, model) = spec.split_once(':').ok_or_else(|| {
             SzzError::Other(format!(
@@ -700,7 +709,7 @@ impl JudgeLlmClient {
             return Err(SzzError::Other(format!("oracle {spec:?}: no model")));
         }
         Ok(JudgeLlmClient {
-            settings: LlmSettings::from_env(provider, model.trim()),
+            settings: LlmSettings::from_env(provider, model.trim(), env),
         })
     }
 }
@@ -891,9 +900,11 @@ mod tests {
             .iter()
             .chain(h[0].context.iter())
             .any(|(_, t)| *t == anchors[0].text));
-        let spec_err = JudgeLlmClient::from_spec("nope:x").err().unwrap();
+        let spec_err = JudgeLlmClient::from_spec("nope:x", &Default::default())
+            .err()
+            .unwrap();
         assert!(spec_err.to_string().contains("unknown provider"));
-        assert!(JudgeLlmClient::from_spec("openai").is_err());
+        assert!(JudgeLlmClient::from_spec("openai", &Default::default()).is_err());
     }
 
     #[test]

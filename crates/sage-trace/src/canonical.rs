@@ -58,7 +58,7 @@ impl CanonicalTrace {
 
     /// Move every final-state write out of the turns into [`CanonicalTrace::submissions`]
     /// (adapters attach a submitted patch to some turn; it belongs to no turn). Called once
-    /// on every adapter's output by [`crate::adapters::normalize_with`]; idempotent.
+    /// on every adapter's output by `sage_adapters::normalize`; idempotent.
     pub fn separate_submissions(&mut self) {
         for t in &mut self.turns {
             if !t.writes.iter().any(|w| w.final_state) {
@@ -347,13 +347,21 @@ pub enum WriteOp {
         /// The whole new content.
         content: String,
     },
-    /// Exact search/replace (Aider's SEARCH/REPLACE block): the first occurrence of `search`
-    /// is replaced; an empty `search` appends to (or creates) the file.
+    /// Search/replace (Aider's SEARCH/REPLACE block): the first occurrence of `search` is
+    /// replaced; an empty `search` appends to (or creates) the file.
     SearchReplace {
         /// The text to find (empty: append or create).
         search: String,
         /// The text that replaces it.
         replace: String,
+        /// What the recording editor accepts when `search` is not in the file as written.
+        /// Absent in a canonical trace: [`Tolerance::LinesThenElision`], what every
+        /// search/replace got before the tolerance was written on the op.
+        #[serde(
+            default = "Tolerance::lines_then_elision",
+            skip_serializing_if = "Tolerance::is_lines_then_elision"
+        )]
+        tolerance: Tolerance,
     },
     /// `str_replace`: `old` must occur exactly once unless `all` is set.
     StrReplace {
@@ -364,6 +372,14 @@ pub enum WriteOp {
         /// Replace every occurrence, not exactly one.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         all: bool,
+        /// What the recording editor accepts when `old` is not in the file as written.
+        /// Absent in a canonical trace: [`Tolerance::TrimmedRetry`], what every
+        /// `str_replace` got before the tolerance was written on the op.
+        #[serde(
+            default = "Tolerance::trimmed_retry",
+            skip_serializing_if = "Tolerance::is_trimmed_retry"
+        )]
+        tolerance: Tolerance,
     },
     /// Insert `text` after line `after_line` (0 = at the top).
     Insert {
@@ -388,6 +404,38 @@ pub enum WriteOp {
     },
     /// The artefact was deleted.
     Delete,
+}
+
+/// How far a search/replace or `str_replace` may stray from the file and still apply, as the
+/// editor that recorded it behaves: data the adapter puts on the op, so the history applies
+/// the edit without knowing which format it came from. (Every editor also reads a CRLF file
+/// with universal newlines; that is not a tolerance of one editor and is always tried.)
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tolerance {
+    /// The text must occur in the file as written.
+    Exact,
+    /// Aider's fallbacks: whole lines matched ignoring surrounding whitespace (the replacement
+    /// re-indented), then `...` lines eliding unchanged code in both blocks.
+    LinesThenElision,
+    /// openhands-aci's: an `old` that is not found is retried once with both texts stripped of
+    /// surrounding whitespace (only when that finds exactly one occurrence).
+    TrimmedRetry,
+}
+
+impl Tolerance {
+    fn lines_then_elision() -> Tolerance {
+        Tolerance::LinesThenElision
+    }
+    fn is_lines_then_elision(&self) -> bool {
+        *self == Tolerance::LinesThenElision
+    }
+    fn trimmed_retry() -> Tolerance {
+        Tolerance::TrimmedRetry
+    }
+    fn is_trimmed_retry(&self) -> bool {
+        *self == Tolerance::TrimmedRetry
+    }
 }
 
 impl WriteOp {
@@ -982,6 +1030,7 @@ mod tests {
                 old: "a".into(),
                 new: "b".into(),
                 all: false,
+                tolerance: crate::Tolerance::TrimmedRetry,
             },
             via: "str_replace".into(),
             final_state: false,

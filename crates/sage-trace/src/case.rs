@@ -76,6 +76,12 @@ pub struct TraceSpec {
     /// OpenHands `output.jsonl`, the Nth sample of an Inspect log); the first when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<usize>,
+    /// The folder the trace names its files under where the case names them from the
+    /// repository root (`requests/` for an OpenHands run in `/workspace/requests/`): removed
+    /// from the start of every name the trace writes before the names are matched. `sage
+    /// case init` learns it from the patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
 }
 
 /// What the agent was asked to do. This is all a judge may see besides the trace prefix.
@@ -348,9 +354,9 @@ impl Case {
         let mpath = dir.join(MANIFEST_NAME);
         let text = read_case_text(dir, MANIFEST_NAME)?;
         let manifest: CaseManifest =
-            serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
+            crate::json::parse(&text).map_err(|e| CaseError::Manifest {
                 path: mpath.display().to_string(),
-                msg: e.to_string(),
+                msg: e.0,
             })?;
         Case::from_manifest(dir, manifest)
     }

@@ -10,6 +10,7 @@
 pub mod archive;
 mod canonical;
 pub mod case;
+pub mod json;
 mod rawjson;
 pub mod run;
 pub mod safe;

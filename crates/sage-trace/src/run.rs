@@ -78,11 +78,10 @@ impl Run {
             return Case::load(dir).map(Run::from_case);
         }
         let text = case::read_case_text(dir, RUN_MANIFEST_NAME)?;
-        let manifest: RunManifest =
-            serde_json::from_str(&text).map_err(|e| CaseError::Manifest {
-                path: rpath.display().to_string(),
-                msg: e.to_string(),
-            })?;
+        let manifest: RunManifest = crate::json::parse(&text).map_err(|e| CaseError::Manifest {
+            path: rpath.display().to_string(),
+            msg: e.0,
+        })?;
         Run::from_manifest(dir, manifest)
     }
 

@@ -118,8 +118,8 @@ pub struct PendingCall {
 pub fn export_requests(
     judge: &LlmJudge,
     items: &[ScoreItem<'_>],
-    runs: u32,
-    max_attempts: u32,
+    runs: std::num::NonZeroU32,
+    max_attempts: std::num::NonZeroU32,
     out: &mut dyn Write,
 ) -> Result<ExportReport, JudgeError> {
     let provider = judge.settings().provider;
@@ -138,8 +138,8 @@ pub fn export_requests(
 pub(crate) fn pending_calls(
     judge: &LlmJudge,
     items: &[ScoreItem<'_>],
-    runs: u32,
-    max_attempts: u32,
+    runs: std::num::NonZeroU32,
+    max_attempts: std::num::NonZeroU32,
     sink: &mut dyn FnMut(PendingCall) -> Result<(), JudgeError>,
 ) -> Result<ExportReport, JudgeError> {
     let mut rep = ExportReport::default();
@@ -147,7 +147,7 @@ pub(crate) fn pending_calls(
         let store = item.store;
         // As a live run: one chain per trace, so each digest line is computed once.
         let chain = PrefixChain::new(item.task, &item.trace.turns);
-        for run in 0..runs {
+        for run in 0..runs.get() {
             for k in 1..=item.trace.turns.len() {
                 let Some(req) = TurnRequest::prefix(item.task, item.trace, k) else {
                     continue;
@@ -158,7 +158,7 @@ pub(crate) fn pending_calls(
                     continue;
                 }
                 let mut settled = true;
-                for attempt in 1..=max_attempts.max(1) {
+                for attempt in 1..=max_attempts.get() {
                     let rejection = match judge.lookup(&req, CallInfo { run, attempt }) {
                         Lookup::Miss { id, key, body, .. } => {
                             rep.requests += 1;
@@ -167,10 +167,13 @@ pub(crate) fn pending_calls(
                             settled = false;
                             break;
                         }
-                        Lookup::Stored(Ok(a)) => match verify_judgment(store, turn, &a.judgment) {
-                            Ok(_) => break,
-                            Err(e) => e,
-                        },
+                        Lookup::Stored(Ok(a)) => {
+                            match verify_judgment(store, turn, &a.judgment, &judge.parts.injection)
+                            {
+                                Ok(_) => break,
+                                Err(e) => e.0,
+                            }
+                        }
                         // Nothing to send: the turn's outcome is context-overflow.
                         Lookup::Stored(Err(JudgeError::ContextOverflow { .. })) => {
                             rep.overflow += 1;
@@ -240,8 +243,8 @@ fn need_ledger(judge: &LlmJudge) -> Result<&Ledger, JudgeError> {
 pub async fn submit(
     judge: &LlmJudge,
     items: &[ScoreItem<'_>],
-    runs: u32,
-    max_attempts: u32,
+    runs: std::num::NonZeroU32,
+    max_attempts: std::num::NonZeroU32,
 ) -> Result<SubmitReport, JudgeError> {
     let ledger = need_ledger(judge)?;
     let in_flight = outstanding_ids(judge, ledger)?;
@@ -440,8 +443,8 @@ pub async fn poll(judge: &LlmJudge) -> Result<PollReport, JudgeError> {
 pub fn remaining(
     judge: &LlmJudge,
     items: &[ScoreItem<'_>],
-    runs: u32,
-    max_attempts: u32,
+    runs: std::num::NonZeroU32,
+    max_attempts: std::num::NonZeroU32,
 ) -> Result<(ExportReport, usize), JudgeError> {
     let ledger = need_ledger(judge)?;
     let in_flight = outstanding_ids(judge, ledger)?;

@@ -7,7 +7,6 @@
 //! against the raw record, and the choices come from turn k only (the prefix-only rule holds:
 //! the request already carries turn k whole).
 
-use crate::injection;
 use crate::lexicon::{sentences, LexiconJudge};
 use crate::TurnRequest;
 
@@ -21,10 +20,13 @@ const MAX_CHARS: usize = 400;
 /// code it wrote; each verbatim, without sentences copied from the task (not the agent's
 /// words) or flagged as addressed to the judge (never accepted as evidence), each once, at
 /// most `max` of them.
-pub fn quote_choices(req: &TurnRequest<'_>, max: usize) -> Vec<String> {
+pub fn quote_choices(
+    req: &TurnRequest<'_>,
+    max: usize,
+    rules: &crate::injection::Rules,
+) -> Vec<String> {
     let turn = req.target();
     let task = sage_trace::normalize_ws(&req.task.description);
-    let rules = injection::active();
     let mut out: Vec<String> = Vec::new();
     for text in LexiconJudge::quotable(turn) {
         let flagged = rules.sentence_spans(text);
@@ -81,11 +83,11 @@ mod tests {
             cve: None,
         };
         let req = TurnRequest::prefix(&task, &t, 2).unwrap();
-        let c = quote_choices(&req, 10);
+        let c = quote_choices(&req, 10, &crate::injection::Rules::embedded());
         assert_eq!(
             c,
             ["I will validate the redirect target against the allowed hosts."]
         );
-        assert!(quote_choices(&req, 0).is_empty());
+        assert!(quote_choices(&req, 0, &crate::injection::Rules::embedded()).is_empty());
     }
 }

@@ -179,6 +179,9 @@ pub struct SessionParts {
     pub imports: Option<Arc<BatchResults>>,
     /// Never call the API: a ledger miss stops the run.
     pub offline: bool,
+    /// The injection rules of the run (`--injection-rules`, else the embedded ones): a
+    /// flagged sentence is never offered as a quote choice.
+    pub injection: Arc<crate::injection::Rules>,
     /// The first fatal error of the session: once set, no judge sends another request (a
     /// refused key must not be retried once per case).
     pub tripped: Arc<std::sync::Mutex<Option<JudgeError>>>,
@@ -193,6 +196,7 @@ impl Default for SessionParts {
             meter: Arc::new(CostMeter::new(None)),
             imports: None,
             offline: false,
+            injection: Arc::new(crate::injection::Rules::embedded()),
             tripped: Arc::default(),
         }
     }
@@ -313,7 +317,9 @@ impl LlmJudge {
         if self.s.provider == Provider::OpenAi && !self.schema_ok.load(Ordering::Relaxed) {
             Output::JsonObject
         } else {
-            let choices = self.quote_choices.map(|n| choices::quote_choices(req, n));
+            let choices = self
+                .quote_choices
+                .map(|n| choices::quote_choices(req, n, &self.parts.injection));
             Output::Schema {
                 name: output_name(self.s.provider).into(),
                 description: "Record the SAGE scores of the turn being scored.".into(),
@@ -466,10 +472,14 @@ impl LlmJudge {
 
     /// Whether the call is already answered (ledger or imported batch), and the size of its
     /// request body; no side effects. `Err` for a turn that overflows the context budget.
-    pub(crate) fn probe(&self, req: &TurnRequest<'_>, runs: u32) -> Result<Probe, JudgeError> {
+    pub(crate) fn probe(
+        &self,
+        req: &TurnRequest<'_>,
+        runs: std::num::NonZeroU32,
+    ) -> Result<Probe, JudgeError> {
         // The body is the same for every run (the run is only in the ledger key): built once.
         let (body, hash) = self.request_body(req)?;
-        let stored = (0..runs.max(1))
+        let stored = (0..runs.get())
             .filter(|&run| {
                 let key = self.ledger_key(&hash, CallInfo { run, attempt: 1 });
                 self.parts.ledger.as_ref().is_some_and(|l| l.contains(&key))

@@ -89,11 +89,12 @@ pub fn check_case(dir: &Path) -> CaseCheck {
         }
     };
     let files = sage_adapters::case_sources(&case.dir, &case.manifest.trace);
-    let (trace, seen) = match sage_adapters::normalize_seen_run(
-        &files,
-        case.manifest.trace.framework.as_deref(),
-        case.manifest.trace.run,
-    ) {
+    let how = sage_adapters::NormalizeOptions {
+        framework: case.manifest.trace.framework.clone(),
+        run: case.manifest.trace.run,
+        ..Default::default()
+    };
+    let (trace, seen) = match sage_adapters::normalize_seen(&files, &how) {
         Ok(x) => x,
         Err(e) => {
             c.problems.push(problem(

@@ -206,7 +206,8 @@ pub fn init(o: &InitOptions) -> InitReport {
         return r;
     }
     let src = SourceFile::new(trace_name.clone(), &o.trace);
-    let (trace, seen) = match normalize_seen(std::slice::from_ref(&src), o.framework.as_deref()) {
+    let how = sage_adapters::NormalizeOptions::framework(o.framework.as_deref());
+    let (mut trace, mut seen) = match normalize_seen(std::slice::from_ref(&src), &how) {
         Ok(x) => x,
         Err(e) => {
             r.errors.push(format!(
@@ -240,9 +241,28 @@ pub fn init(o: &InitOptions) -> InitReport {
     ));
 
     // The submitted patch, per file.
+    // `--patch` takes what `sage replay --result` takes (a diff, a SWE-bench `.pred`, a
+    // commit series); without it, the trace's own submission (SWE-agent's `info.submission`).
     let patch: Vec<FileDiff> = match &o.patch {
-        None => Vec::new(),
-        Some(p) => match sage_trace::case::read_text(p) {
+        None => {
+            let own: Vec<FileDiff> = trace
+                .submissions
+                .iter()
+                .filter_map(|w| match &w.op {
+                    WriteOp::UnifiedDiff { diff } => Some(split_unified_diff(diff)),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            if !own.is_empty() {
+                r.lines.push(format!(
+                    "patch: the trace's own submission ({} file(s))",
+                    own.len()
+                ));
+            }
+            own
+        }
+        Some(p) => match crate::trace_replay::patch_of_result(p) {
             Ok(t) => {
                 let d = split_unified_diff(&t);
                 if d.is_empty() {
@@ -264,7 +284,29 @@ pub fn init(o: &InitOptions) -> InitReport {
         .patch
         .as_ref()
         .map(|p| p.display().to_string())
-        .unwrap_or_default();
+        .unwrap_or_else(|| "the trace's submission".into());
+
+    // The trace may name its files under the checkout folder (`/workspace/<repo>/...`) where
+    // the patch names them from the repository root: the path rule learns that folder from
+    // the patch, and the case uses the patch's names (as localize and replay read them).
+    let written_names: Vec<String> = trace.writes().map(|(_, w)| w.artefact.clone()).collect();
+    let patch_names: Vec<String> = patch.iter().map(|d| d.path.clone()).collect();
+    let checkout = history::learn_checkout_prefix(&written_names, &patch_names);
+    if let Some(x) = &checkout {
+        let strip = |a: &str| history::without_prefix(a, Some(x));
+        history::strip_checkout(&mut trace, x);
+        seen.full = std::mem::take(&mut seen.full)
+            .into_iter()
+            .map(|(a, f)| (strip(&a), f))
+            .collect();
+        for v in &mut seen.views {
+            v.artefact = strip(&v.artefact);
+        }
+        r.lines.push(format!(
+            "the trace names its files under {x} (the checkout folder); read as the patch names \
+             them from the repository root"
+        ));
+    }
 
     // Artefacts the trace writes, in order of first write.
     let mut written: Vec<(String, usize)> = Vec::new();
@@ -307,6 +349,7 @@ pub fn init(o: &InitOptions) -> InitReport {
             wanted.push(a.clone());
         }
     }
+    let mut anchor_created = false;
     if let Some(a) = &o.anchor.artefact {
         if !touched.contains(a) && !in_patch_names(&patch, a) {
             let near = closest(a, &touched, 3);
@@ -321,7 +364,18 @@ pub fn init(o: &InitOptions) -> InitReport {
             ));
             return r;
         }
-        if !wanted.contains(a) {
+        // A file the agent created has no baseline (it did not exist): the anchor may be in
+        // it, and its fragment is then agent-introduced by construction.
+        let created = !pre_existing(&trace, &seen, a)
+            && trace.writes().any(|(_, w)| w.artefact == *a)
+            && !patch.iter().any(|d| d.path == *a && !d.is_new);
+        anchor_created = created;
+        if created {
+            r.lines.push(format!(
+                "anchor artefact {a}: created by the agent (no baseline: it did not exist before \
+                 the run)"
+            ));
+        } else if !wanted.contains(a) {
             wanted.push(a.clone());
         }
     }
@@ -392,6 +446,17 @@ pub fn init(o: &InitOptions) -> InitReport {
         ));
     }
     missing.extend(contradicted);
+    // the anchor's file, created by the agent: an empty baseline (the convention for a file
+    // that did not exist; its fragment is then absent from the baseline by construction)
+    if let Some(a) = o.anchor.artefact.as_ref().filter(|_| anchor_created) {
+        baselines.insert(
+            a.clone(),
+            (
+                String::new(),
+                "empty: the agent created the file".to_string(),
+            ),
+        );
+    }
     if baselines.is_empty() && r.errors.is_empty() {
         r.errors.push(format!(
             "{}: no baseline found for any file the run changed ({}); pass --baseline-from \
@@ -591,6 +656,7 @@ pub fn init(o: &InitOptions) -> InitReport {
             files: vec![trace_name.clone()],
             framework: Some(trace.framework.clone()),
             run: None,
+            checkout: checkout.clone(),
         },
         baseline: baselines
             .keys()

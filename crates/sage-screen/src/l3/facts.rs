@@ -1,362 +1,13 @@
-//! L3: the exploitability-oriented rule score R in [0, 100] (paper §3.2.4).
-//!
-//! R(file) = clip(Σ source w + Σ sink w ·1.5 [a source in the file] ·1.3 [sink CWE in the task's
-//! CWE family] + 10 [the targeted weakness persists from the baseline]
-//! − min(2 · safeguard categories, 10), 0, 100); a patch is flagged at R ≥ 15, max over files.
-//!
-//! The rules are data (`crates/sage-screen/rules/l3_rules.json`, overridable). Facts are collected with one
-//! tree-sitter query per file and mirror what the Python reference (`l3_score.py`, stdlib
-//! `ast`) sees, so both score the same files the same way.
+//! The facts L3 scores: one tree-sitter query per file, mirroring what the Python reference
+//! (`l3_score.py`, stdlib `ast`) sees.
 
+use super::rules::*;
 use crate::py::{self, Lit, PyFile};
-use regex::Regex;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 use tree_sitter::{Node, Query};
 
-/// The built-in rule table.
-pub const BUILTIN_RULES: &str = include_str!("../rules/l3_rules.json");
-
-/// A rule file that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[error("{origin}: {msg}")]
-pub struct RulesError {
-    pub origin: String,
-    pub msg: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawRules {
-    #[serde(default)]
-    version: Option<String>,
-    score: ScoreParams,
-    sources: Vec<RawRule>,
-    sinks: Vec<RawRule>,
-    safeguards: Vec<RawRule>,
-    cwe_families: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
-    check_words: Option<RawCheckWords>,
-}
-
-/// `check_words` as written in the rules file.
-#[derive(Debug, Clone, Deserialize)]
-struct RawCheckWords {
-    #[serde(default, rename = "_doc")]
-    _doc: Option<String>,
-    secret_name: String,
-    key_name: String,
-    allow_name: String,
-    parameterized_sql_callee: String,
-    sql_placeholder: String,
-    response_header_keys: Vec<String>,
-    route_decorators: Vec<String>,
-}
-
-/// The word lists and name patterns of the built-in checks (`check_words` in the rules).
-#[derive(Debug, Clone)]
-pub struct CheckWords {
-    /// A variable or keyword naming a secret (`password`, `api_key`, ...).
-    pub secret_name: Regex,
-    /// A name ending in `key`.
-    pub key_name: Regex,
-    /// A name suggesting an allow-list.
-    pub allow_name: Regex,
-    /// Calls that take a parameterized SQL statement.
-    pub parameterized_sql_callee: Regex,
-    /// A placeholder in a SQL string.
-    pub sql_placeholder: Regex,
-    /// Response headers whose value must not come from the request.
-    pub response_header_keys: Vec<String>,
-    /// Decorator attributes that declare a web route.
-    pub route_decorators: Vec<String>,
-}
-
-impl CheckWords {
-    fn compile(r: &RawCheckWords) -> Result<CheckWords, String> {
-        let rx = |name: &str, p: &str| {
-            Regex::new(p).map_err(|e| format!("check_words.{name}: bad regex {p:?}: {e}"))
-        };
-        Ok(CheckWords {
-            secret_name: rx("secret_name", &r.secret_name)?,
-            key_name: rx("key_name", &r.key_name)?,
-            allow_name: rx("allow_name", &r.allow_name)?,
-            parameterized_sql_callee: rx("parameterized_sql_callee", &r.parameterized_sql_callee)?,
-            sql_placeholder: rx("sql_placeholder", &r.sql_placeholder)?,
-            response_header_keys: r
-                .response_header_keys
-                .iter()
-                .map(|k| k.to_lowercase())
-                .collect(),
-            route_decorators: r.route_decorators.clone(),
-        })
-    }
-
-    /// The built-in table's lists.
-    fn builtin() -> CheckWords {
-        let raw: RawRules = serde_json::from_str(BUILTIN_RULES).expect("built-in L3 rules parse");
-        CheckWords::compile(
-            &raw.check_words
-                .expect("the built-in rules carry check_words"),
-        )
-        .expect("built-in check words compile")
-    }
-}
-
-/// The score's constants.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct ScoreParams {
-    pub clip: [f64; 2],
-    pub threshold: f64,
-    pub source_cooccur_mult: f64,
-    pub target_cwe_mult: f64,
-    pub persist_bonus: f64,
-    pub safeguard_penalty_per_category: f64,
-    pub safeguard_penalty_cap: f64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawRule {
-    id: String,
-    #[serde(default)]
-    w: f64,
-    #[serde(default)]
-    cwe: Option<u32>,
-    #[serde(default)]
-    callee: Option<String>,
-    #[serde(default)]
-    attr: Option<String>,
-    #[serde(default)]
-    kw_eq: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
-    kw_not_in: BTreeMap<String, Vec<serde_json::Value>>,
-    #[serde(default)]
-    kw_positional: BTreeMap<String, usize>,
-    #[serde(default)]
-    arg0: Option<String>,
-    #[serde(default, rename = "argN")]
-    arg_n: Option<String>,
-    #[serde(default, rename = "argAny")]
-    arg_any: Option<String>,
-    #[serde(default)]
-    requires_import: Vec<String>,
-    #[serde(default)]
-    kw_eq_any_call: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
-    kw_present_any_call: Vec<String>,
-    #[serde(default)]
-    call_check: Option<String>,
-    #[serde(default)]
-    file_check: Vec<String>,
-    #[serde(default)]
-    arg0_not_call_to: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum ArgPred {
-    NonLiteral,
-    Formatted,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum CallCheck {
-    JwtNoVerify,
-    KeySizeLt(i128),
-    ModeWorldOrGroupWritable,
-    MentionsFilename,
-    StaticIv,
-    StaticSalt,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum FileCheck {
-    RouteParam,
-    WeakHashNew,
-    NosqlWhere,
-    HardcodedSecret,
-    BindAll,
-    HeaderAssign,
-    AllowMembership,
-    ParamSql,
-    PathResolveStartswith,
-    JwtAlgorithms,
-}
-
-/// One compiled rule.
-#[derive(Debug, Clone)]
-pub struct Rule {
-    pub id: String,
-    pub w: f64,
-    pub cwe: Option<u32>,
-    callee: Option<Regex>,
-    attr: Option<Regex>,
-    kw_eq: Vec<(String, serde_json::Value)>,
-    kw_not_in: Vec<(String, Vec<serde_json::Value>)>,
-    kw_positional: BTreeMap<String, usize>,
-    arg0: Option<ArgPred>,
-    arg_n: Option<ArgPred>,
-    arg_any: Option<ArgPred>,
-    requires_import: Vec<String>,
-    kw_eq_any_call: Vec<(String, serde_json::Value)>,
-    kw_present_any_call: Vec<String>,
-    call_check: Option<CallCheck>,
-    file_check: Vec<FileCheck>,
-    arg0_not_call_to: Vec<String>,
-}
-
-/// The whole rule table.
-#[derive(Debug, Clone)]
-pub struct Rules {
-    pub version: String,
-    /// Where the rules came from (`built-in` or a file path).
-    pub origin: String,
-    pub score: ScoreParams,
-    pub sources: Vec<Rule>,
-    pub sinks: Vec<Rule>,
-    pub safeguards: Vec<Rule>,
-    /// Family name → CWE ids.
-    pub families: BTreeMap<String, BTreeSet<u32>>,
-    /// Word lists of the built-in checks.
-    pub words: CheckWords,
-}
-
-impl Rules {
-    /// The built-in table.
-    pub fn builtin() -> Rules {
-        Rules::parse(
-            BUILTIN_RULES,
-            "built-in crates/sage-screen/rules/l3_rules.json",
-        )
-        .expect("built-in L3 rules are valid")
-    }
-
-    /// Parse a rule table (JSON) whose origin is named in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Rules, RulesError> {
-        let err = |msg: String| RulesError {
-            origin: origin.to_string(),
-            msg,
-        };
-        let raw: RawRules = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
-        let mut families = BTreeMap::new();
-        for (name, v) in &raw.cwe_families {
-            if name.starts_with('_') {
-                continue;
-            }
-            let ids: Vec<u32> = serde_json::from_value(v.clone())
-                .map_err(|e| err(format!("cwe_families.{name}: {e}")))?;
-            families.insert(name.clone(), ids.into_iter().collect());
-        }
-        let compile = |rules: &[RawRule], section: &str| -> Result<Vec<Rule>, RulesError> {
-            rules
-                .iter()
-                .map(|r| compile_rule(r).map_err(|m| err(format!("{section} {}: {m}", r.id))))
-                .collect()
-        };
-        Ok(Rules {
-            version: raw.version.clone().unwrap_or_else(|| "unversioned".into()),
-            origin: origin.to_string(),
-            score: raw.score.clone(),
-            sources: compile(&raw.sources, "source")?,
-            sinks: compile(&raw.sinks, "sink")?,
-            safeguards: compile(&raw.safeguards, "safeguard")?,
-            families,
-            words: match &raw.check_words {
-                Some(w) => CheckWords::compile(w).map_err(err)?,
-                None => CheckWords::builtin(),
-            },
-        })
-    }
-
-    /// The families a CWE id belongs to.
-    pub(crate) fn families_of(&self, cwe: u32) -> BTreeSet<&str> {
-        self.families
-            .iter()
-            .filter(|(_, ids)| ids.contains(&cwe))
-            .map(|(f, _)| f.as_str())
-            .collect()
-    }
-
-    /// Whether two CWE ids share a family.
-    pub(crate) fn same_family(&self, a: u32, b: u32) -> bool {
-        self.families
-            .values()
-            .any(|ids| ids.contains(&a) && ids.contains(&b))
-    }
-}
-
-fn full_regex(p: &str) -> Result<Regex, String> {
-    Regex::new(&format!("^(?:{p})$")).map_err(|e| format!("bad regex {p:?}: {e}"))
-}
-
-fn arg_pred(s: &Option<String>) -> Result<Option<ArgPred>, String> {
-    match s.as_deref() {
-        None => Ok(None),
-        Some("nonliteral") => Ok(Some(ArgPred::NonLiteral)),
-        Some("formatted") => Ok(Some(ArgPred::Formatted)),
-        Some(o) => Err(format!(
-            "unknown argument predicate {o:?} (known: nonliteral, formatted)"
-        )),
-    }
-}
-
-fn compile_rule(r: &RawRule) -> Result<Rule, String> {
-    let call_check = match r.call_check.as_deref() {
-        None => None,
-        Some("jwt_noverify") => Some(CallCheck::JwtNoVerify),
-        Some("mode_world_or_group_writable") => Some(CallCheck::ModeWorldOrGroupWritable),
-        Some("mentions_filename") => Some(CallCheck::MentionsFilename),
-        Some("static_iv") => Some(CallCheck::StaticIv),
-        Some("static_salt") => Some(CallCheck::StaticSalt),
-        Some(s) if s.starts_with("key_size_lt:") => Some(CallCheck::KeySizeLt(
-            s["key_size_lt:".len()..]
-                .parse()
-                .map_err(|_| format!("bad call_check {s:?}"))?,
-        )),
-        Some(s) => return Err(format!("unknown call_check {s:?}")),
-    };
-    let file_check = r
-        .file_check
-        .iter()
-        .map(|s| {
-            Ok(match s.as_str() {
-                "route_param" => FileCheck::RouteParam,
-                "weak_hash_new" => FileCheck::WeakHashNew,
-                "nosql_where" => FileCheck::NosqlWhere,
-                "hardcoded_secret" => FileCheck::HardcodedSecret,
-                "bind_all" => FileCheck::BindAll,
-                "header_assign" => FileCheck::HeaderAssign,
-                "allow_membership" => FileCheck::AllowMembership,
-                "param_sql" => FileCheck::ParamSql,
-                "path_resolve_startswith" => FileCheck::PathResolveStartswith,
-                "jwt_algorithms" => FileCheck::JwtAlgorithms,
-                o => return Err(format!("unknown file_check {o:?}")),
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    Ok(Rule {
-        id: r.id.clone(),
-        w: r.w,
-        cwe: r.cwe,
-        callee: r.callee.as_deref().map(full_regex).transpose()?,
-        attr: r.attr.as_deref().map(full_regex).transpose()?,
-        kw_eq: r.kw_eq.clone().into_iter().collect(),
-        kw_not_in: r.kw_not_in.clone().into_iter().collect(),
-        kw_positional: r.kw_positional.clone(),
-        arg0: arg_pred(&r.arg0)?,
-        arg_n: arg_pred(&r.arg_n)?,
-        arg_any: arg_pred(&r.arg_any)?,
-        requires_import: r.requires_import.clone(),
-        kw_eq_any_call: r.kw_eq_any_call.clone().into_iter().collect(),
-        kw_present_any_call: r.kw_present_any_call.clone(),
-        call_check,
-        file_check,
-        arg0_not_call_to: r.arg0_not_call_to.clone(),
-    })
-}
-
-// ------------------------------------------------------------------ facts
-
-const COLLECT: &str = r#"
+pub(super) const COLLECT: &str = r#"
 (call) @call
 (attribute) @attribute
 (identifier) @name
@@ -371,23 +22,23 @@ const COLLECT: &str = r#"
 (concatenated_string) @string
 "#;
 
-fn collect_query() -> &'static Query {
+pub(super) fn collect_query() -> &'static Query {
     static Q: OnceLock<Query> = OnceLock::new();
     Q.get_or_init(|| py::query(COLLECT))
 }
 
 /// A call with its resolved dotted callee.
-struct Call<'t> {
-    q: String,
-    node: Node<'t>,
-    args: Vec<Node<'t>>,
+pub(super) struct Call<'t> {
+    pub(super) q: String,
+    pub(super) node: Node<'t>,
+    pub(super) args: Vec<Node<'t>>,
     /// `None` name for `**kwargs`.
-    kwargs: Vec<(Option<String>, Node<'t>)>,
+    pub(super) kwargs: Vec<(Option<String>, Node<'t>)>,
 }
 
 /// A keyword's value as the reference's `kwval` returns it.
 #[derive(Debug, Clone, PartialEq)]
-enum KwVal {
+pub(super) enum KwVal {
     Missing,
     Lit(Lit),
     /// Unparsed source (Python gives a `str`).
@@ -395,7 +46,7 @@ enum KwVal {
 }
 
 impl KwVal {
-    fn as_str(&self) -> Option<&str> {
+    pub(super) fn as_str(&self) -> Option<&str> {
         match self {
             KwVal::Lit(Lit::Str(s)) | KwVal::Text(s) => Some(s),
             _ => None,
@@ -403,7 +54,7 @@ impl KwVal {
     }
 
     /// Python `==` against a JSON literal from the rules.
-    fn py_eq(&self, v: &serde_json::Value) -> bool {
+    pub(super) fn py_eq(&self, v: &serde_json::Value) -> bool {
         use serde_json::Value as V;
         let num = |l: &Lit| -> Option<f64> {
             match l {
@@ -427,27 +78,27 @@ impl KwVal {
 }
 
 /// What the reference's `Facts` visitor collects, with the first node of each for locations.
-struct Facts<'t> {
-    file: &'t PyFile,
-    words: &'t CheckWords,
-    alias: HashMap<String, String>,
-    imports: HashSet<String>,
-    star: Vec<String>,
-    calls: Vec<Call<'t>>,
-    attrs: Vec<(String, Node<'t>)>,
-    formatted_names: HashSet<String>,
-    const_names: HashSet<String>,
-    route_param: Option<Node<'t>>,
-    assign_str: Vec<(String, String, Node<'t>)>,
-    dict_keys: Vec<(String, Node<'t>)>,
-    header_assign_nonlit: Option<Node<'t>>,
-    str_consts: Vec<(String, Node<'t>)>,
-    compares_in_allow: Option<Node<'t>>,
-    secret_cmp: Option<Node<'t>>,
+pub(super) struct Facts<'t> {
+    pub(super) file: &'t PyFile,
+    pub(super) words: &'t CheckWords,
+    pub(super) alias: HashMap<String, String>,
+    pub(super) imports: HashSet<String>,
+    pub(super) star: Vec<String>,
+    pub(super) calls: Vec<Call<'t>>,
+    pub(super) attrs: Vec<(String, Node<'t>)>,
+    pub(super) formatted_names: HashSet<String>,
+    pub(super) const_names: HashSet<String>,
+    pub(super) route_param: Option<Node<'t>>,
+    pub(super) assign_str: Vec<(String, String, Node<'t>)>,
+    pub(super) dict_keys: Vec<(String, Node<'t>)>,
+    pub(super) header_assign_nonlit: Option<Node<'t>>,
+    pub(super) str_consts: Vec<(String, Node<'t>)>,
+    pub(super) compares_in_allow: Option<Node<'t>>,
+    pub(super) secret_cmp: Option<Node<'t>>,
 }
 
 impl<'t> Facts<'t> {
-    fn collect(file: &'t PyFile, words: &'t CheckWords) -> Facts<'t> {
+    pub(super) fn collect(file: &'t PyFile, words: &'t CheckWords) -> Facts<'t> {
         let caps = file.captures(collect_query());
         let mut f = Facts {
             file,
@@ -550,7 +201,7 @@ impl<'t> Facts<'t> {
         f
     }
 
-    fn add_imports(&mut self, stmt: Node) {
+    pub(super) fn add_imports(&mut self, stmt: Node) {
         for imp in py::imports_of(self.file, stmt) {
             match imp {
                 py::Import::Module { module, alias } => {
@@ -585,7 +236,7 @@ impl<'t> Facts<'t> {
     }
 
     /// Resolved dotted name of an expression (the reference's `dotted`).
-    fn dotted(&self, n: Node) -> Option<String> {
+    pub(super) fn dotted(&self, n: Node) -> Option<String> {
         let mut parts: Vec<String> = Vec::new();
         let mut cur = py::unparen(n);
         while cur.kind() == "attribute" {
@@ -620,7 +271,7 @@ impl<'t> Facts<'t> {
         Some(parts.join("."))
     }
 
-    fn add_call(&mut self, n: Node<'t>) {
+    pub(super) fn add_call(&mut self, n: Node<'t>) {
         let Some(func) = n.child_by_field_name("function") else {
             return;
         };
@@ -661,7 +312,7 @@ impl<'t> Facts<'t> {
         });
     }
 
-    fn add_compare(&mut self, n: Node<'t>) {
+    pub(super) fn add_compare(&mut self, n: Node<'t>) {
         let mut c = n.walk();
         let mut operands = Vec::new();
         let mut ops = Vec::new();
@@ -698,7 +349,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn add_decorated(&mut self, n: Node<'t>) {
+    pub(super) fn add_decorated(&mut self, n: Node<'t>) {
         let Some(def) = n.child_by_field_name("definition") else {
             return;
         };
@@ -740,7 +391,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn add_assign(&mut self, targets: &[Node<'t>], value: Node<'t>) {
+    pub(super) fn add_assign(&mut self, targets: &[Node<'t>], value: Node<'t>) {
         let value_const = py::constant(self.file, value);
         for t in targets {
             let t = *t;
@@ -786,7 +437,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn is_literal(&self, n: Node) -> bool {
+    pub(super) fn is_literal(&self, n: Node) -> bool {
         let n = py::unparen(n);
         if py::constant(self.file, n).is_some() {
             return true;
@@ -799,7 +450,7 @@ impl<'t> Facts<'t> {
 
     /// The reference's `is_formatted`: an f-string with an interpolation, `%`/`+` with a
     /// string literal, `"...".format()`, or a name bound to one of those.
-    fn is_formatted(&self, n: Node) -> bool {
+    pub(super) fn is_formatted(&self, n: Node) -> bool {
         let n = py::unparen(n);
         match n.kind() {
             "string" | "concatenated_string" => {
@@ -837,7 +488,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn is_constexpr(&self, n: Node) -> bool {
+    pub(super) fn is_constexpr(&self, n: Node) -> bool {
         let n = py::unparen(n);
         match py::constant(self.file, n) {
             Some(Lit::Str(_)) | Some(Lit::Bytes(_)) => return true,
@@ -860,7 +511,7 @@ impl<'t> Facts<'t> {
         (self.is_constexpr(l) && simple(r)) || (self.is_constexpr(r) && simple(l))
     }
 
-    fn kwval(&self, call: &Call, name: &str) -> KwVal {
+    pub(super) fn kwval(&self, call: &Call, name: &str) -> KwVal {
         let Some((_, v)) = call.kwargs.iter().find(|(k, _)| k.as_deref() == Some(name)) else {
             return KwVal::Missing;
         };
@@ -885,7 +536,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn call_matches(&self, rule: &Rule, c: &Call) -> bool {
+    pub(super) fn call_matches(&self, rule: &Rule, c: &Call) -> bool {
         if !rule.callee.as_ref().is_some_and(|rx| rx.is_match(&c.q)) {
             return false;
         }
@@ -1030,14 +681,14 @@ impl<'t> Facts<'t> {
         }
     }
 
-    fn is_const_or_bound(&self, a: Node) -> bool {
+    pub(super) fn is_const_or_bound(&self, a: Node) -> bool {
         let a = py::unparen(a);
         self.is_constexpr(a)
             || (a.kind() == "identifier" && self.const_names.contains(self.file.text(a)))
     }
 
     /// The reference's `any_kw`: some call passes one of these keywords with this value.
-    fn any_kw(&self, mapping: &[(String, serde_json::Value)]) -> Option<Node<'t>> {
+    pub(super) fn any_kw(&self, mapping: &[(String, serde_json::Value)]) -> Option<Node<'t>> {
         for c in &self.calls {
             for (k, v) in mapping {
                 let got = self.kwval(c, k);
@@ -1056,7 +707,7 @@ impl<'t> Facts<'t> {
         None
     }
 
-    fn callee_hit(&self, rule: &Rule) -> Option<Node<'t>> {
+    pub(super) fn callee_hit(&self, rule: &Rule) -> Option<Node<'t>> {
         let rx = rule.callee.as_ref()?;
         self.calls
             .iter()
@@ -1064,7 +715,7 @@ impl<'t> Facts<'t> {
             .map(|c| c.node)
     }
 
-    fn attr_hit(&self, rule: &Rule) -> Option<Node<'t>> {
+    pub(super) fn attr_hit(&self, rule: &Rule) -> Option<Node<'t>> {
         let rx = rule.attr.as_ref()?;
         self.attrs
             .iter()
@@ -1072,7 +723,7 @@ impl<'t> Facts<'t> {
             .map(|(_, n)| *n)
     }
 
-    fn file_check(&self, check: FileCheck) -> Option<Node<'t>> {
+    pub(super) fn file_check(&self, check: FileCheck) -> Option<Node<'t>> {
         match check {
             FileCheck::RouteParam => self.route_param,
             FileCheck::WeakHashNew => self
@@ -1178,12 +829,12 @@ impl<'t> Facts<'t> {
 }
 
 /// An assignment nested as the value of another (`a = b = 1`) is part of the outer one.
-fn is_inner_assignment(n: Node) -> bool {
+pub(super) fn is_inner_assignment(n: Node) -> bool {
     n.parent().is_some_and(|p| p.kind() == "assignment")
 }
 
 /// `a = b = v` → ([a, b], v); annotated assignments (`x: T = v`) are not `ast.Assign`.
-fn flatten_assignment(n: Node) -> Option<(Vec<Node>, Node)> {
+pub(super) fn flatten_assignment(n: Node) -> Option<(Vec<Node>, Node)> {
     let mut targets = Vec::new();
     let mut cur = n;
     loop {
@@ -1202,7 +853,7 @@ fn flatten_assignment(n: Node) -> Option<(Vec<Node>, Node)> {
 
 /// Python's `args.args`: parameters that are neither positional-only, `*args`, nor
 /// keyword-only.
-fn positional_params(def: Node) -> usize {
+pub(super) fn positional_params(def: Node) -> usize {
     let Some(params) = def.child_by_field_name("parameters") else {
         return 0;
     };
@@ -1230,312 +881,4 @@ fn positional_params(def: Node) -> usize {
         }
     }
     n
-}
-
-// ------------------------------------------------------------------ scoring
-
-/// Which table a hit came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HitKind {
-    Source,
-    Sink,
-    Safeguard,
-}
-
-/// One rule that fired in a file (each rule counts once per file).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hit {
-    pub rule: String,
-    pub kind: HitKind,
-    /// The rule's weight (0 for safeguards).
-    pub w: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwe: Option<u32>,
-    /// What the hit adds to R (sinks: weight × multipliers; safeguards: 0, see `penalty`).
-    pub contribution: f64,
-    /// The sink's CWE shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub target_family: bool,
-    /// 1-based position of the first evidence.
-    pub line: usize,
-    pub col: usize,
-}
-
-/// The L3 result of one file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileScore {
-    /// R rounded to 2 decimals.
-    pub r: f64,
-    pub flagged: bool,
-    pub persists: bool,
-    /// What the safeguard categories subtract (positive number).
-    pub penalty: f64,
-    pub hits: Vec<Hit>,
-}
-
-/// Rule hits of one file: (rule index, evidence) per table.
-struct FileHits {
-    sources: Vec<(usize, (usize, usize))>,
-    sinks: Vec<(usize, (usize, usize))>,
-    safeguards: Vec<(usize, (usize, usize))>,
-}
-
-fn scan(rules: &Rules, file: &PyFile) -> FileHits {
-    let f = Facts::collect(file, &rules.words);
-    let pos = |n: Node| py::position(file, n);
-    let mut out = FileHits {
-        sources: Vec::new(),
-        sinks: Vec::new(),
-        safeguards: Vec::new(),
-    };
-    for (i, r) in rules.sources.iter().enumerate() {
-        let hit = f
-            .callee_hit(r)
-            .or_else(|| f.attr_hit(r))
-            .or_else(|| r.file_check.iter().find_map(|c| f.file_check(*c)));
-        if let Some(n) = hit {
-            out.sources.push((i, pos(n)));
-        }
-    }
-    for (i, r) in rules.sinks.iter().enumerate() {
-        let hit = f
-            .calls
-            .iter()
-            .find(|c| r.callee.is_some() && f.call_matches(r, c))
-            .map(|c| c.node)
-            .or_else(|| f.attr_hit(r))
-            .or_else(|| f.any_kw(&r.kw_eq_any_call))
-            .or_else(|| r.file_check.iter().find_map(|c| f.file_check(*c)));
-        if let Some(n) = hit {
-            out.sinks.push((i, pos(n)));
-        }
-    }
-    for (i, r) in rules.safeguards.iter().enumerate() {
-        let present = |k: &String| {
-            f.calls
-                .iter()
-                .find(|c| f.kwval(c, k) != KwVal::Missing)
-                .map(|c| c.node)
-        };
-        let hit = f
-            .callee_hit(r)
-            .or_else(|| f.attr_hit(r))
-            .or_else(|| f.any_kw(&r.kw_eq_any_call))
-            .or_else(|| r.kw_present_any_call.iter().find_map(present))
-            .or_else(|| r.file_check.iter().find_map(|c| f.file_check(*c)));
-        if let Some(n) = hit {
-            out.safeguards.push((i, pos(n)));
-        }
-    }
-    out
-}
-
-/// Score `final_src` for a task targeting `task_cwe`. `baseline` decides persistence: with a
-/// baseline, the weakness persists when a target-family sink fires in both; without one (None),
-/// when a target-family sink fires in the final file (the reference's fallback).
-pub fn score_file(
-    rules: &Rules,
-    final_file: &PyFile,
-    task_cwe: Option<u32>,
-    baseline: Option<&PyFile>,
-) -> FileScore {
-    let hits = scan(rules, final_file);
-    let sc = &rules.score;
-    let target = |cwe: Option<u32>| match (task_cwe, cwe) {
-        (Some(t), Some(c)) => rules.same_family(t, c),
-        _ => false,
-    };
-    let has_src = !hits.sources.is_empty();
-    let mut total = 0.0;
-    let mut out = Vec::new();
-    for (i, (line, col)) in &hits.sources {
-        let r = &rules.sources[*i];
-        total += r.w;
-        out.push(Hit {
-            rule: r.id.clone(),
-            kind: HitKind::Source,
-            w: r.w,
-            cwe: r.cwe,
-            contribution: r.w,
-            target_family: false,
-            line: *line,
-            col: *col,
-        });
-    }
-    let mut target_sinks = BTreeSet::new();
-    for (i, (line, col)) in &hits.sinks {
-        let r = &rules.sinks[*i];
-        let mut m = 1.0;
-        if has_src {
-            m *= sc.source_cooccur_mult;
-        }
-        let tf = target(r.cwe);
-        if tf {
-            m *= sc.target_cwe_mult;
-            target_sinks.insert(r.id.clone());
-        }
-        total += r.w * m;
-        out.push(Hit {
-            rule: r.id.clone(),
-            kind: HitKind::Sink,
-            w: r.w,
-            cwe: r.cwe,
-            contribution: round2(r.w * m),
-            target_family: tf,
-            line: *line,
-            col: *col,
-        });
-    }
-    let persists = match baseline {
-        Some(b) => {
-            let bh = scan(rules, b);
-            bh.sinks
-                .iter()
-                .any(|(i, _)| target_sinks.contains(&rules.sinks[*i].id))
-        }
-        None => !target_sinks.is_empty(),
-    };
-    if persists {
-        total += sc.persist_bonus;
-    }
-    let penalty = (sc.safeguard_penalty_per_category * hits.safeguards.len() as f64)
-        .min(sc.safeguard_penalty_cap);
-    total -= penalty;
-    for (i, (line, col)) in &hits.safeguards {
-        let r = &rules.safeguards[*i];
-        out.push(Hit {
-            rule: r.id.clone(),
-            kind: HitKind::Safeguard,
-            w: 0.0,
-            cwe: None,
-            contribution: 0.0,
-            target_family: false,
-            line: *line,
-            col: *col,
-        });
-    }
-    let r = total.clamp(sc.clip[0], sc.clip[1]);
-    FileScore {
-        r: round2(r),
-        flagged: r >= sc.threshold,
-        persists,
-        penalty,
-        hits: out,
-    }
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-/// Parse a CWE given as `CWE-78`, `cwe78`, `078` or `78`.
-pub fn parse_cwe(s: &str) -> Option<u32> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_prefix("cwe").unwrap_or(&t);
-    let t = t.trim_start_matches(['-', '_', ' ']);
-    t.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const EX: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/security/l3/examples/"
-    );
-
-    fn read(name: &str) -> Option<String> {
-        std::fs::read_to_string(format!("{EX}{name}")).ok()
-    }
-
-    #[test]
-    fn builtin_rules_load() {
-        let r = Rules::builtin();
-        assert_eq!(r.sinks.len(), 41);
-        assert!(r.same_family(78, 155));
-        assert!(!r.same_family(78, 89));
-    }
-
-    #[test]
-    fn golden_examples_match_reference() {
-        let (Some(orig), Some(weak), Some(good)) =
-            (read("orig.py"), read("weak_fix.py"), read("good_fix.py"))
-        else {
-            // On a clone without ../shared: one line, not a failure, except in CI, which has
-            // it (tests/it/need.rs does the same for the integration tests).
-            let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-            assert!(!ci, "{EX} missing; CI must run every test");
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED golden_examples_match_reference: needs {EX}, which is missing"
-            );
-            return;
-        };
-        let rules = Rules::builtin();
-        let o = PyFile::parse(&orig);
-        let w = score_file(&rules, &PyFile::parse(&weak), Some(78), Some(&o));
-        assert_eq!(w.r, 37.4);
-        assert!(w.flagged && w.persists);
-        let g = score_file(&rules, &PyFile::parse(&good), Some(78), Some(&o));
-        assert_eq!(g.r, 13.6);
-        assert!(!g.flagged && !g.persists);
-        let sg: Vec<&str> = g
-            .hits
-            .iter()
-            .filter(|h| h.kind == HitKind::Safeguard)
-            .map(|h| h.rule.as_str())
-            .collect();
-        assert_eq!(sg, ["SG_INPUT_VALIDATION", "SG_CMD_SAFE", "SG_LIMITS"]);
-    }
-
-    #[test]
-    fn unknown_checks_are_rejected() {
-        let bad = BUILTIN_RULES.replace("\"jwt_noverify\",\n", "\"jwt_nope\",\n");
-        let bad = bad.replace(
-            "\"call_check\": \"jwt_noverify\"",
-            "\"call_check\": \"jwt_nope\"",
-        );
-        let e = Rules::parse(&bad, "x.json").unwrap_err().to_string();
-        assert!(e.contains("jwt_nope") && e.contains("x.json"), "{e}");
-    }
-
-    #[test]
-    fn check_words_are_data() {
-        let r = Rules::builtin();
-        assert!(r.words.secret_name.is_match("db_password"));
-        assert!(r.words.route_decorators.iter().any(|d| d == "route"));
-        // A bad pattern is refused, naming the list.
-        let bad = BUILTIN_RULES.replace(r#""key_name": "(?i)(^|_)key$""#, r#""key_name": "(""#);
-        let e = Rules::parse(&bad, "t.json").unwrap_err().to_string();
-        assert!(e.contains("check_words.key_name"), "{e}");
-        // A rules file without the section keeps the built-in lists.
-        let mut v: serde_json::Value = serde_json::from_str(BUILTIN_RULES).unwrap();
-        v.as_object_mut().unwrap().remove("check_words");
-        let r2 = Rules::parse(&v.to_string(), "old.json").unwrap();
-        assert_eq!(r2.words.route_decorators, r.words.route_decorators);
-        // A changed list changes what a check sees: with no secret names, a hard-coded
-        // password is no longer a finding of the secret check.
-        let code = "password = 'hunter2hunter2'\n";
-        let file = PyFile::parse(code);
-        let mut v: serde_json::Value = serde_json::from_str(BUILTIN_RULES).unwrap();
-        v["check_words"]["secret_name"] = "^$".into();
-        let r3 = Rules::parse(&v.to_string(), "nosecret.json").unwrap();
-        let hits = |r: &Rules| {
-            let h = scan(r, &file);
-            h.sources.len() + h.sinks.len() + h.safeguards.len()
-        };
-        assert!(hits(&r) > 0, "the built-in secret names find the password");
-        assert!(hits(&r3) < hits(&r));
-    }
-
-    #[test]
-    fn cwe_forms() {
-        assert_eq!(parse_cwe("CWE-078"), Some(78));
-        assert_eq!(parse_cwe("cwe502"), Some(502));
-        assert_eq!(parse_cwe("89"), Some(89));
-        assert_eq!(parse_cwe("x"), None);
-    }
 }

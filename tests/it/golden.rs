@@ -1,0 +1,124 @@
+//! Golden outputs of the bundled corpus (issue 30): `sage localize corpora/` under the default
+//! lexicon judge, pinned byte for byte as insta snapshots: `results.json` (`sage.results/1`),
+//! `summary.json`, the SARIF view, Table 5 as printed, and the HTML site of `sage view`.
+//! A change to any published output fails here and shows the difference for review
+//! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
+//!
+//! Masked, deliberately, and only these:
+//! - the repository's absolute path (`[ROOT]`): results carry each case's folder
+//!   (`case_dir`) and SARIF its `file://` URI, which differ per checkout, not per behaviour;
+//! - the temporary folder the run is made in (`[TMP]`): Table 5's last line names the results
+//!   folder in it and `results.json` records it as `case_root`;
+//! - sage's own version (`[VERSION]`: `sage_version` in results, the SARIF driver's
+//!   `version`): a release bump is not a change of behaviour.
+//!
+//! Nothing else in these outputs is volatile: no timestamp, duration or host name.
+//! The pages of the 14 real cases (`corpora/susvibes`, 0.4-1.2 MB each, mostly the trace
+//! itself) are pinned by SHA-256 and length in one snapshot instead of in full; the pages of the
+//! 15 constructed cases and the index are kept whole.
+
+use assert_cmd::Command;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn mask(text: &str) -> String {
+    let uri = url::Url::from_directory_path(ROOT).unwrap();
+    let uri = uri.as_str().trim_end_matches('/');
+    let version = env!("CARGO_PKG_VERSION");
+    text.replace(uri, "file://[ROOT]")
+        .replace(ROOT, "[ROOT]")
+        .replace(
+            &format!("\"sage_version\": \"{version}\""),
+            "\"sage_version\": \"[VERSION]\"",
+        )
+        .replace(
+            &format!("\"name\": \"sage-localize\",\n          \"version\": \"{version}\""),
+            "\"name\": \"sage-localize\",\n          \"version\": \"[VERSION]\"",
+        )
+}
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(format!("golden__{name}"), mask(text));
+    });
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_bundled_corpus_localizes_to_its_golden_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sage-results");
+    let site = tmp.path().join("site");
+    let table = Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(tmp.path())
+        .arg("localize")
+        .arg(Path::new(ROOT).join("corpora"))
+        .args(["--no-ledger", "--no-progress", "--out-dir"])
+        .arg(&out)
+        .arg("--sarif")
+        .arg(tmp.path().join("sarif.json"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    Command::cargo_bin("sage")
+        .unwrap()
+        .arg("view")
+        .arg(&out)
+        .arg("--out")
+        .arg(&site)
+        .assert()
+        .success();
+
+    // the table's last line names the results folder, a fresh temporary folder per run
+    let table = String::from_utf8(table).unwrap();
+    let table = table.replace(&out.display().to_string(), "[TMP]/sage-results");
+    snapshot("table5", &table);
+    // results.json records the folder localize ran in (`case_root`): the temporary folder
+    let tmp_dir = tmp.path().display().to_string();
+    snapshot(
+        "results_json",
+        &read(&out.join("results.json")).replace(&tmp_dir, "[TMP]"),
+    );
+    snapshot("summary_json", &read(&out.join("summary.json")));
+    snapshot("sarif", &read(&tmp.path().join("sarif.json")));
+    snapshot("view_index_html", &read(&site.join("index.html")));
+
+    let constructed: Vec<String> = files(&Path::new(ROOT).join("corpora"))
+        .into_iter()
+        .filter(|d| d.join("case.json").is_file())
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(constructed.len(), 15, "the 15 constructed cases");
+    let mut digests = String::new();
+    let pages = files(&site.join("cases"));
+    assert_eq!(pages.len(), 29, "one page per case");
+    for page in pages {
+        let id = page.file_stem().unwrap().to_string_lossy().into_owned();
+        let html = read(&page);
+        if constructed.contains(&id) {
+            snapshot(&format!("view_case_{id}"), &html);
+        } else {
+            let masked = mask(&html);
+            let sha = hex::encode(Sha256::digest(masked.as_bytes()));
+            digests.push_str(&format!("{id}.html  {sha}  {} bytes\n", masked.len()));
+        }
+    }
+    snapshot("view_real_case_pages_sha256", &digests);
+}

@@ -1550,8 +1550,7 @@ fn every_slot_of_the_pool_starts_at_once() {
             server.anthropic_base()
         };
         let ledger = tempfile::tempdir().unwrap();
-        let st = setup(spec, &base, ledger.path(), |o| {
-            o.concurrency = 64;
+        let st = setup_with(spec, &base, ledger.path(), 64, |o| {
             // the gate below holds answers: no request may time out meanwhile
             o.timeout = Some(Duration::from_secs(60));
         });

@@ -686,14 +686,70 @@ fn main() {
         startup(dir.path());
     }
     if on("pool") {
-        pool();
+        pool(dir.path());
     }
     let _ = Duration::ZERO;
     eprintln!("(bench took {:.0} s)", t.elapsed().as_secs_f64());
 }
 
-/// Row 6: the judge pool's start, in process, against the fake server on 127.0.0.1: when the
-/// requests of a 64-slot pool arrive, relative to the first.
-fn pool() {
-    println!("pool: see below");
+/// Row 6: the judge pool's start on the product's path: `sage localize --judge` (an OpenAI
+/// judge, 64 slots) on one long AG2 case against the fake server on 127.0.0.1, which holds
+/// every answer until 64 requests have arrived (at most 5 s) and counts the requests in
+/// flight at once: 64 when every slot starts together.
+fn pool(dir: &Path) {
+    use sage_llm::fake::FakeServer;
+    let case = dir.join("pool-case");
+    copy_dir(&Path::new(ROOT).join("corpora/ag2-fig1a-aes-ecb"), &case);
+    let p = case.join("case.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    c.as_object_mut().unwrap().remove("expected");
+    std::fs::write(&p, serde_json::to_string_pretty(&c).unwrap()).unwrap();
+    let chat_p = case.join("chat.json");
+    let mut chat: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&chat_p).unwrap()).unwrap();
+    let msgs = chat["chat_history"].as_array().unwrap().clone();
+    let mut hist = vec![msgs[0].clone()];
+    while hist.len() < 200 {
+        hist.extend(msgs[1..].iter().cloned());
+    }
+    hist.truncate(200);
+    chat["chat_history"] = serde_json::Value::Array(hist);
+    std::fs::write(&chat_p, serde_json::to_vec(&chat).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("sage.toml"),
+        "[judges.bench]\nbackend = \"openai\"\nmodel = \"gpt-4.1-mini\"\napi_key_env = \"SAGE_BENCH_KEY\"\n",
+    )
+    .unwrap();
+    let corpus = Path::new(ROOT).join("corpora");
+    for (what, input) in [
+        ("one 200-message case", &case),
+        ("the bundled corpus", &corpus),
+    ] {
+        let server = FakeServer::start(Duration::from_millis(200));
+        server.hold_answers_until(64, Duration::from_secs(5));
+        let t = Instant::now();
+        let out = Command::new(sage_bin())
+            .current_dir(dir)
+            .env("SAGE_BENCH_KEY", "sk-bench")
+            .env("OPENAI_BASE_URL", server.openai_base())
+            .arg("localize")
+            .arg(input)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("HOME", dir)
+            .args(["--judge", "bench", "--no-write", "--no-progress"])
+            .args(["--concurrency", "64", "--output"])
+            .arg(dir.join("pool-out.json"))
+            .output()
+            .expect("sage localize");
+        let secs = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+        println!(
+        "pool: sage localize --judge (openai, 64 slots), {what}: {} requests; {} had arrived before the first answer (every slot at once: 64); {secs:.1} s with answers held until 64 arrive (at most 5 s)",
+        server.requests().len(),
+        server.arrived_before_first_answer()
+    );
+    }
 }

@@ -1529,3 +1529,47 @@ fn validate_step_by_step_with_a_scripted_judge() {
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("not in the ledger"));
 }
+
+/// Issue 31: a pool of N slots has N requests out before it needs any answer. The server
+/// answers nothing until N have arrived, so the peak of requests in flight is N exactly when
+/// every slot starts at once; a pool that sent one request alone first (waiting for its
+/// answer before the others) peaks lower. Ordering only: no clock is read.
+#[test]
+fn every_slot_of_the_pool_starts_at_once() {
+    for (spec, traces) in [
+        ("openai:fake-model", vec![trace("long", 65)]),
+        (
+            "anthropic:fake-model",
+            (0..16).map(|i| trace(&format!("t{i}"), 6)).collect(),
+        ),
+    ] {
+        let server = FakeServer::start(Duration::ZERO);
+        let base = if spec.starts_with("openai") {
+            server.openai_base()
+        } else {
+            server.anthropic_base()
+        };
+        let ledger = tempfile::tempdir().unwrap();
+        let st = setup_with(spec, &base, ledger.path(), 64, |o| {
+            // the gate below holds answers: no request may time out meanwhile
+            o.timeout = Some(Duration::from_secs(60));
+        });
+        server.hold_answers_until(64, Duration::from_secs(10));
+        let out = score(&st, &traces, 1);
+        assert_complete_and_verified(&out, &traces, 1);
+        assert!(
+            server.requests().len() >= 64,
+            "{spec}: fewer than 64 requests"
+        );
+        assert_eq!(
+            server.arrived_before_first_answer(),
+            64,
+            "{spec}: the 64 slots did not all have a request out before the first answer"
+        );
+        assert_eq!(
+            server.peak_in_flight(),
+            64,
+            "{spec}: more than 64 in flight"
+        );
+    }
+}

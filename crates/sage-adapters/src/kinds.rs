@@ -58,9 +58,17 @@ pub struct Classifier {
     shell_command_keys: Vec<String>,
 }
 
-/// One list of patterns, asked whether any of them matches.
+/// One list of patterns, asked whether any of them matches; compiled the first time it is
+/// asked (a run that never consults a list never compiles it: compiling the embedded lists
+/// was most of a tiny input's start-up).
 #[derive(Debug, Clone)]
-enum AnyOf {
+struct AnyOf {
+    patterns: Vec<String>,
+    compiled: OnceLock<Compiled>,
+}
+
+#[derive(Debug, Clone)]
+enum Compiled {
     /// The list compiled as one set (one search for the whole list).
     Set(RegexSet),
     /// Each pattern compiled alone (a list the set builder refused).
@@ -68,10 +76,57 @@ enum AnyOf {
 }
 
 impl AnyOf {
+    /// The list, compiled now (`eager`, which checks every pattern) or on first use.
+    fn new(list: &[String], field: &str, source: &str, eager: bool) -> Result<AnyOf, String> {
+        let a = AnyOf {
+            patterns: list.to_vec(),
+            compiled: OnceLock::new(),
+        };
+        if eager {
+            let c = a
+                .compile()
+                .map_err(|(p, e)| format!("{source}: {field}: bad pattern {p:?}: {e}"))?;
+            let _ = a.compiled.set(c);
+        }
+        Ok(a)
+    }
+
+    /// One set per list: compiling ~70 Unicode patterns one by one was most of a small
+    /// case's start-up. A list the set builder refuses is compiled pattern by pattern, which
+    /// names the bad pattern (or, past the set's size limit, is used).
+    fn compile(&self) -> Result<Compiled, (String, regex::Error)> {
+        if let Ok(set) = RegexSetBuilder::new(&self.patterns)
+            .case_insensitive(true)
+            .multi_line(true)
+            .build()
+        {
+            return Ok(Compiled::Set(set));
+        }
+        self.patterns
+            .iter()
+            .map(|p| {
+                RegexBuilder::new(p)
+                    .case_insensitive(true)
+                    .multi_line(true)
+                    .build()
+                    .map_err(|e| (p.clone(), e))
+            })
+            .collect::<Result<Vec<Regex>, _>>()
+            .map(Compiled::Each)
+    }
+
+    fn get(&self) -> &Compiled {
+        self.compiled.get_or_init(|| {
+            // only the embedded lists are compiled lazily, and a unit test compiles them
+            self.compile()
+                .unwrap_or_else(|(p, e)| panic!("embedded turn-kinds pattern {p:?}: {e}"))
+        })
+    }
+
     fn is_match(&self, text: &str) -> bool {
-        match self {
-            AnyOf::Set(s) => s.is_match(text),
-            AnyOf::Each(res) => res.iter().any(|r| r.is_match(text)),
+        match self.get() {
+            Compiled::Set(s) => s.is_match(text),
+            Compiled::Each(res) => res.iter().any(|r| r.is_match(text)),
         }
     }
 }
@@ -84,32 +139,15 @@ pub struct KindsError(pub String);
 impl Classifier {
     /// Parse a classifier file; the error names the file and the bad entry.
     pub fn parse(text: &str, source: &str) -> Result<Classifier, KindsError> {
-        Self::parse_file(text, source).map_err(KindsError)
+        Self::parse_file(text, source, true).map_err(KindsError)
     }
 
-    fn parse_file(text: &str, source: &str) -> Result<Classifier, String> {
+    /// `eager`: compile (and so check) every list now; the embedded file's lists are
+    /// compiled when first used.
+    fn parse_file(text: &str, source: &str, eager: bool) -> Result<Classifier, String> {
         let f: KindsFile = toml::from_str(text).map_err(|e| format!("{source}: {e}"))?;
         let compile = |list: &[String], field: &str| -> Result<AnyOf, String> {
-            // One set per list: compiling ~70 Unicode patterns one by one was most of a
-            // small case's start-up. A list the set builder refuses is compiled pattern by
-            // pattern, which names the bad pattern (or, past the set's size limit, is used).
-            if let Ok(set) = RegexSetBuilder::new(list)
-                .case_insensitive(true)
-                .multi_line(true)
-                .build()
-            {
-                return Ok(AnyOf::Set(set));
-            }
-            list.iter()
-                .map(|p| {
-                    RegexBuilder::new(p)
-                        .case_insensitive(true)
-                        .multi_line(true)
-                        .build()
-                        .map_err(|e| format!("{source}: {field}: bad pattern {p:?}: {e}"))
-                })
-                .collect::<Result<Vec<Regex>, String>>()
-                .map(AnyOf::Each)
+            AnyOf::new(list, field, source, eager)
         };
         let lower = |v: &[String]| -> Vec<String> { v.iter().map(|s| s.to_lowercase()).collect() };
         Ok(Classifier {
@@ -130,8 +168,12 @@ impl Classifier {
 
     /// The embedded classifier.
     pub fn embedded() -> Classifier {
-        Classifier::parse(DEFAULT_TURN_KINDS, "mappings/turn-kinds.toml (embedded)")
-            .expect("the embedded turn-kinds file is valid (checked by a unit test)")
+        Classifier::parse_file(
+            DEFAULT_TURN_KINDS,
+            "mappings/turn-kinds.toml (embedded)",
+            false,
+        )
+        .expect("the embedded turn-kinds file is valid (checked by a unit test)")
     }
 
     /// The classifier in use: the one set by [`Classifier::set_current`], else the embedded
@@ -270,6 +312,12 @@ mod tests {
     /// Each embedded list, compiled as one set, answers as its patterns one by one; a bad
     /// pattern is still named.
     #[test]
+    fn the_embedded_lists_compile_as_a_users_file_would() {
+        // the embedded lists compile on first use; checked here as parse checks a user's
+        Classifier::parse(DEFAULT_TURN_KINDS, "embedded").unwrap();
+    }
+
+    #[test]
     fn a_list_as_a_set_matches_as_its_patterns_alone() {
         let f: KindsFile = toml::from_str(DEFAULT_TURN_KINDS).unwrap();
         let c = Classifier::embedded();
@@ -303,7 +351,7 @@ mod tests {
             (&f.edit_failed, &c.edit_failed),
         ];
         for (patterns, compiled) in lists {
-            assert!(matches!(compiled, AnyOf::Set(_)));
+            assert!(matches!(compiled.get(), Compiled::Set(_)));
             let each: Vec<Regex> = patterns
                 .iter()
                 .map(|p| {

@@ -64,10 +64,11 @@ pub(crate) fn normalize_with_baselines(
             "a SWE-agent demonstration (YAML replay input), not a recorded trajectory",
         ));
     }
-    let v = parse_json(&main.name, &text, None)?;
+    let v = parse_lean(&main.name, &text)?;
     drop(text);
     let history = v
-        .get("history")
+        .history
+        .as_ref()
         .and_then(Value::as_array)
         .ok_or_else(|| AdapterError::new(&main.name, Some("/history".into()), "no history list"))?;
     let mut cx = Ctx {
@@ -79,13 +80,8 @@ pub(crate) fn normalize_with_baselines(
         written: Default::default(),
     };
     // The repository root: the working directory of the steps, and the submission's paths.
-    for step in v
-        .get("trajectory")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let st = match step.get("state") {
+    for state in v.states.iter().flatten() {
+        let st = match state {
             Some(Value::String(s)) => {
                 serde_json::from_str::<Value>(s.trim()).unwrap_or(Value::Null)
             }
@@ -96,7 +92,10 @@ pub(crate) fn normalize_with_baselines(
             cx.roots.add(w);
         }
     }
-    let submission = v.pointer("/info/submission").and_then(Value::as_str);
+    let info = v.info.as_ref();
+    let submission = info
+        .and_then(|i| i.pointer("/submission"))
+        .and_then(Value::as_str);
     let known = submission.map(patch_paths).unwrap_or_default();
     for m in history {
         for c in [s(m, "content"), s(m, "action")].into_iter().flatten() {
@@ -234,10 +233,172 @@ pub(crate) fn normalize_with_baselines(
             }
         }
     }
-    if let Some(st) = v.pointer("/info/exit_status").and_then(Value::as_str) {
+    if let Some(st) = info
+        .and_then(|i| i.pointer("/exit_status"))
+        .and_then(Value::as_str)
+    {
         cx.b.note(format!("exit status: {st}"));
     }
     Ok((cx.b.finish(), cx.views))
+}
+
+/// What the adapter reads of a trajectory: `history` and `info` whole, and of each
+/// `trajectory` step only its `state`. The steps' other fields (`query` repeats the whole
+/// conversation at every step, `observation` and `response` repeat `history`) are parsed
+/// and skipped, never built: most of a large trajectory, and most of the memory a whole
+/// `serde_json::Value` of it took. Anything that is not an object where one is read counts
+/// as absent, as `Value::get` had it; a key given twice keeps its last value.
+#[derive(Default)]
+struct Lean {
+    history: Option<Value>,
+    /// One entry per step: its `state`, if it is an object with one.
+    states: Option<Vec<Option<Value>>>,
+    info: Option<Value>,
+}
+
+/// Parse the trajectory, naming the file and position of the first error as
+/// [`parse_json`] does.
+fn parse_lean(file: &str, text: &str) -> Result<Lean, AdapterError> {
+    serde_json::from_str::<Lean>(text).map_err(|e| {
+        AdapterError::new(
+            file,
+            Some(format!("line {}, column {}", e.line(), e.column())),
+            format!("not valid JSON: {e}"),
+        )
+    })
+}
+
+/// A visitor that takes any JSON value: maps go to `map`, everything else (drained) to
+/// `T::default()`.
+macro_rules! any_value_visitor {
+    ($name:ident, $t:ty, $what:expr, |$m:ident| $map:block) => {
+        struct $name;
+        impl<'de> serde::de::Visitor<'de> for $name {
+            type Value = $t;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str($what)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut $m: A) -> Result<$t, A::Error> {
+                $map
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<$t, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(<$t>::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+            fn visit_unit<E>(self) -> Result<$t, E> {
+                Ok(<$t>::default())
+            }
+        }
+    };
+}
+
+any_value_visitor!(LeanVisitor, Lean, "a SWE-agent trajectory", |m| {
+    let mut out = Lean::default();
+    while let Some(k) = m.next_key::<String>()? {
+        match k.as_str() {
+            "history" => out.history = Some(m.next_value()?),
+            "info" => out.info = Some(m.next_value()?),
+            "trajectory" => out.states = Some(m.next_value::<Steps>()?.0),
+            _ => {
+                m.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(out)
+});
+
+impl<'de> serde::Deserialize<'de> for Lean {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Lean, D::Error> {
+        d.deserialize_any(LeanVisitor)
+    }
+}
+
+/// The `state` of each step (`None` for a step that is not an object or has none); a
+/// `trajectory` that is not a list has no steps.
+#[derive(Default)]
+struct Steps(Vec<Option<Value>>);
+
+struct StepsVisitor;
+impl<'de> serde::de::Visitor<'de> for StepsVisitor {
+    type Value = Steps;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the trajectory's steps")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Steps, A::Error> {
+        let mut out = Vec::new();
+        while let Some(st) = s.next_element::<StepState>()? {
+            out.push(st.0);
+        }
+        Ok(Steps(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Steps, A::Error> {
+        while m
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Steps::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+    fn visit_unit<E>(self) -> Result<Steps, E> {
+        Ok(Steps::default())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Steps {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Steps, D::Error> {
+        d.deserialize_any(StepsVisitor)
+    }
+}
+
+/// One step's `state`.
+#[derive(Default)]
+struct StepState(Option<Value>);
+
+any_value_visitor!(StepStateVisitor, StepState, "a trajectory step", |m| {
+    let mut state = None;
+    while let Some(k) = m.next_key::<String>()? {
+        if k == "state" {
+            state = Some(m.next_value::<Value>()?);
+        } else {
+            m.next_value::<serde::de::IgnoredAny>()?;
+        }
+    }
+    Ok(StepState(state))
+});
+
+impl<'de> serde::Deserialize<'de> for StepState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StepState, D::Error> {
+        d.deserialize_any(StepStateVisitor)
+    }
 }
 
 struct Ctx {

@@ -70,6 +70,7 @@ pub type FaultPlan = Arc<dyn Fn(&Captured, usize, usize) -> Fault + Send + Sync>
 pub struct FakeServer {
     pub addr: std::net::SocketAddr,
     captured: Arc<Mutex<Vec<Captured>>>,
+    flight: Arc<Flight>,
     batch: Arc<BatchState>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -85,6 +86,22 @@ struct State {
     latency: Duration,
     plan: FaultPlan,
     batch: Arc<BatchState>,
+    flight: Arc<Flight>,
+}
+
+/// Scoring requests (POSTs) in flight: how many at once at most, and a gate that holds every
+/// answer until a number of them have arrived.
+#[derive(Default)]
+struct Flight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+    arrived: AtomicUsize,
+    /// Answers wait until this many POSTs have arrived (0: no gate), at most `gate_wait`.
+    gate: AtomicUsize,
+    gate_wait: Mutex<Duration>,
+    opened: tokio::sync::Notify,
+    /// POSTs that had arrived when the first one was answered (usize::MAX: none answered).
+    before_first_answer: AtomicUsize,
 }
 
 /// The batch side of the server (both providers' batch APIs).
@@ -120,7 +137,12 @@ impl FakeServer {
         let captured = Arc::new(Mutex::new(Vec::new()));
         let batch = Arc::new(BatchState::default());
         batch.polls.store(1, Ordering::SeqCst);
+        let flight = Arc::new(Flight {
+            before_first_answer: AtomicUsize::new(usize::MAX),
+            ..Flight::default()
+        });
         let state = Arc::new(State {
+            flight: flight.clone(),
             batch: batch.clone(),
             captured: captured.clone(),
             seen: Mutex::default(),
@@ -162,6 +184,7 @@ impl FakeServer {
         FakeServer {
             addr,
             captured,
+            flight,
             batch,
             shutdown: Some(stop_tx),
             thread: Some(thread),
@@ -191,6 +214,33 @@ impl FakeServer {
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default()
+    }
+
+    /// The most scoring requests (POSTs) that were in flight at once: received and not yet
+    /// answered.
+    pub fn peak_in_flight(&self) -> usize {
+        self.flight.peak.load(Ordering::SeqCst)
+    }
+
+    /// How many POSTs had arrived when the first was answered (0 before any answer).
+    pub fn arrived_before_first_answer(&self) -> usize {
+        match self.flight.before_first_answer.load(Ordering::SeqCst) {
+            usize::MAX => 0,
+            n => n,
+        }
+    }
+
+    /// Hold every answer to a POST until `n` POSTs have arrived (or `wait` has passed since
+    /// the request came, so a client that never sends them all is not stalled for good):
+    /// with it, [`FakeServer::peak_in_flight`] reaches `n` exactly when the client has `n`
+    /// requests out before it needs any answer.
+    pub fn hold_answers_until(&self, n: usize, wait: Duration) {
+        *self
+            .flight
+            .gate_wait
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = wait;
+        self.flight.gate.store(n, Ordering::SeqCst);
     }
 
     /// How many status requests a new batch answers "still running" before it ends.
@@ -284,7 +334,36 @@ async fn serve(mut sock: tokio::net::TcpStream, st: Arc<State>) -> std::io::Resu
             _ => model_lookup(&req.path),
         }
     } else {
+        let f = &st.flight;
+        let now = f.now.fetch_add(1, Ordering::SeqCst) + 1;
+        f.peak.fetch_max(now, Ordering::SeqCst);
+        let arrived = f.arrived.fetch_add(1, Ordering::SeqCst) + 1;
+        let gate = f.gate.load(Ordering::SeqCst);
+        if gate > 0 {
+            if arrived >= gate {
+                f.opened.notify_waiters();
+            } else {
+                let wait = *f.gate_wait.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = tokio::time::timeout(wait, async {
+                    while f.arrived.load(Ordering::SeqCst) < gate {
+                        let opened = f.opened.notified();
+                        if f.arrived.load(Ordering::SeqCst) >= gate {
+                            break;
+                        }
+                        opened.await;
+                    }
+                })
+                .await;
+            }
+        }
         tokio::time::sleep(st.latency).await;
+        f.now.fetch_sub(1, Ordering::SeqCst);
+        let _ = f.before_first_answer.compare_exchange(
+            usize::MAX,
+            f.arrived.load(Ordering::SeqCst),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
         let (status, extra, body) = respond(&req, &fault).await;
         let cached = cached_prefix(&st, req.body.as_bytes());
         (status, extra, with_cached_tokens(body, cached))

@@ -304,7 +304,7 @@ impl CodedUnits {
         if raters == 0 {
             return Err(invalid("no raters"));
         }
-        if cells.len() % raters != 0 {
+        if !cells.len().is_multiple_of(raters) {
             return Err(invalid("the cells are not a whole number of units"));
         }
         let q = categories.len();
@@ -630,7 +630,10 @@ pub fn alpha_numeric_units(data: &CodedUnits, level: Level) -> StatResult {
 
 /// Interval or ratio alpha over the units `each` hands out (present values only), `m_max`
 /// raters at most.
-fn alpha_metric(m_max: usize, each: &dyn Fn(&mut dyn FnMut(&[f64])), level: Level) -> StatResult {
+/// Hands each unit's present values to the callback, in unit order.
+type EachUnit<'a> = &'a dyn Fn(&mut dyn FnMut(&[f64]));
+
+fn alpha_metric(m_max: usize, each: EachUnit<'_>, level: Level) -> StatResult {
     let mut obs_m = vec![0f64; m_max + 1];
     let (mut n, mut units, mut sum) = (0u64, 0usize, 0f64);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);

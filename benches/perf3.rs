@@ -340,7 +340,7 @@ fn agree(dir: &Path) {
     let script = "import csv, sys, numpy as np, krippendorff\n\
         rows = list(csv.reader(open(sys.argv[1])))[1:]\n\
         x = np.array([[float(c) if c.strip() else np.nan for c in r] for r in rows]).T\n\
-        print('{\"value\": %r}' % krippendorff.alpha(reliability_data=x, level_of_measurement='nominal'))\n";
+        print('{\"value\": %r}' % float(krippendorff.alpha(reliability_data=x, level_of_measurement='nominal')))\n";
     let mut sage = (Vec::new(), Vec::new(), String::new());
     let mut floor = (Vec::new(), Vec::new(), String::new());
     let mut py = (Vec::new(), Vec::new(), String::new());

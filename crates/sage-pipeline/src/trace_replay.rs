@@ -45,6 +45,8 @@ pub struct ReplayOptions {
     /// The run to replay from a file that holds several (1-based; see
     /// [`sage_adapters::NormalizeOptions::run`]).
     pub run: Option<usize>,
+    /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
+    pub kinds: sage_adapters::kinds::Classifier,
 }
 
 /// Why a trace could not be replayed.
@@ -512,6 +514,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         allow_empty: opts.allow_empty,
         run: opts.run,
         framework_from: None,
+        kinds: opts.kinds.clone(),
     };
     sage_adapters::normalize(files, &normalize)?;
     let (trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;

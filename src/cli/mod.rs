@@ -281,14 +281,16 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// limit of one input file (`SAGE_MAX_INPUT_MB`, mebibytes) and the folders outside a case
 /// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`).
 fn input_limits() {
+    // The reply cap travels in the environment value (`LlmSettings::max_reply_bytes`, read
+    // from `environment()`); a value that cannot be used is named here, once.
     if let Some(v) = std::env::var_os("SAGE_MAX_REPLY_MB") {
-        match v
-            .to_str()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .filter(|n| *n > 0)
-        {
-            Some(n) => sage_llm::http::set_max_reply_bytes(n.saturating_mul(1 << 20)),
-            None => errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number"),
+        let env = sage_llm::Env::from_vars(
+            v.into_string()
+                .ok()
+                .map(|s| ("SAGE_MAX_REPLY_MB".to_string(), s)),
+        );
+        if sage_llm::max_reply_bytes(&env).is_err() || env.var("SAGE_MAX_REPLY_MB").is_none() {
+            errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number");
         }
     }
     if let Some(v) = std::env::var_os("SAGE_MAX_INPUT_MB") {

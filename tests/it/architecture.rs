@@ -1014,7 +1014,6 @@ const CONFIGURATION_LEFT: &[(&str, &str)] = &[
     ("sage-trace/src/safe.rs", "LIMITS"),
     ("sage-adapters/src/rules.rs", "CURRENT_RULES"),
     ("sage-history/src/paths.rs", "WORKSPACE_ROOTS"),
-    ("sage-llm/src/http.rs", "MAX_REPLY_BYTES"),
 ];
 
 /// The `static NAME:` items of a library file's production code (comments aside), with

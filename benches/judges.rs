@@ -144,7 +144,7 @@ fn prompt_tokens() {
     let mut rows = Vec::new();
     let mut prepared = Vec::new();
     for d in &dirs {
-        match sage_pipeline::localize::prepare(d) {
+        match sage_pipeline::localize::prepare(d, &Default::default()) {
             Ok((p, _)) => prepared.push((p.case.id.clone(), p.case.task().clone(), p.trace)),
             Err(s) => eprintln!("skipped {}: {}", s.case, s.message),
         }

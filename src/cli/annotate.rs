@@ -78,7 +78,7 @@ pub fn read_results(path: &Path) -> anyhow::Result<sage_pipeline::results::Resul
     sage_pipeline::results::ResultSet::read(path).map_err(anyhow::Error::msg)
 }
 
-pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     match a.action {
         Action::Export {
             results,
@@ -122,6 +122,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
                     seed,
                     stratify_by,
                     locator,
+                    kinds: rc.kinds.clone(),
                 },
             )?;
             for f in &report.failures {

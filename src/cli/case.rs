@@ -133,15 +133,15 @@ pub struct ShowArgs {
     pub out: super::OutputArgs,
 }
 
-pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     match a.command {
-        Sub::Init(i) => Ok(run_init(i)),
-        Sub::Check(c) => run_check(c),
-        Sub::Show(s) => run_show(s),
+        Sub::Init(i) => Ok(run_init(i, rc)),
+        Sub::Check(c) => run_check(c, rc),
+        Sub::Show(s) => run_show(s, rc),
     }
 }
 
-fn run_init(a: InitArgs) -> super::ExitStatus {
+fn run_init(a: InitArgs, rc: &super::RunConfig) -> super::ExitStatus {
     let baseline = match (&a.baseline_from, &a.baseline_dir) {
         (Some(g), _) => match init::BaselineSource::parse_git(g) {
             Ok(b) => Some(b),
@@ -181,6 +181,7 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
         },
         out: a.out.clone(),
         force: a.force,
+        kinds: rc.kinds.clone(),
     };
     let r = init::init(&o);
     for l in &r.lines {
@@ -235,7 +236,7 @@ fn run_init(a: InitArgs) -> super::ExitStatus {
     }
 }
 
-fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
+fn run_check(a: CheckArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     let mut dirs = Vec::new();
     let mut failed = false;
     for p in &a.cases {
@@ -254,7 +255,10 @@ fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
             }
         }
     }
-    let checks: Vec<check::CaseCheck> = dirs.iter().map(|d| check::check_case(d)).collect();
+    let checks: Vec<check::CaseCheck> = dirs
+        .iter()
+        .map(|d| check::check_case(d, &rc.kinds))
+        .collect();
     let n_bad = checks.iter().filter(|c| !c.problems.is_empty()).count();
     let table = || {
         let mut s = String::new();
@@ -301,13 +305,13 @@ fn run_check(a: CheckArgs) -> anyhow::Result<super::ExitStatus> {
     })
 }
 
-fn run_show(a: ShowArgs) -> anyhow::Result<super::ExitStatus> {
+fn run_show(a: ShowArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     let at = match (a.write, a.at) {
         (Some(n), _) => show::At::Write(n),
         (None, Some(t)) => show::At::Turn(t),
         (None, None) => unreachable!("clap requires --write or --at"),
     };
-    match show::show(&a.case, &at, a.artefact.as_deref(), a.diff) {
+    match show::show(&a.case, &at, a.artefact.as_deref(), a.diff, &rc.kinds) {
         Ok(text) => {
             let json = || {
                 let (key, n) = match at {

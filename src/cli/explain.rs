@@ -34,13 +34,25 @@ pub struct Args {
     pub judge_flags: JudgeFlags,
 }
 
-pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
-    let built = build_run(&a.judges, a.lexicon.as_deref(), &a.judge_flags, None, None)?;
+pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
+    let built = build_run(
+        &a.judges,
+        a.lexicon.as_deref(),
+        &a.judge_flags,
+        None,
+        None,
+        rc,
+    )?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) =
-            super::judges::before_run(&a.case, &a.judge_flags, session, &built.llm, false)?
-        {
+        if let super::judges::Before::Exit(code) = super::judges::before_run(
+            &a.case,
+            &a.judge_flags,
+            session,
+            &built.llm,
+            false,
+            &opts.kinds,
+        )? {
             return Ok(code);
         }
     }
@@ -65,7 +77,9 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     if a.json || a.out.format == super::TableOrJson::Json {
         text = sage_pipeline::sink::pretty(&out.results);
     } else {
-        let prepared = sage_pipeline::localize::prepare(&a.case).ok().map(|p| p.0);
+        let prepared = sage_pipeline::localize::prepare(&a.case, &opts.kinds)
+            .ok()
+            .map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };
         for r in &out.results {
             let context = prepared

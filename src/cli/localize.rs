@@ -63,7 +63,7 @@ pub enum Format {
     Json,
 }
 
-pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     // Nothing to localize is a usage error, found before any judge is built or any result
     // file touched: an empty run must not replace the results of a real one.
     let found = match sage_trace::case::discover_with(&a.dir, a.follow_links) {
@@ -88,13 +88,19 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
         &a.judge_flags,
         a.concurrency,
         a.injection_rules.as_deref(),
+        rc,
     )?;
     let mut opts = built.opts;
     opts.follow_links = a.follow_links;
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) =
-            super::judges::before_run(&a.dir, &a.judge_flags, session, &built.llm, a.follow_links)?
-        {
+        if let super::judges::Before::Exit(code) = super::judges::before_run(
+            &a.dir,
+            &a.judge_flags,
+            session,
+            &built.llm,
+            a.follow_links,
+            &opts.kinds,
+        )? {
             return Ok(code);
         }
     }

@@ -205,7 +205,7 @@ pub fn run() -> ExitStatus {
         if cli.quiet { -1 } else { i8::from(cli.verbose) },
         std::sync::atomic::Ordering::Relaxed,
     );
-    data_overrides();
+    let config = data_overrides();
     let missing = inputs::missing(&inputs::named_inputs(&cli.command));
     if !missing.is_empty() {
         for p in missing {
@@ -214,22 +214,22 @@ pub fn run() -> ExitStatus {
         return ExitStatus::Fatal;
     }
     let result = match cli.command {
-        Command::Localize(a) => localize::run(a),
-        Command::Explain(a) => explain::run(a),
-        Command::Case(a) => case::run(a),
+        Command::Localize(a) => localize::run(a, &config),
+        Command::Explain(a) => explain::run(a, &config),
+        Command::Case(a) => case::run(a, &config),
         Command::Screen(a) => screen::run(a),
-        Command::Annotate(a) => annotate::run(a),
-        Command::View(a) => view::run(a),
+        Command::Annotate(a) => annotate::run(a, &config),
+        Command::View(a) => view::run(a, &config),
         Command::Confirm(a) => confirm::run(a),
-        Command::Study(a) => study::run(a),
+        Command::Study(a) => study::run(a, &config),
         Command::Agree(a) => agree::run(a),
         Command::Szz(a) => szz::run(a),
         Command::Cache(a) => cache::run(a),
         Command::Adapters(a) => adapters::run(a),
-        Command::Normalize(a) => normalize::run(a),
-        Command::Replay(a) => replay::run(a),
+        Command::Normalize(a) => normalize::run(a, &config),
+        Command::Replay(a) => replay::run(a, &config),
         Command::MergeShards(a) => shards::run(a),
-        Command::Validate(a) => validate::run(a),
+        Command::Validate(a) => validate::run(a, &config),
         Command::Reliability(a) => reliability::run(a),
         Command::Completions(a) => completions::completions(a),
         Command::Man(a) => completions::man(a),
@@ -281,14 +281,16 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// limit of one input file (`SAGE_MAX_INPUT_MB`, mebibytes) and the folders outside a case
 /// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`).
 fn input_limits() {
+    // The reply cap travels in the environment value (`LlmSettings::max_reply_bytes`, read
+    // from `environment()`); a value that cannot be used is named here, once.
     if let Some(v) = std::env::var_os("SAGE_MAX_REPLY_MB") {
-        match v
-            .to_str()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .filter(|n| *n > 0)
-        {
-            Some(n) => sage_llm::http::set_max_reply_bytes(n.saturating_mul(1 << 20)),
-            None => errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number"),
+        let env = sage_llm::Env::from_vars(
+            v.into_string()
+                .ok()
+                .map(|s| ("SAGE_MAX_REPLY_MB".to_string(), s)),
+        );
+        if sage_llm::max_reply_bytes(&env).is_err() || env.var("SAGE_MAX_REPLY_MB").is_none() {
+            errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number");
         }
     }
     if let Some(v) = std::env::var_os("SAGE_MAX_INPUT_MB") {
@@ -311,7 +313,10 @@ fn input_limits() {
 /// (`SAGE_DETECT_RULES=FILE`) and the workspace roots of the path rule
 /// (`SAGE_WORKSPACE_ROOTS=FILE`). A file that cannot be used is named on stderr and the
 /// embedded data stays in use.
-fn data_overrides() {
+///
+/// The turn classifier is returned in the run's [`RunConfig`], passed by reference to the
+/// commands that read traces.
+fn data_overrides() -> RunConfig {
     override_from("SAGE_DETECT_RULES", |t, origin| {
         let rules =
             sage_adapters::rules::DetectRules::parse(t, origin).map_err(|e| e.to_string())?;
@@ -325,9 +330,11 @@ fn data_overrides() {
         }
         Ok(sage_adapters::rules::DetectRules::set_current(rules))
     });
+    let mut kinds = None;
     override_from("SAGE_TURN_KINDS", |t, origin| {
         sage_adapters::kinds::Classifier::parse(t, origin)
-            .map(sage_adapters::kinds::Classifier::set_current)
+            .map(|c| kinds = Some(c))
+            .map(|()| true)
             .map_err(|e| e.to_string())
     });
     if let Some(p) = std::env::var_os("SAGE_WORKSPACE_ROOTS") {
@@ -342,6 +349,17 @@ fn data_overrides() {
             ),
         }
     }
+    RunConfig {
+        kinds: std::sync::Arc::new(kinds.unwrap_or_default()),
+    }
+}
+
+/// The run's configuration, built once from the environment's data files ([`data_overrides`])
+/// and passed by reference to the commands (as ripgrep's `HiArgs`): the libraries hold no
+/// process-global configuration.
+pub struct RunConfig {
+    /// The turn classifier: `SAGE_TURN_KINDS=FILE`, else the embedded one.
+    pub kinds: std::sync::Arc<sage_adapters::kinds::Classifier>,
 }
 
 /// Read the file named by the environment variable `var` and hand it to `install` (its text
@@ -434,6 +452,7 @@ pub fn build_run(
     flags: &JudgeFlags,
     concurrency: Option<std::num::NonZeroUsize>,
     injection_rules: Option<&std::path::Path>,
+    run_config: &RunConfig,
 ) -> anyhow::Result<BuiltRun> {
     use sage_judge::lexicon::{Lexicon, LexiconJudge};
     use sage_judge::spec::{JudgeOptions, JudgeSession};
@@ -453,6 +472,7 @@ pub fn build_run(
         runs: flags.runs,
         max_attempts: flags.max_attempts,
         shard: flags.shard,
+        kinds: run_config.kinds.clone(),
         ..Default::default()
     };
     let specs: Vec<String> = if judges.is_empty() {

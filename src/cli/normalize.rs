@@ -44,7 +44,7 @@ pub enum Format {
     Summary,
 }
 
-pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     let mapping = match &args.adapter {
         None => None,
         Some(p) => match load_mapping(p) {
@@ -66,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
         framework_from: None,
+        kinds: (*rc.kinds).clone(),
     };
     let trace = match sage_adapters::normalize(&files, &opts) {
         Ok(t) => t,

@@ -105,7 +105,7 @@ pub enum Format {
     Json,
 }
 
-pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     let files: Vec<SourceFile> = args
         .trace
         .iter()
@@ -121,6 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
         execution,
+        kinds: (*rc.kinds).clone(),
     };
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,

@@ -128,10 +128,10 @@ macro_rules! reportln {
     };
 }
 
-pub fn run(a: Args) -> Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
     let json = a.format == StudyFormat::Json;
     REPORT_TO_STDERR.store(json, std::sync::atomic::Ordering::Relaxed);
-    let status = run_study(&a)?;
+    let status = run_study(&a, rc)?;
     if json {
         // every file under OUT, with its size: what this study wrote
         let mut files = Vec::new();
@@ -158,7 +158,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
     Ok(status)
 }
 
-fn run_study(a: &Args) -> Result<super::ExitStatus> {
+fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let packets = a.out.join("packets");
@@ -310,12 +310,18 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
         &a.judge_flags,
         a.concurrency,
         None,
+        rc,
     )?;
     let mut opts = built.opts;
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) =
-            super::judges::before_run(&cases, &a.judge_flags, session, &built.llm, false)?
-        {
+        if let super::judges::Before::Exit(code) = super::judges::before_run(
+            &cases,
+            &a.judge_flags,
+            session,
+            &built.llm,
+            false,
+            &opts.kinds,
+        )? {
             return Ok(code);
         }
     }
@@ -355,7 +361,7 @@ fn run_study(a: &Args) -> Result<super::ExitStatus> {
         errln!("sage: the run stopped: {e}; Tables 6-7 not written");
         return Ok(super::EXIT_FATAL);
     }
-    let annotations_ok = tables_6_7(a, &set, primary)?;
+    let annotations_ok = tables_6_7(a, &set, primary, rc)?;
     Ok(if set.all_ok() && annotations_ok {
         EXIT_OK
     } else {
@@ -372,6 +378,7 @@ fn tables_6_7(
     a: &Args,
     set: &sage_pipeline::results::ResultSet,
     primary: Option<String>,
+    rc: &super::RunConfig,
 ) -> Result<bool> {
     // The lexicon judge is deterministic: its repeated runs are copies of run 0 and would
     // report perfect consistency. Only run 0 is rated.
@@ -430,7 +437,7 @@ fn tables_6_7(
         report
             .notes
             .retain(|n| !n.starts_with("no human annotations given"));
-        report.notes.push(annotation_packets(a, set)?);
+        report.notes.push(annotation_packets(a, set, rc)?);
     }
     let dir = a.out.join("reliability");
     super::reliability::write_outputs(&dir, &report)?;
@@ -442,7 +449,11 @@ fn tables_6_7(
 /// Blinded packets for the annotators' provenance and introducing-write labels (the first
 /// annotator labels every case, the others `--sample` of them), unless an earlier export is
 /// there: its sheets can only be imported with its key. Returns what to do next.
-fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Result<String> {
+fn annotation_packets(
+    a: &Args,
+    set: &sage_pipeline::results::ResultSet,
+    rc: &super::RunConfig,
+) -> Result<String> {
     let root = a.out.join("annotate");
     let mut sheets = Vec::new();
     for (i, who) in a.annotators.iter().enumerate() {
@@ -459,6 +470,7 @@ fn annotation_packets(a: &Args, set: &sage_pipeline::results::ResultSet) -> Resu
                 stratify_by: None,
                 // the set was made by this run: its case folders are as written
                 locator: sage_pipeline::locate::CaseLocator::default(),
+                kinds: rc.kinds.clone(),
             };
             let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
             for f in &rep.failures {

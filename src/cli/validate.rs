@@ -89,13 +89,19 @@ fn log_files(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn load(path: &std::path::Path) -> anyhow::Result<Labeled> {
+fn load(
+    path: &std::path::Path,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> anyhow::Result<Labeled> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
     let (subset, question, ground_truth, gold) = validate::who_and_when_labels(&text, &name)?;
     let trace = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new(name.clone(), path)],
-        &sage_adapters::NormalizeOptions::framework(Some("who-and-when")),
+        &sage_adapters::NormalizeOptions {
+            kinds: kinds.clone(),
+            ..sage_adapters::NormalizeOptions::framework(Some("who-and-when"))
+        },
     )
     .with_context(|| format!("{name}: not a Who&When log"))?;
     anyhow::ensure!(
@@ -120,7 +126,7 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
 
-pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     use sage_llm::secrets::scrub;
     anyhow::ensure!(
         (0.0..=1.0).contains(&a.dev_fraction),
@@ -166,7 +172,7 @@ pub fn run(a: Args) -> anyhow::Result<super::ExitStatus> {
     let mut failed = 0;
     let mut logs = Vec::new();
     for f in &files {
-        match load(f) {
+        match load(f, &rc.kinds) {
             Ok(l) => logs.push(l),
             Err(e) => {
                 errln!("sage: skipped {}", scrub(&format!("{e:#}")));

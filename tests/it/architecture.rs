@@ -892,3 +892,210 @@ fn the_cli_prints_only_through_the_terminal_sanitizer() {
         }
     }
 }
+
+/// The process-wide statics a library crate may hold: none is configuration (a value the
+/// user sets for a run), each is named with why it may be process-wide. `CONFIGURATION_LEFT`
+/// lists the configuration globals issue 30 has not yet turned into values; the list may
+/// only shrink.
+const NON_CONFIGURATION_STATICS: &[(&str, &str, &str)] = &[
+    (
+        "sage-sandbox/src/sandbox.rs",
+        "N",
+        "a counter that makes scratch-folder names unique within the process",
+    ),
+    (
+        "sage-adapters/src/kinds.rs",
+        "EMBEDDED",
+        "the embedded turn-kinds file, compiled once",
+    ),
+    (
+        "sage-adapters/src/registry.rs",
+        "NAMES",
+        "interned adapter names (leaked once each)",
+    ),
+    (
+        "sage-adapters/src/registry.rs",
+        "REGISTRY",
+        "the adapters, built once from embedded mappings",
+    ),
+    (
+        "sage-adapters/src/mapping.rs",
+        "PARSED",
+        "the embedded mapping files, parsed once",
+    ),
+    ("sage-adapters/src/edits.rs", "HEAD", "a compiled pattern"),
+    (
+        "sage-adapters/src/edits.rs",
+        "DIVIDER",
+        "a compiled pattern",
+    ),
+    (
+        "sage-adapters/src/edits.rs",
+        "UPDATED",
+        "a compiled pattern",
+    ),
+    ("sage-adapters/src/edits.rs", "RE", "a compiled pattern"),
+    (
+        "sage-adapters/src/edits.rs",
+        "HEREDOC",
+        "a compiled pattern",
+    ),
+    ("sage-adapters/src/edits.rs", "SED", "a compiled pattern"),
+    (
+        "sage-adapters/src/edits.rs",
+        "WRITE_LIKE",
+        "a compiled pattern",
+    ),
+    ("sage-adapters/src/edits.rs", "RM", "a compiled pattern"),
+    (
+        "sage-adapters/src/aider.rs",
+        "REVIEW_ASK",
+        "a compiled pattern",
+    ),
+    (
+        "sage-history/src/fragment.rs",
+        "PARSER",
+        "a per-thread tree-sitter parser, reused",
+    ),
+    (
+        "sage-judge/src/config.rs",
+        "C",
+        "the embedded judge configuration, parsed once",
+    ),
+    (
+        "sage-judge/src/config.rs",
+        "W",
+        "the embedded context windows, parsed once",
+    ),
+    (
+        "sage-judge/src/lexicon.rs",
+        "TASK",
+        "a per-thread cache of the last task's text",
+    ),
+    (
+        "sage-llm/src/secrets.rs",
+        "SECRETS",
+        "the secrets registry: every writer scrubs them",
+    ),
+    (
+        "sage-llm/src/http.rs",
+        "ONCE",
+        "rustls' crypto provider, installed once",
+    ),
+    (
+        "sage-pipeline/src/sink.rs",
+        "RUN_START",
+        "when this process started writing (a fact)",
+    ),
+    (
+        "sage-screen/src/l1.rs",
+        "M",
+        "the embedded distribution-to-module table, parsed once",
+    ),
+    ("sage-screen/src/l1.rs", "Q", "a compiled tree-sitter query"),
+    (
+        "sage-screen/src/l1.rs",
+        "PROBE",
+        "whether this machine can isolate the network (a fact)",
+    ),
+    ("sage-screen/src/l2.rs", "R", "a compiled pattern"),
+    ("sage-screen/src/l2.rs", "Q", "a compiled tree-sitter query"),
+    (
+        "sage-screen/src/l3/facts.rs",
+        "Q",
+        "a compiled tree-sitter query",
+    ),
+    (
+        "sage-screen/src/sarif_in.rs",
+        "CWE_RX",
+        "a compiled pattern",
+    ),
+    (
+        "sage-szz/src/oracle_data.rs",
+        "EMBEDDED",
+        "the embedded oracle data, parsed once",
+    ),
+];
+
+/// Configuration still held in process globals, set by the CLI (issue 30: to become values).
+const CONFIGURATION_LEFT: &[(&str, &str)] = &[
+    ("sage-trace/src/safe.rs", "LIMITS"),
+    ("sage-adapters/src/rules.rs", "CURRENT_RULES"),
+    ("sage-history/src/paths.rs", "WORKSPACE_ROOTS"),
+];
+
+/// The `static NAME:` items of a library file's production code (comments aside), with
+/// their lines; `&'static` lifetimes are not items.
+fn process_statics(text: &str) -> Vec<(usize, String)> {
+    let code = library_part(text);
+    let spans = lex(&code);
+    let mut bytes = code.clone().into_bytes();
+    for (&a, &z) in &spans {
+        // comments and string literals, keeping their line breaks
+        for b in &mut bytes[a..z] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    }
+    let code = String::from_utf8_lossy(&bytes).into_owned();
+    let item = regex::Regex::new(r"(?:^|[^'\w])static\s+([A-Za-z_]\w*)\s*:").unwrap();
+    let mut found = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for c in item.captures_iter(line) {
+            found.push((i + 1, c[1].to_string()));
+        }
+    }
+    found
+}
+
+/// Issue 30: configuration is a value the CLI builds and passes by reference. A library
+/// crate holds no process-wide static but the named non-configuration ones (compiled
+/// patterns, embedded data parsed once, the secrets registry, facts about the machine) and
+/// the configuration globals not yet turned into values.
+#[test]
+fn no_library_crate_holds_configuration_in_a_process_global() {
+    let allowed = |file: &str, name: &str| {
+        NON_CONFIGURATION_STATICS
+            .iter()
+            .any(|(f, n, _)| *f == file && *n == name)
+            || CONFIGURATION_LEFT
+                .iter()
+                .any(|(f, n)| *f == file && *n == name)
+    };
+    let mut seen = BTreeSet::new();
+    for dir in crates() {
+        let krate = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for (rel, text) in crate_sources(&dir) {
+            if rel.to_string_lossy().contains("test") {
+                continue; // compiled only for tests
+            }
+            let file = format!("{krate}/src/{}", rel.display());
+            for (line, name) in process_statics(&text) {
+                assert!(
+                    allowed(&file, &name),
+                    "{file}:{line}: `static {name}` in a library crate: configuration is a \
+                     value the CLI passes; a static that is not configuration goes on \
+                     NON_CONFIGURATION_STATICS with its reason"
+                );
+                seen.insert((file.clone(), name));
+            }
+        }
+    }
+    // the lists name only what exists (a static removed leaves the list)
+    for (f, n) in NON_CONFIGURATION_STATICS
+        .iter()
+        .map(|(f, n, _)| (f, n))
+        .chain(CONFIGURATION_LEFT.iter().map(|(f, n)| (f, n)))
+    {
+        assert!(
+            seen.contains(&(f.to_string(), n.to_string())),
+            "{f}: `static {n}` is listed but no longer exists: take it off the list"
+        );
+    }
+    // planted: a configuration global after a test module is caught; a lifetime, a comment
+    // and a test's static are not
+    let planted = "pub fn f() -> &'static str { \"x\" }\n// static NOT: u8 = 0;\n#[cfg(test)]\nmod tests { static T: u8 = 0; }\nstatic CURRENT: std::sync::OnceLock<Rules> = std::sync::OnceLock::new();\n";
+    assert_eq!(process_statics(planted), vec![(5, "CURRENT".to_string())]);
+    assert!(!allowed("sage-adapters/src/rules.rs", "CURRENT"));
+}

@@ -524,7 +524,9 @@ fn the_default_request_deadline_is_finite() {
     let p = sage_llm::http::RetryPolicy::default();
     assert_eq!(p.deadline, sage_llm::http::DEFAULT_DEADLINE);
     assert!(p.deadline <= Duration::from_secs(600));
-    assert!(sage_llm::http::max_reply_bytes() <= 64 << 20);
+    let s =
+        sage_llm::LlmSettings::from_env(sage_llm::Provider::OpenAi, "m", &sage_llm::Env::default());
+    assert!(s.max_reply_bytes <= 64 << 20);
 }
 
 #[test]

@@ -289,8 +289,8 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
     for r in results {
         let id = r["case_id"].as_str().expect("case id");
         let dir = corpus.join(id);
-        let (prepared, _) =
-            sage_pipeline::localize::prepare(&dir).unwrap_or_else(|e| panic!("{id}: {e:?}"));
+        let (prepared, _) = sage_pipeline::localize::prepare(&dir, &Default::default())
+            .unwrap_or_else(|e| panic!("{id}: {e:?}"));
         let fragment = prepared.case.anchor().fragment.clone().unwrap_or_default();
         let marks = sentinels(&prepared);
         assert!(

@@ -180,7 +180,8 @@ fn the_replay_gives_every_final_file_exactly() {
     for sub in ["cases", "contrast"] {
         for e in std::fs::read_dir(root.join(sub)).unwrap() {
             let dir = e.unwrap().path();
-            let (p, _) = sage_pipeline::localize::prepare(&dir).unwrap_or_else(|s| panic!("{s:?}"));
+            let (p, _) = sage_pipeline::localize::prepare(&dir, &Default::default())
+                .unwrap_or_else(|s| panic!("{s:?}"));
             let checks: Vec<_> = sage_history::independent_checks(
                 p.case.anchor(),
                 &p.history,

@@ -3,7 +3,8 @@
 //!
 //! The lists (test and run commands, inspection commands and tools, edit commands, words that
 //! comment on a change) are data: `mappings/turn-kinds.toml`, embedded; the CLI replaces it
-//! with `SAGE_TURN_KINDS=FILE` ([`Classifier::set_current`]). The precedence of the rules is
+//! with `SAGE_TURN_KINDS=FILE` (read once by the CLI and passed as a value, in
+//! [`crate::NormalizeOptions::kinds`]). The precedence of the rules is
 //! documented in that file and in `docs/design.md`.
 
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
@@ -37,7 +38,9 @@ struct KindsFile {
     shell_command_keys: Vec<String>,
 }
 
-static CURRENT: OnceLock<Classifier> = OnceLock::new();
+/// The embedded classifier, compiled once (a cache of embedded data, not configuration: a
+/// user's `SAGE_TURN_KINDS` file is a value the caller passes).
+static EMBEDDED: OnceLock<Classifier> = OnceLock::new();
 
 /// The compiled classifier.
 #[derive(Debug, Clone)]
@@ -136,6 +139,13 @@ impl AnyOf {
 #[error("{0}")]
 pub struct KindsError(pub String);
 
+/// The embedded classifier.
+impl Default for Classifier {
+    fn default() -> Classifier {
+        Classifier::embedded_shared().clone()
+    }
+}
+
 impl Classifier {
     /// Parse a classifier file; the error names the file and the bad entry.
     pub fn parse(text: &str, source: &str) -> Result<Classifier, KindsError> {
@@ -176,16 +186,9 @@ impl Classifier {
         .expect("the embedded turn-kinds file is valid (checked by a unit test)")
     }
 
-    /// The classifier in use: the one set by [`Classifier::set_current`], else the embedded
-    /// one.
-    pub fn current() -> &'static Classifier {
-        CURRENT.get_or_init(Classifier::embedded)
-    }
-
-    /// Use `c` for the rest of the process (the CLI's `SAGE_TURN_KINDS=FILE`). False when a
-    /// classifier was already in use.
-    pub fn set_current(c: Classifier) -> bool {
-        CURRENT.set(c).is_ok()
+    /// The embedded classifier, compiled once per process and shared.
+    pub fn embedded_shared() -> &'static Classifier {
+        EMBEDDED.get_or_init(Classifier::embedded)
     }
 
     fn any(res: &AnyOf, text: &str) -> bool {
@@ -281,10 +284,9 @@ impl Classifier {
     }
 }
 
-/// Set the kind of every turn of `trace` with the current classifier (idempotent: a turn it
+/// Set the kind of every turn of `trace` with the classifier `c` (idempotent: a turn it
 /// labelled keeps its label on a second pass).
-pub(crate) fn classify_trace(trace: &mut CanonicalTrace) {
-    let c = Classifier::current();
+pub(crate) fn classify_trace(trace: &mut CanonicalTrace, c: &Classifier) {
     let mut written: BTreeSet<String> = BTreeSet::new();
     for t in &mut trace.turns {
         t.kind = c.classify(t, &written);

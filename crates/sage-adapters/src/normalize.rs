@@ -73,6 +73,8 @@ pub struct NormalizeOptions {
     /// Where `framework` was given, for messages (`trace.framework of case.json`); `None`
     /// for the `--framework` flag.
     pub framework_from: Option<String>,
+    /// The turn classifier (the embedded one unless the CLI read `SAGE_TURN_KINDS=FILE`).
+    pub kinds: crate::kinds::Classifier,
 }
 
 /// The files of the trace a case or run manifest names (`trace.files`, relative to its
@@ -95,12 +97,16 @@ impl NormalizeOptions {
 
     /// How the trace a case or run manifest names is read (`trace`: its framework, forced
     /// when given, and the run to read from a file that holds several); its files are
-    /// [`case_sources`].
-    pub fn of_manifest(spec: &sage_trace::case::TraceSpec) -> NormalizeOptions {
+    /// [`case_sources`]; turns classified by `kinds`.
+    pub fn of_manifest(
+        spec: &sage_trace::case::TraceSpec,
+        kinds: &crate::kinds::Classifier,
+    ) -> NormalizeOptions {
         NormalizeOptions {
             framework: spec.framework.clone(),
             run: spec.run,
             framework_from: Some("the manifest's trace.framework".into()),
+            kinds: kinds.clone(),
             ..NormalizeOptions::default()
         }
     }
@@ -196,7 +202,7 @@ pub fn normalize(
             None => adapter.normalize(files)?,
         }
     };
-    let trace = finish(trace);
+    let trace = finish(trace, &opts.kinds);
     if !opts.allow_empty {
         if let Some(why) = no_agent_turn(&trace) {
             // Weak evidence that gives nothing was a guess, not a format: say so rather than
@@ -241,9 +247,9 @@ fn check_run(adapter: &dyn Adapter, main: &SourceFile, n: usize) -> Result<(), A
 /// What every adapter's output goes through, whatever the format: submitted final states
 /// leave the turns ([`CanonicalTrace::separate_submissions`]) and every agent turn's kind is
 /// set from what it did by the one classifier of [`kinds`].
-pub fn finish(mut trace: CanonicalTrace) -> CanonicalTrace {
+pub fn finish(mut trace: CanonicalTrace, kinds: &kinds::Classifier) -> CanonicalTrace {
     trace.separate_submissions();
-    kinds::classify_trace(&mut trace);
+    kinds::classify_trace(&mut trace, kinds);
     trace
 }
 
@@ -394,7 +400,7 @@ pub fn normalize_seen(
         Some(n) => adapter.normalize_run(files, n)?,
         None => adapter.normalize_seen(files)?,
     };
-    Ok((finish(trace), seen))
+    Ok((finish(trace, &opts.kinds), seen))
 }
 
 /// Check that every item of `trace` points to raw text that holds it: each text item of each

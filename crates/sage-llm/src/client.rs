@@ -54,7 +54,13 @@ pub fn json_request(s: &LlmSettings, system: &str, user: &str, schema: Option<&V
 /// Send a body made by [`json_request`] and parse the answer.
 pub async fn send_json_request(s: &LlmSettings, body: &str) -> Result<JsonAnswer, LlmError> {
     let headers = crate::auth(s).map_err(|e| LlmError::Fatal(e.0))?;
-    let transport = Transport::new(s.timeout, s.retry, Arc::default(), s.secrets())?;
+    let transport = Transport::new(
+        s.timeout,
+        s.retry,
+        Arc::default(),
+        s.secrets(),
+        s.max_reply_bytes,
+    )?;
     let url = s
         .endpoint_url()
         .map_err(|m| LlmError::Fatal(format!("{}: {m}", s.who())))?;

@@ -45,20 +45,6 @@ pub const DEFAULT_MAX_REPLY_BYTES: u64 = 32 << 20;
 /// How many times a reply's cap a batch result file may be (it holds every answer of a batch).
 pub const BATCH_FILE_FACTOR: u64 = 16;
 
-static MAX_REPLY_BYTES: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_REPLY_BYTES);
-
-/// Set the cap on one reply's body (the CLI's `SAGE_MAX_REPLY_MB`). A batch result file may
-/// be [`BATCH_FILE_FACTOR`] times as large.
-pub fn set_max_reply_bytes(n: u64) {
-    MAX_REPLY_BYTES.store(n.max(1), Ordering::Relaxed);
-}
-
-/// The cap on one reply's body: a larger reply is refused while it is read, never held.
-pub fn max_reply_bytes() -> u64 {
-    MAX_REPLY_BYTES.load(Ordering::Relaxed)
-}
-
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
@@ -108,6 +94,10 @@ pub struct Transport {
     stats: Arc<RunStats>,
     /// The whole-request deadline ([`RetryPolicy::deadline`]).
     deadline: Duration,
+    /// The cap on one reply's body ([`crate::LlmSettings::max_reply_bytes`]): a larger reply
+    /// is refused while it is read, never held. A batch result file may be
+    /// [`BATCH_FILE_FACTOR`] times as large.
+    max_reply_bytes: u64,
 }
 
 impl std::fmt::Debug for Transport {
@@ -155,6 +145,7 @@ impl Transport {
         retry: RetryPolicy,
         stats: Arc<RunStats>,
         secrets: Vec<String>,
+        max_reply_bytes: u64,
     ) -> Result<Transport, LlmError> {
         install_crypto_provider();
         // Registered once for the whole process: scrubbed from everything sage writes.
@@ -173,6 +164,7 @@ impl Transport {
             retry,
             stats,
             deadline: retry.deadline,
+            max_reply_bytes: max_reply_bytes.max(1),
         })
     }
 
@@ -205,7 +197,7 @@ impl Transport {
             Some((body, "application/json")),
             who,
             key_var,
-            max_reply_bytes(),
+            self.max_reply_bytes,
         )
         .await
     }
@@ -227,7 +219,7 @@ impl Transport {
             Some((body, content_type)),
             who,
             key_var,
-            max_reply_bytes(),
+            self.max_reply_bytes,
         )
         .await
     }
@@ -241,7 +233,7 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        self.send(url, headers, None, who, key_var, max_reply_bytes())
+        self.send(url, headers, None, who, key_var, self.max_reply_bytes)
             .await
     }
 
@@ -254,7 +246,7 @@ impl Transport {
         who: &str,
         key_var: &str,
     ) -> Result<HttpOk, LlmError> {
-        let cap = max_reply_bytes().saturating_mul(BATCH_FILE_FACTOR);
+        let cap = self.max_reply_bytes.saturating_mul(BATCH_FILE_FACTOR);
         self.send(url, headers, None, who, key_var, cap).await
     }
 

@@ -26,7 +26,8 @@ pub use error::{EnvelopeError, LlmError, MissingKey, UrlError};
 pub use provider::{auth, auth_headers, endpoint, parse_response, request_body};
 pub(crate) use settings::base_url;
 pub use settings::{
-    endpoint_url, model_family, model_listed, models_url, ApiKey, Env, LlmSettings, Provider,
+    endpoint_url, max_reply_bytes, model_family, model_listed, models_url, ApiKey, Env,
+    LlmSettings, Provider,
 };
 pub use wire::{Answer, Completion, Output, Prompt};
 

@@ -91,6 +91,24 @@ pub struct LlmSettings {
     /// OpenAI-compatible only: send `cache_prompt: true` (llama-server keeps the prompt in
     /// its KV cache, so the next request's shared prefix is not evaluated again).
     pub cache_prompt: bool,
+    /// The cap on one reply's body, in bytes: `SAGE_MAX_REPLY_MB` of the environment given
+    /// ([`max_reply_bytes`]), else [`crate::http::DEFAULT_MAX_REPLY_BYTES`].
+    pub max_reply_bytes: u64,
+}
+
+/// The reply cap `env` sets (`SAGE_MAX_REPLY_MB`, mebibytes): the default when unset; an
+/// error when set to anything but a positive number (the CLI names it; the default holds).
+pub fn max_reply_bytes(env: &Env) -> Result<u64, &'static str> {
+    match env.var("SAGE_MAX_REPLY_MB") {
+        None => Ok(crate::http::DEFAULT_MAX_REPLY_BYTES),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(|n| n.saturating_mul(1 << 20))
+            .ok_or("not a positive number"),
+    }
 }
 
 /// The environment variables a run may read (API keys, base URLs, a named judge's `*_env`
@@ -138,6 +156,7 @@ impl LlmSettings {
             price: cost::price_for(model, &Default::default()),
             key_required: true,
             cache_prompt: false,
+            max_reply_bytes: max_reply_bytes(env).unwrap_or(crate::http::DEFAULT_MAX_REPLY_BYTES),
         }
     }
 

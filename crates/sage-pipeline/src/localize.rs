@@ -37,6 +37,8 @@ pub struct Options {
     /// The injection rules (`--injection-rules`, else the embedded ones): the turns that
     /// address the judge, and the quotes that never verify.
     pub injection: Arc<sage_judge::injection::Rules>,
+    /// The turn classifier (`SAGE_TURN_KINDS=FILE`, else the embedded one).
+    pub kinds: Arc<sage_adapters::kinds::Classifier>,
 }
 
 impl Default for Options {
@@ -52,6 +54,7 @@ impl Default for Options {
             shard: None,
             follow_links: false,
             injection: Arc::new(sage_judge::injection::Rules::embedded()),
+            kinds: Arc::default(),
         }
     }
 }
@@ -161,14 +164,19 @@ fn anchor_touched(
     ))
 }
 
-/// Load, normalize and reconstruct one case.
-pub fn prepare(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
+/// Load, normalize and reconstruct one case, its turns classified by `kinds`.
+pub fn prepare(
+    dir: &Path,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> Result<(PreparedCase, Vec<String>), Skipped> {
     let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
     let spec = &case.manifest.trace;
     let files = sage_adapters::case_sources(&case.dir, spec);
-    let mut trace =
-        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
-            .map_err(|e| skip(dir, "adapter", e.to_string()))?;
+    let mut trace = sage_adapters::normalize(
+        &files,
+        &sage_adapters::NormalizeOptions::of_manifest(spec, kinds),
+    )
+    .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }
@@ -395,19 +403,24 @@ const CASES_PER_BATCH: usize = 128;
 
 /// [`prepare`], with a panic (a bug in sage, never the input's fault) caught and recorded
 /// as a skipped case so that it cannot take the corpus down.
-fn prepare_caught(dir: &Path) -> Result<(PreparedCase, Vec<String>), Skipped> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(dir))).unwrap_or_else(|e| {
-        let what = e
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        Err(skip(
-            dir,
-            "internal",
-            format!("internal error (a bug in sage): {what}"),
-        ))
-    })
+fn prepare_caught(
+    dir: &Path,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> Result<(PreparedCase, Vec<String>), Skipped> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(dir, kinds))).unwrap_or_else(
+        |e| {
+            let what = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(skip(
+                dir,
+                "internal",
+                format!("internal error (a bug in sage): {what}"),
+            ))
+        },
+    )
 }
 
 /// Run case folders through the whole pipeline with every judge and run, handing each case's
@@ -436,8 +449,10 @@ pub async fn localize_dirs_each(
     // Compiled once for the run, not once per case.
     let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
     for dirs in dirs.chunks(chunk) {
-        let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> =
-            dirs.par_iter().map(|d| prepare_caught(d)).collect();
+        let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> = dirs
+            .par_iter()
+            .map(|d| prepare_caught(d, &opts.kinds))
+            .collect();
         let ready: Vec<&PreparedCase> = prepared
             .iter()
             .filter_map(|p| p.as_ref().ok().map(|(p, _)| p))

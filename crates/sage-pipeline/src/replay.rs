@@ -110,7 +110,12 @@ fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
     let spec = &c.manifest.trace;
     let files = sage_adapters::case_sources(&c.dir, spec);
     let trace =
-        sage_adapters::normalize(&files, &sage_adapters::NormalizeOptions::of_manifest(spec))
+        // A final state is the writes applied: turn kinds play no part in it, so the
+        // embedded classifier (not configuration) labels the turns nobody reads here.
+        sage_adapters::normalize(
+            &files,
+            &sage_adapters::NormalizeOptions::of_manifest(spec, &Default::default()),
+        )
             .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
     let h = sage_history::reconstruct(&c.baselines, &trace);
     let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();

@@ -167,6 +167,8 @@ impl SarifLog {
         let run = Run::load(Path::new(&r.case_dir)).ok();
         let trace = run.as_ref().and_then(|run| {
             let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
+            // Only the turns' raw references are read here (the regions), never their
+            // kinds: the embedded classifier (not configuration) labels them.
             let how = sage_adapters::NormalizeOptions::framework(Some(&r.framework));
             sage_adapters::normalize(&files, &how).ok()
         });

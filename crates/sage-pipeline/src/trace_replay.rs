@@ -48,6 +48,8 @@ pub struct ReplayOptions {
     /// Whether shell commands sage does not read statically are run again in a sandbox
     /// (`crate::execute`).
     pub execution: crate::execute::Execution,
+    /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
+    pub kinds: sage_adapters::kinds::Classifier,
 }
 
 /// Why a trace could not be replayed.
@@ -521,6 +523,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         allow_empty: opts.allow_empty,
         run: opts.run,
         framework_from: None,
+        kinds: opts.kinds.clone(),
     };
     sage_adapters::normalize(files, &normalize)?;
     let (mut trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;

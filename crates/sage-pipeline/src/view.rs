@@ -106,7 +106,10 @@ fn quote_spans(text: &str, quote: &str) -> Vec<(usize, usize)> {
 /// `key: value` line per argument, a multi-line string as a `key: |` block of its lines
 /// (code and file contents read as written, not as one escaped string); other JSON
 /// pretty-printed; text that is not JSON as recorded.
-pub(crate) fn readable_arguments(call: &sage_trace::ToolCall) -> String {
+pub(crate) fn readable_arguments(
+    call: &sage_trace::ToolCall,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> String {
     use serde_json::Value;
     let Ok(v) = serde_json::from_str::<Value>(&call.arguments) else {
         return call.arguments.clone();
@@ -116,7 +119,6 @@ pub(crate) fn readable_arguments(call: &sage_trace::ToolCall) -> String {
         Value::String(s) => return s,
         other => return serde_json::to_string_pretty(&other).unwrap_or_default(),
     };
-    let kinds = sage_adapters::kinds::Classifier::current();
     let mut o = String::new();
     let mut shown_key = None;
     if kinds.is_shell_tool(&call.name) {
@@ -427,6 +429,7 @@ pub(crate) fn case_html(
     r: &CaseResult,
     trace: Option<&CanonicalTrace>,
     diffs: &BTreeMap<usize, String>,
+    kinds: &sage_adapters::kinds::Classifier,
 ) -> String {
     let mut b = String::new();
     let (origin, ty) = origin_label(r);
@@ -641,7 +644,7 @@ pub(crate) fn case_html(
                 fold(&mut b, "message", highlight(&text, &quotes), text.len());
             }
             for c in &turn.tool_calls {
-                let shown = terminal_text(&readable_arguments(c));
+                let shown = terminal_text(&readable_arguments(c, kinds));
                 fold(
                     &mut b,
                     &format!("tool call {}", c.name),
@@ -697,11 +700,12 @@ pub struct ViewReport {
 }
 
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
-/// case; the index lists every run).
+/// case; the index lists every run), tool calls shown as the classifier `kinds` reads them.
 pub fn write_site(
     set: &ResultSet,
     locator: &crate::locate::CaseLocator,
     out: &Path,
+    kinds: &sage_adapters::kinds::Classifier,
 ) -> std::io::Result<ViewReport> {
     // One id, one case folder, one page: a collision is an error, not a shared page.
     crate::sink::results_by_case(set)
@@ -720,7 +724,7 @@ pub fn write_site(
                 report.warnings.push(m.0);
                 None
             }
-            Ok(dir) => match prepare(&dir) {
+            Ok(dir) => match prepare(&dir, kinds) {
                 Ok((p, _)) => Some(p),
                 Err(s) => {
                     report.warnings.push(format!("{}: {}", s.case, s.message));
@@ -748,7 +752,7 @@ pub fn write_site(
         }
         std::fs::write(
             cases.join(case_file(&r.case_id)),
-            case_html(r, prepared.as_ref().map(|p| &p.trace), &diffs),
+            case_html(r, prepared.as_ref().map(|p| &p.trace), &diffs, kinds),
         )?;
         report.pages += 1;
     }

@@ -147,10 +147,10 @@ struct Shown {
     history: ArtefactHistory,
 }
 
-fn read_item(item: &Item) -> Result<Shown, String> {
+fn read_item(item: &Item, kinds: &sage_adapters::kinds::Classifier) -> Result<Shown, String> {
     match item {
         Item::Case(dir) => {
-            let (p, _) = crate::localize::prepare(dir).map_err(|s| s.message)?;
+            let (p, _) = crate::localize::prepare(dir, kinds).map_err(|s| s.message)?;
             let mut about = vec![
                 ("case folder".to_string(), dir.display().to_string()),
                 ("task".into(), p.case.task().id.clone()),
@@ -172,9 +172,14 @@ fn read_item(item: &Item) -> Result<Shown, String> {
         }
         Item::Trace(path) => {
             let files = [SourceFile::new(path.display().to_string(), path)];
-            let (mut trace, seen) =
-                sage_adapters::normalize_seen(&files, &sage_adapters::NormalizeOptions::default())
-                    .map_err(|e| e.to_string())?;
+            let (mut trace, seen) = sage_adapters::normalize_seen(
+                &files,
+                &sage_adapters::NormalizeOptions {
+                    kinds: kinds.clone(),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| e.to_string())?;
             trace.separate_submissions();
             // What the trace shows whole before the agent writes a file is its earlier content.
             let baselines: BTreeMap<String, String> = seen
@@ -228,7 +233,7 @@ const TRACE_JS: &str = r#"
 "#;
 
 /// The page of one trace (no scores: nothing was judged).
-fn trace_html(s: &Shown) -> String {
+fn trace_html(s: &Shown, kinds: &sage_adapters::kinds::Classifier) -> String {
     let mut b = String::new();
     let fw = &s.trace.framework;
     let _ = write!(
@@ -300,7 +305,7 @@ fn trace_html(s: &Shown) -> String {
             fold(
                 &mut b,
                 &format!("tool call {}", c.name),
-                &terminal_text(&readable_arguments(c)),
+                &terminal_text(&readable_arguments(c, kinds)),
             );
         }
         for r in &t.tool_results {
@@ -325,8 +330,13 @@ fn trace_html(s: &Shown) -> String {
     page(&format!("sage — {}", s.title), &b, TRACE_JS)
 }
 
-/// Write `OUT/index.html` and one page per item under `OUT/traces/`.
-pub fn write_trace_site(items: &[Item], out: &Path) -> Result<TraceViewReport, ViewError> {
+/// Write `OUT/index.html` and one page per item under `OUT/traces/` (turns classified and
+/// tool calls shown by `kinds`).
+pub fn write_trace_site(
+    items: &[Item],
+    out: &Path,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> Result<TraceViewReport, ViewError> {
     let pages = out.join("traces");
     std::fs::create_dir_all(&pages).map_err(|e| ViewError::Io(pages.display().to_string(), e))?;
     let mut report = TraceViewReport::default();
@@ -337,7 +347,7 @@ pub fn write_trace_site(items: &[Item], out: &Path) -> Result<TraceViewReport, V
         let path = match item {
             Item::Case(p) | Item::Trace(p) => p,
         };
-        let s = match read_item(item) {
+        let s = match read_item(item, kinds) {
             Ok(s) => s,
             Err(m) => {
                 report.failures.push(format!("{}: {m}", path.display()));
@@ -353,7 +363,7 @@ pub fn write_trace_site(items: &[Item], out: &Path) -> Result<TraceViewReport, V
             k += 1;
         }
         let p = pages.join(&file);
-        std::fs::write(&p, trace_html(&s))
+        std::fs::write(&p, trace_html(&s, kinds))
             .map_err(|e| ViewError::Io(p.display().to_string(), e))?;
         report.pages += 1;
         let text: Vec<String> = s

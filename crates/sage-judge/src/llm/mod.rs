@@ -260,7 +260,13 @@ impl LlmJudge {
         let url = s
             .endpoint_url()
             .map_err(|m| JudgeError::Fatal(format!("{}: {m}", s.who())))?;
-        let transport = Transport::new(s.timeout, s.retry, parts.stats.clone(), s.secrets())?;
+        let transport = Transport::new(
+            s.timeout,
+            s.retry,
+            parts.stats.clone(),
+            s.secrets(),
+            s.max_reply_bytes,
+        )?;
         Ok(LlmJudge {
             context_tokens: crate::config::default_context_tokens(&s.model, &Default::default()),
             schema_ok: AtomicBool::new(s.json_schema),

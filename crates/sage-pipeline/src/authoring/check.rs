@@ -61,7 +61,7 @@ fn state_after(h: &ArtefactHistory, artefact: &str, k: usize) -> Option<String> 
 }
 
 /// Check the case in `dir`.
-pub fn check_case(dir: &Path) -> CaseCheck {
+pub fn check_case(dir: &Path, kinds: &sage_adapters::kinds::Classifier) -> CaseCheck {
     let mut c = CaseCheck {
         dir: dir.display().to_string(),
         ..CaseCheck::default()
@@ -92,6 +92,7 @@ pub fn check_case(dir: &Path) -> CaseCheck {
     let how = sage_adapters::NormalizeOptions {
         framework: case.manifest.trace.framework.clone(),
         run: case.manifest.trace.run,
+        kinds: kinds.clone(),
         ..Default::default()
     };
     let (trace, seen) = match sage_adapters::normalize_seen(&files, &how) {

@@ -134,6 +134,8 @@ pub struct InitOptions {
     pub trace_source: TraceSource,
     pub out: PathBuf,
     pub force: bool,
+    /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
+    pub kinds: std::sync::Arc<sage_adapters::kinds::Classifier>,
 }
 
 /// One artefact of the new case.
@@ -206,7 +208,10 @@ pub fn init(o: &InitOptions) -> InitReport {
         return r;
     }
     let src = SourceFile::new(trace_name.clone(), &o.trace);
-    let how = sage_adapters::NormalizeOptions::framework(o.framework.as_deref());
+    let how = sage_adapters::NormalizeOptions {
+        kinds: (*o.kinds).clone(),
+        ..sage_adapters::NormalizeOptions::framework(o.framework.as_deref())
+    };
     let (mut trace, mut seen) = match normalize_seen(std::slice::from_ref(&src), &how) {
         Ok(x) => x,
         Err(e) => {

@@ -20,13 +20,20 @@ pub fn show(
     at: &At,
     artefact: Option<&str>,
     diff: bool,
+    kinds: &sage_adapters::kinds::Classifier,
 ) -> Result<String, crate::InputError> {
-    show_text(dir, at, artefact, diff).map_err(crate::InputError)
+    show_text(dir, at, artefact, diff, kinds).map_err(crate::InputError)
 }
 
-fn show_text(dir: &Path, at: &At, artefact: Option<&str>, diff: bool) -> Result<String, String> {
+fn show_text(
+    dir: &Path,
+    at: &At,
+    artefact: Option<&str>,
+    diff: bool,
+    kinds: &sage_adapters::kinds::Classifier,
+) -> Result<String, String> {
     let (prepared, _) =
-        crate::localize::prepare(dir).map_err(|s| format!("{}: {}", s.case, s.message))?;
+        crate::localize::prepare(dir, kinds).map_err(|s| format!("{}: {}", s.case, s.message))?;
     let case: &Case = &prepared.case;
     let h: &ArtefactHistory = &prepared.history;
     let name = |a: &str| h.resolve_name(a);

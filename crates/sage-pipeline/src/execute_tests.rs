@@ -3,6 +3,14 @@ use sage_sandbox::{Limits, SandboxConfig};
 use sage_trace::{Actor, RawRef, ToolCall, ToolResult, Turn, TurnKind};
 use std::time::Duration;
 
+/// Sandboxed commands of one test binary run one at a time: the process-count limit counts
+/// every process of the sandbox's user, so a fork bomb in one test would starve another
+/// test's command running beside it (in use, sage runs a trace's commands one by one).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn on(wall: u64) -> Option<Execution> {
     let config = SandboxConfig {
         scratch: std::env::temp_dir().join("sage-execute-tests"),
@@ -55,6 +63,7 @@ fn base(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 #[test]
 fn a_python_heredoc_edit_becomes_a_verified_executed_write() {
+    let _serial = serial();
     let Some(ex) = on(20) else { return };
     let mut t = trace(&[
         ("cd /testbed && ls", "pkg\n"),
@@ -83,6 +92,7 @@ fn a_python_heredoc_edit_becomes_a_verified_executed_write() {
 
 #[test]
 fn a_command_whose_output_differs_keeps_its_write_as_diverged() {
+    let _serial = serial();
     let Some(ex) = on(20) else { return };
     let mut t = trace(&[(
         "sed -i.bak 's/x/y/' f.txt && rm f.txt.bak && wc -l f.txt",
@@ -106,6 +116,7 @@ fn a_command_whose_output_differs_keeps_its_write_as_diverged() {
 
 #[test]
 fn a_later_command_sees_the_earlier_executed_writes_and_deletes_are_writes() {
+    let _serial = serial();
     let Some(ex) = on(20) else { return };
     let mut t = trace(&[
         ("printf 'one\\n' > new.txt", ""),
@@ -136,6 +147,7 @@ fn a_later_command_sees_the_earlier_executed_writes_and_deletes_are_writes() {
 
 #[test]
 fn a_fork_bomb_is_not_executed_and_the_rest_of_the_trace_is_replayed() {
+    let _serial = serial();
     let Some(ex) = on(3) else { return };
     let mut t = trace(&[
         ("b(){ b | b & }; b; echo x > bomb.txt; sleep 600", ""),
@@ -188,6 +200,7 @@ fn the_command_of_a_call_is_read_from_each_argument_shape() {
 
 #[test]
 fn an_ipython_cell_is_run_as_python_code() {
+    let _serial = serial();
     let Some(ex) = on(20) else { return };
     let mut t = trace(&[]);
     let mut turn = Turn::new(Actor::new("agent", None), TurnKind::Implementation);

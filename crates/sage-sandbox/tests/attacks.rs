@@ -6,6 +6,14 @@ use sage_sandbox::{Change, Exit, Job, Limits, Sandbox, SandboxConfig};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// Sandboxed commands of one test binary run one at a time: the process-count limit counts
+/// every process of the sandbox's user, so a fork bomb in one test would starve another
+/// test's command running beside it (in use, sage runs a trace's commands one by one).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn sandbox(limits: Limits) -> Option<Sandbox> {
     // The scratch copies go to the system's temp folder (it must be traversable by the
     // sandbox's unprivileged user); the attack's own files go to a private temp folder.
@@ -60,6 +68,7 @@ fn run(sb: &Sandbox, files: &BTreeMap<String, Vec<u8>>, command: &str) -> sage_s
 
 #[test]
 fn a_command_runs_at_the_traces_path_and_its_writes_are_captured() {
+    let _serial = serial();
     let Some(sb) = sandbox(limits()) else { return };
     let f = files(&[("pkg/a.py", "x = 1\n"), ("old.txt", "bye\n")]);
     let out = run(
@@ -92,6 +101,7 @@ fn a_command_runs_at_the_traces_path_and_its_writes_are_captured() {
 
 #[test]
 fn attack_network_a_listener_on_the_hosts_loopback_is_unreachable() {
+    let _serial = serial();
     let Some(sb) = sandbox(limits()) else { return };
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -122,6 +132,7 @@ fn attack_network_a_listener_on_the_hosts_loopback_is_unreachable() {
 
 #[test]
 fn attack_writing_outside_the_scratch_copy_changes_nothing() {
+    let _serial = serial();
     let Some(sb) = sandbox(limits()) else { return };
     let dir = tempfile::tempdir().unwrap();
     let victim = dir.path().join("victim.txt");
@@ -152,6 +163,7 @@ fn attack_writing_outside_the_scratch_copy_changes_nothing() {
 
 #[test]
 fn attack_reading_the_hosts_files_finds_nothing() {
+    let _serial = serial();
     let Some(sb) = sandbox(limits()) else { return };
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("secret.txt");
@@ -175,6 +187,7 @@ fn attack_reading_the_hosts_files_finds_nothing() {
 #[test]
 fn attack_fork_bomb_is_bounded_and_killed() {
     let marker = format!("sagebomb{}", std::process::id());
+    let _serial = serial();
     let Some(sb) = sandbox(Limits {
         wall: Duration::from_secs(4),
         processes: 64,
@@ -223,6 +236,7 @@ fn attack_fork_bomb_is_bounded_and_killed() {
 
 #[test]
 fn attack_a_hang_is_killed_at_the_limit() {
+    let _serial = serial();
     let Some(sb) = sandbox(Limits {
         wall: Duration::from_secs(2),
         ..Limits::default()
@@ -241,6 +255,7 @@ fn attack_a_hang_is_killed_at_the_limit() {
 
 #[test]
 fn attack_a_flood_of_output_is_capped() {
+    let _serial = serial();
     let Some(sb) = sandbox(Limits {
         output_bytes: 64 * 1024,
         ..limits()
@@ -255,6 +270,7 @@ fn attack_a_flood_of_output_is_capped() {
 
 #[test]
 fn attack_a_huge_file_is_cut_at_the_file_size_limit() {
+    let _serial = serial();
     let Some(sb) = sandbox(Limits {
         file_bytes: 1 << 20,
         ..limits()
@@ -275,6 +291,7 @@ fn attack_a_huge_file_is_cut_at_the_file_size_limit() {
 
 #[test]
 fn a_workspace_path_that_leaves_the_workspace_is_refused() {
+    let _serial = serial();
     let Some(sb) = sandbox(limits()) else { return };
     let f = files(&[("../escape.txt", "x")]);
     assert!(sb

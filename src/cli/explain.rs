@@ -88,6 +88,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
                     trace: &p.trace,
                     task: &p.case.task().description,
                     history: &p.history,
+                    kinds: &opts.kinds,
                 });
             let layout = sage_pipeline::report::Layout {
                 fold,

@@ -20,6 +20,7 @@ pub mod execute;
 pub mod from_results;
 pub mod localize;
 pub mod locate;
+mod readable;
 pub mod replay;
 pub mod report;
 pub mod results;

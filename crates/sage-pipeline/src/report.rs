@@ -308,43 +308,6 @@ fn cut(line: &str, width: usize) -> String {
     s
 }
 
-/// A turn's text as a person reads it: a line that is a JSON object (a tool call's
-/// arguments) becomes one `key: value` line per field, string values unescaped (a file's
-/// text shows as its lines, not as one line of `\n` escapes).
-pub fn readable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let t = line.trim();
-        let obj = t
-            .starts_with('{')
-            .then(|| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok())
-            .flatten();
-        match obj {
-            Some(m) if !m.is_empty() => {
-                for (k, v) in &m {
-                    match v {
-                        serde_json::Value::String(s) if s.contains('\n') => {
-                            out.push_str(&format!("{k}:\n"));
-                            for l in s.lines() {
-                                out.push_str("  ");
-                                out.push_str(l);
-                                out.push('\n');
-                            }
-                        }
-                        serde_json::Value::String(s) => out.push_str(&format!("{k}: {s}\n")),
-                        other => out.push_str(&format!("{k}: {other}\n")),
-                    }
-                }
-            }
-            _ => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
 /// A quote as the text it quotes. A quote cut from a tool call's JSON arguments is shown as
 /// `key: value` lines (as [`readable`] shows a whole call, also when the quote stops inside
 /// the object), and any other quote with JSON string escapes (`\n`, `\"`, `\uXXXX`) decoded.
@@ -478,6 +441,8 @@ pub struct ExplainContext<'a> {
     pub trace: &'a sage_trace::CanonicalTrace,
     pub task: &'a str,
     pub history: &'a sage_history::ArtefactHistory,
+    /// The turn classifier (which tools are shells, so a shell call shows as `$ COMMAND`).
+    pub kinds: &'a sage_adapters::kinds::Classifier,
 }
 
 /// Whether a result carries the lexicon's baseline notice: scored by the lexicon, and not a
@@ -650,8 +615,8 @@ pub fn explain(r: &CaseResult, prepared: Option<ExplainContext<'_>>, layout: Lay
             scores,
             marks.join(" ")
         );
-        if let Some(turn) = trace.and_then(|tr| tr.turn(t.turn)) {
-            let text = readable(&turn.full_text());
+        if let (Some(turn), Some(p)) = (trace.and_then(|tr| tr.turn(t.turn)), prepared) {
+            let text = crate::readable::turn_text(turn, p.kinds);
             if !text.trim().is_empty() {
                 let _ = write!(
                     o,
@@ -840,8 +805,6 @@ mod tests {
         assert_eq!(quote_text("plain text"), "plain text");
         // not an object of that shape: shown as it is
         assert_eq!(quote_text("{not json"), "{not json");
-        let whole = readable(r#"{"command":"view","path":"/p","n":3}"#);
-        assert_eq!(whole, "command: view\npath: /p\nn: 3\n");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! box over the turns; an index lists the traces with a search over their text. Nothing is
 //! judged: scores come from `sage localize` and show in the view of its results.
 
-use crate::view::{diff_html, esc, page, readable_arguments, INDEX_JS};
+use crate::readable::readable_arguments;
+use crate::view::{diff_html, esc, page, INDEX_JS};
 use sage_adapters::SourceFile;
 use sage_history::ArtefactHistory;
 use sage_trace::CanonicalTrace;

@@ -38,9 +38,9 @@ pub enum Format {
     Json,
 }
 
-pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
+pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     if let Some(Action::Detect { files }) = &args.action {
-        let (text, rc) = detect(files, args.format);
+        let (text, rc) = detect(files, args.format, &rc.rules.adapters);
         super::print_or_write(args.output.as_deref(), &text)?;
         return Ok(rc);
     }
@@ -91,14 +91,18 @@ pub fn run(args: Args) -> anyhow::Result<super::ExitStatus> {
 }
 
 /// The evidence of each file (text or JSON) and the exit status (1 when a file has no verdict).
-fn detect(files: &[std::path::PathBuf], format: Format) -> (String, super::ExitStatus) {
+fn detect(
+    files: &[std::path::PathBuf],
+    format: Format,
+    rules: &sage_adapters::Rules,
+) -> (String, super::ExitStatus) {
     let reg = sage_adapters::registry();
     let mut rc = super::ExitStatus::Ok;
     let mut all = Vec::new();
     let mut text = String::new();
     for f in files {
         let name = f.display().to_string();
-        match sage_adapters::detect::detect_file(&reg, f, &name) {
+        match sage_adapters::detect::detect_file(&reg, f, &name, rules) {
             Ok(d) => {
                 if d.verdict().is_err() {
                     rc = super::ExitStatus::InputFailed;

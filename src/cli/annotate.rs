@@ -122,7 +122,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
                     seed,
                     stratify_by,
                     locator,
-                    kinds: rc.kinds.clone(),
+                    rules: rc.rules.clone(),
                 },
             )?;
             for f in &report.failures {

@@ -181,7 +181,7 @@ fn run_init(a: InitArgs, rc: &super::RunConfig) -> super::ExitStatus {
         },
         out: a.out.clone(),
         force: a.force,
-        kinds: rc.kinds.clone(),
+        rules: rc.rules.clone(),
     };
     let r = init::init(&o);
     for l in &r.lines {
@@ -257,7 +257,7 @@ fn run_check(a: CheckArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitS
     }
     let checks: Vec<check::CaseCheck> = dirs
         .iter()
-        .map(|d| check::check_case(d, &rc.kinds))
+        .map(|d| check::check_case(d, &rc.rules))
         .collect();
     let n_bad = checks.iter().filter(|c| !c.problems.is_empty()).count();
     let table = || {
@@ -311,7 +311,7 @@ fn run_show(a: ShowArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitSta
         (None, Some(t)) => show::At::Turn(t),
         (None, None) => unreachable!("clap requires --write or --at"),
     };
-    match show::show(&a.case, &at, a.artefact.as_deref(), a.diff, &rc.kinds) {
+    match show::show(&a.case, &at, a.artefact.as_deref(), a.diff, &rc.rules) {
         Ok(text) => {
             let json = || {
                 let (key, n) = match at {

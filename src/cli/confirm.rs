@@ -80,7 +80,7 @@ fn input(e: ConfirmError) -> Result<super::ExitStatus> {
     Ok(super::EXIT_INPUT_FAILED)
 }
 
-pub fn run(a: Args) -> Result<super::ExitStatus> {
+pub fn run(a: Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
     match a.command {
         Cmd::Export(x) => {
             let text = std::fs::read_to_string(&x.screen)
@@ -100,6 +100,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 sample: x.sample,
                 seed: x.seed,
                 all: x.all,
+                rules: rc.rules.clone(),
             };
             match confirm::export(&report, &opts, &x.out) {
                 Ok(s) => {
@@ -116,7 +117,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 Err(e) => input(e),
             }
         }
-        Cmd::Import(x) => match confirm::import(&x.export, &x.sheet, &x.out) {
+        Cmd::Import(x) => match confirm::import(&x.export, &x.sheet, &x.out, &rc.rules) {
             Ok(s) => {
                 let labels: Vec<String> =
                     s.by_label.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -147,7 +148,7 @@ pub fn run(a: Args) -> Result<super::ExitStatus> {
                 };
                 let mut rows = Vec::new();
                 for s in &x.sheets {
-                    match confirm::read_sheet(s, &key, false) {
+                    match confirm::read_sheet(s, &key, false, &rc.rules) {
                         Ok(r) => rows.push(r),
                         Err(e) => return input(e),
                     }

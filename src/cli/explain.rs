@@ -51,7 +51,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
             session,
             &built.llm,
             false,
-            &opts.kinds,
+            &opts.rules,
         )? {
             return Ok(code);
         }
@@ -77,7 +77,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     if a.json || a.out.format == super::TableOrJson::Json {
         text = sage_pipeline::sink::pretty(&out.results);
     } else {
-        let prepared = sage_pipeline::localize::prepare(&a.case, &opts.kinds)
+        let prepared = sage_pipeline::localize::prepare(&a.case, &opts.rules)
             .ok()
             .map(|p| p.0);
         let fold = if a.full { 0 } else { a.fold };
@@ -88,7 +88,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
                     trace: &p.trace,
                     task: &p.case.task().description,
                     history: &p.history,
-                    kinds: &opts.kinds,
+                    kinds: opts.rules.kinds(),
                 });
             let layout = sage_pipeline::report::Layout {
                 fold,

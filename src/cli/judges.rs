@@ -32,7 +32,7 @@ pub fn before_run(
     session: &JudgeSession,
     llm: &[BuiltJudge],
     follow_links: bool,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &sage_pipeline::Rules,
 ) -> anyhow::Result<Before> {
     // Fatal errors first, once: a missing or refused key, an unknown model or endpoint.
     if !flags.offline && flags.batch_export.is_none() {
@@ -56,7 +56,7 @@ pub fn before_run(
     }
     let prepared: Vec<_> = dirs
         .iter()
-        .filter_map(|d| sage_pipeline::localize::prepare(d, kinds).ok().map(|p| p.0))
+        .filter_map(|d| sage_pipeline::localize::prepare(d, rules).ok().map(|p| p.0))
         .collect();
     let items: Vec<ScoreItem> = prepared
         .iter()

@@ -99,7 +99,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
             session,
             &built.llm,
             a.follow_links,
-            &opts.kinds,
+            &opts.rules,
         )? {
             return Ok(code);
         }
@@ -114,7 +114,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     // over a corpus of any size).
     let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
     let runs = opts.runs.get();
-    let mut out = Outputs::open(&a, &judge_ids, runs)?;
+    let mut out = Outputs::open(&a, &judge_ids, runs, &opts.rules)?;
     let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
         &a.dir,
         found,
@@ -252,7 +252,12 @@ struct Lines {
 }
 
 impl Outputs {
-    fn open(a: &Args, judges: &[sage_judge::JudgeId], runs: u32) -> anyhow::Result<Outputs> {
+    fn open(
+        a: &Args,
+        judges: &[sage_judge::JudgeId],
+        runs: u32,
+        rules: &sage_pipeline::Rules,
+    ) -> anyhow::Result<Outputs> {
         let dir = if a.no_write {
             None
         } else {
@@ -294,7 +299,7 @@ impl Outputs {
             sarif: a
                 .sarif
                 .clone()
-                .map(|p| (p, sage_pipeline::sarif_view::SarifLog::default())),
+                .map(|p| (p, sage_pipeline::sarif_view::SarifLog::new(rules))),
             out_dir: a.out_dir.clone(),
             lines: Lines::default(),
         })

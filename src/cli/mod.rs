@@ -196,7 +196,7 @@ pub fn run() -> ExitStatus {
     // Every configured secret is blanked out of what sage writes or prints (see
     // docs/security.md); judges add their keys and base-URL credentials when built.
     sage_llm::secrets::register_env_secrets(std::env::vars_os());
-    input_limits();
+    let limits = input_limits();
     let cli = match Cli::from_arg_matches(&examples::with_examples(Cli::command()).get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -205,7 +205,7 @@ pub fn run() -> ExitStatus {
         if cli.quiet { -1 } else { i8::from(cli.verbose) },
         std::sync::atomic::Ordering::Relaxed,
     );
-    let config = data_overrides();
+    let config = data_overrides(limits);
     let missing = inputs::missing(&inputs::named_inputs(&cli.command));
     if !missing.is_empty() {
         for p in missing {
@@ -217,15 +217,15 @@ pub fn run() -> ExitStatus {
         Command::Localize(a) => localize::run(a, &config),
         Command::Explain(a) => explain::run(a, &config),
         Command::Case(a) => case::run(a, &config),
-        Command::Screen(a) => screen::run(a),
+        Command::Screen(a) => screen::run(a, &config),
         Command::Annotate(a) => annotate::run(a, &config),
         Command::View(a) => view::run(a, &config),
-        Command::Confirm(a) => confirm::run(a),
+        Command::Confirm(a) => confirm::run(a, &config),
         Command::Study(a) => study::run(a, &config),
         Command::Agree(a) => agree::run(a),
         Command::Szz(a) => szz::run(a),
         Command::Cache(a) => cache::run(a),
-        Command::Adapters(a) => adapters::run(a),
+        Command::Adapters(a) => adapters::run(a, &config),
         Command::Normalize(a) => normalize::run(a, &config),
         Command::Replay(a) => replay::run(a, &config),
         Command::MergeShards(a) => shards::run(a),
@@ -279,8 +279,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// The input limits a user may set through the environment (docs/security.md): the cap on
 /// one judge reply (`SAGE_MAX_REPLY_MB`, mebibytes), the size
 /// limit of one input file (`SAGE_MAX_INPUT_MB`, mebibytes) and the folders outside a case
-/// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`).
-fn input_limits() {
+/// that its files may point into (`SAGE_CASE_ROOTS`, separated like `PATH`). The last two are
+/// returned, for the run's [`RunConfig`].
+fn input_limits() -> sage_trace::safe::Limits {
     // The reply cap travels in the environment value (`LlmSettings::max_reply_bytes`, read
     // from `environment()`); a value that cannot be used is named here, once.
     if let Some(v) = std::env::var_os("SAGE_MAX_REPLY_MB") {
@@ -293,19 +294,21 @@ fn input_limits() {
             errln!("sage: SAGE_MAX_REPLY_MB ignored: not a positive number");
         }
     }
+    let mut limits = sage_trace::safe::Limits::default();
     if let Some(v) = std::env::var_os("SAGE_MAX_INPUT_MB") {
         match v
             .to_str()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .filter(|n| *n > 0)
         {
-            Some(n) => sage_trace::safe::set_max_input_bytes(n.saturating_mul(1 << 20)),
+            Some(n) => limits.max_input_bytes = n.saturating_mul(1 << 20),
             None => errln!("sage: SAGE_MAX_INPUT_MB ignored: not a positive number"),
         }
     }
     if let Some(v) = std::env::var_os("SAGE_CASE_ROOTS") {
-        sage_trace::safe::set_allowed_roots(std::env::split_paths(&v));
+        limits = limits.with_roots(std::env::split_paths(&v));
     }
+    limits
 }
 
 /// The data files a user may replace through the environment (docs/design.md): the turn
@@ -314,9 +317,10 @@ fn input_limits() {
 /// (`SAGE_WORKSPACE_ROOTS=FILE`). A file that cannot be used is named on stderr and the
 /// embedded data stays in use.
 ///
-/// The turn classifier is returned in the run's [`RunConfig`], passed by reference to the
-/// commands that read traces.
-fn data_overrides() -> RunConfig {
+/// They are returned, with the input `limits`, in the run's [`RunConfig`], passed by
+/// reference to the commands that read traces.
+fn data_overrides(limits: sage_trace::safe::Limits) -> RunConfig {
+    let mut detect = None;
     override_from("SAGE_DETECT_RULES", |t, origin| {
         let rules =
             sage_adapters::rules::DetectRules::parse(t, origin).map_err(|e| e.to_string())?;
@@ -328,7 +332,8 @@ fn data_overrides() -> RunConfig {
                 unknown.join(", ")
             ));
         }
-        Ok(sage_adapters::rules::DetectRules::set_current(rules))
+        detect = Some(rules);
+        Ok(true)
     });
     let mut kinds = None;
     override_from("SAGE_TURN_KINDS", |t, origin| {
@@ -337,12 +342,11 @@ fn data_overrides() -> RunConfig {
             .map(|()| true)
             .map_err(|e| e.to_string())
     });
+    let mut workspace_roots = sage_history::WorkspaceRoots::default();
     if let Some(p) = std::env::var_os("SAGE_WORKSPACE_ROOTS") {
         let path = std::path::PathBuf::from(p);
         match std::fs::read_to_string(&path) {
-            Ok(t) => {
-                sage_history::override_workspace_roots(sage_history::parse_workspace_roots(&t));
-            }
+            Ok(t) => workspace_roots = sage_history::WorkspaceRoots::parse(&t),
             Err(e) => errln!(
                 "sage: SAGE_WORKSPACE_ROOTS ignored: {}: {e}",
                 path.display()
@@ -350,16 +354,26 @@ fn data_overrides() -> RunConfig {
         }
     }
     RunConfig {
-        kinds: std::sync::Arc::new(kinds.unwrap_or_default()),
+        rules: sage_pipeline::Rules {
+            adapters: sage_adapters::Rules {
+                kinds: std::sync::Arc::new(kinds.unwrap_or_default()),
+                detect: std::sync::Arc::new(detect.unwrap_or_default()),
+                limits,
+            },
+            workspace_roots,
+        },
     }
 }
 
-/// The run's configuration, built once from the environment's data files ([`data_overrides`])
-/// and passed by reference to the commands (as ripgrep's `HiArgs`): the libraries hold no
-/// process-global configuration.
+/// The run's configuration, built once from the environment ([`input_limits`],
+/// [`data_overrides`]) and passed by reference to the commands (as ripgrep's `HiArgs`): the
+/// libraries hold no process-global configuration.
 pub struct RunConfig {
-    /// The turn classifier: `SAGE_TURN_KINDS=FILE`, else the embedded one.
-    pub kinds: std::sync::Arc<sage_adapters::kinds::Classifier>,
+    /// How cases and traces are read: the turn classifier (`SAGE_TURN_KINDS=FILE`), the
+    /// detection rules (`SAGE_DETECT_RULES=FILE`), the input limits (`SAGE_MAX_INPUT_MB`,
+    /// `SAGE_CASE_ROOTS`) and the workspace roots (`SAGE_WORKSPACE_ROOTS=FILE`), each the
+    /// embedded or default one unless set.
+    pub rules: sage_pipeline::Rules,
 }
 
 /// Read the file named by the environment variable `var` and hand it to `install` (its text
@@ -472,7 +486,7 @@ pub fn build_run(
         runs: flags.runs,
         max_attempts: flags.max_attempts,
         shard: flags.shard,
-        kinds: run_config.kinds.clone(),
+        rules: run_config.rules.clone(),
         ..Default::default()
     };
     let specs: Vec<String> = if judges.is_empty() {

@@ -66,7 +66,7 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
         framework_from: None,
-        kinds: (*rc.kinds).clone(),
+        rules: rc.rules.adapters.clone(),
     };
     let trace = match sage_adapters::normalize(&files, &opts) {
         Ok(t) => t,
@@ -88,7 +88,11 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
     super::print_or_write(args.output.as_deref(), &text)?;
     errout!("{}", counts_summary(&trace));
     // Every item must point at raw text that holds it (quotes are verified that way).
-    match RawStore::load(&trace, std::path::Path::new("")) {
+    match RawStore::load(
+        &trace,
+        std::path::Path::new(""),
+        rc.rules.limits().max_input_bytes,
+    ) {
         Ok(store) => {
             let bad = sage_adapters::verify_raw_refs(&trace, &store);
             let items: usize = trace.turns.iter().map(|t| t.text_items().len()).sum();

@@ -121,7 +121,7 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         allow_empty: args.allow_empty,
         run: args.run.map(|n| n as usize),
         execution,
-        kinds: (*rc.kinds).clone(),
+        rules: rc.rules.clone(),
     };
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,

@@ -92,7 +92,7 @@ fn default_bandit() -> BanditMode {
         .map_or(BanditMode::Auto, BanditMode::Path)
 }
 
-pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
+pub fn run(a: ScreenArgs, rc: &super::RunConfig) -> Result<super::ExitStatus> {
     let rules = match &a.rules {
         None => sage_screen::l3::Rules::builtin(),
         Some(p) => {
@@ -124,13 +124,18 @@ pub fn run(a: ScreenArgs) -> Result<super::ExitStatus> {
         path: std::env::var_os("PATH"),
     };
     let plain = |dir: &std::path::Path| {
-        sage_screen::units_from_pairs(dir, a.cwe.as_deref(), a.baseline.as_deref())
-            .map_err(anyhow::Error::msg)
+        sage_screen::units_from_pairs(
+            dir,
+            a.cwe.as_deref(),
+            a.baseline.as_deref(),
+            rc.rules.limits().max_input_bytes,
+        )
+        .map_err(anyhow::Error::msg)
     };
     let (units, errors) = if a.pairs || a.baseline.is_some() {
         plain(&a.dir)?
     } else {
-        let (u, e) = sage_pipeline::replay::units_from_runs(&a.dir)?;
+        let (u, e) = sage_pipeline::replay::units_from_runs(&a.dir, &rc.rules)?;
         if u.is_empty() && e.is_empty() {
             // No run.json or case.json anywhere: a folder of plain Python files (or a CSV
             // of pairs).

@@ -163,7 +163,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let packets = a.out.join("packets");
     if a.sheets.is_empty() {
-        let (units, errors) = sage_pipeline::replay::units_from_runs(&a.dir)?;
+        let (units, errors) = sage_pipeline::replay::units_from_runs(&a.dir, &rc.rules)?;
         if units.is_empty() && errors.is_empty() {
             anyhow::bail!("{}: no run.json or case.json found", a.dir.display());
         }
@@ -211,6 +211,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
             sample: a.sample,
             seed: a.seed,
             all: a.all,
+            rules: rc.rules.clone(),
         };
         match confirm::export(&report, &eopts, &packets) {
             Ok(s) => {
@@ -250,7 +251,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         std::fs::remove_dir_all(&staging)
             .with_context(|| format!("cannot remove {}", staging.display()))?;
     }
-    let s = match confirm::import(&packets, &a.sheets[0], &staging) {
+    let s = match confirm::import(&packets, &a.sheets[0], &staging, &rc.rules) {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -279,7 +280,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         let key = confirm::Key::load(&packets).map_err(anyhow::Error::msg)?;
         let mut rows = Vec::new();
         for sh in &a.sheets {
-            match confirm::read_sheet(sh, &key, false) {
+            match confirm::read_sheet(sh, &key, false, &rc.rules) {
                 Ok(r) => rows.push(r),
                 Err(e) => {
                     errln!("sage: error: {e}");
@@ -320,7 +321,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
             session,
             &built.llm,
             false,
-            &opts.kinds,
+            &opts.rules,
         )? {
             return Ok(code);
         }
@@ -344,7 +345,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         .with_context(|| format!("writing {}", results.display()))?;
     std::fs::write(
         a.out.join("localize.sarif"),
-        serde_json::to_string_pretty(&sage_pipeline::sarif_view::to_sarif(&set))? + "\n",
+        serde_json::to_string_pretty(&sage_pipeline::sarif_view::to_sarif(&set, &rc.rules))? + "\n",
     )?;
     for sm in &set.summaries {
         reportln!("{}", sage_pipeline::report::render_summary(sm));
@@ -470,7 +471,7 @@ fn annotation_packets(
                 stratify_by: None,
                 // the set was made by this run: its case folders are as written
                 locator: sage_pipeline::locate::CaseLocator::default(),
-                kinds: rc.kinds.clone(),
+                rules: rc.rules.clone(),
             };
             let rep = sage_pipeline::annotate::export(set, &opts).map_err(anyhow::Error::msg)?;
             for f in &rep.failures {

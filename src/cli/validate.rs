@@ -89,17 +89,14 @@ fn log_files(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn load(
-    path: &std::path::Path,
-    kinds: &sage_adapters::kinds::Classifier,
-) -> anyhow::Result<Labeled> {
+fn load(path: &std::path::Path, rules: &sage_adapters::Rules) -> anyhow::Result<Labeled> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
     let (subset, question, ground_truth, gold) = validate::who_and_when_labels(&text, &name)?;
     let trace = sage_adapters::normalize(
         &[sage_adapters::SourceFile::new(name.clone(), path)],
         &sage_adapters::NormalizeOptions {
-            kinds: kinds.clone(),
+            rules: rules.clone(),
             ..sage_adapters::NormalizeOptions::framework(Some("who-and-when"))
         },
     )
@@ -172,7 +169,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     let mut failed = 0;
     let mut logs = Vec::new();
     for f in &files {
-        match load(f, &rc.kinds) {
+        match load(f, &rc.rules.adapters) {
             Ok(l) => logs.push(l),
             Err(e) => {
                 errln!("sage: skipped {}", scrub(&format!("{e:#}")));

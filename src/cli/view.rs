@@ -36,7 +36,7 @@ struct Written {
 pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> {
     use sage_pipeline::view_trace::{classify, write_trace_site, ViewInput};
     let index = a.out.join("index.html").display().to_string();
-    let written = match classify(&a.results)? {
+    let written = match classify(&a.results, &rc.rules)? {
         ViewInput::Items { items, skipped } => {
             if !skipped.is_empty() {
                 note!(
@@ -49,7 +49,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
                     }
                 }
             }
-            let report = write_trace_site(&items, &a.out, &rc.kinds)?;
+            let report = write_trace_site(&items, &a.out, &rc.rules)?;
             for f in &report.failures {
                 errln!("sage: no page: {}", sage_llm::secrets::scrub(f));
             }
@@ -64,7 +64,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
             let set = super::annotate::read_results(&a.results)?;
             let locator = sage_pipeline::locate::CaseLocator::for_set(&a.results, &set)
                 .with_relocations(&a.relocate)?;
-            let report = sage_pipeline::view::write_site(&set, &locator, &a.out, &rc.kinds)?;
+            let report = sage_pipeline::view::write_site(&set, &locator, &a.out, &rc.rules)?;
             for w in &report.warnings {
                 errln!(
                     "sage: page without trace text: {}",

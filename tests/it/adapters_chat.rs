@@ -97,7 +97,7 @@ fn normalize(files: &[&str], extra_args: &[&str]) -> (CanonicalTrace, String) {
 
 /// Every item's raw pointer resolves to text that contains it (the judges' quote check).
 pub fn assert_raw_refs_verify(t: &CanonicalTrace, base: &Path) {
-    let store = RawStore::load(t, base).unwrap();
+    let store = RawStore::load(t, base, sage_trace::safe::DEFAULT_MAX_INPUT_BYTES).unwrap();
     let bad = sage_adapters::verify_raw_refs(t, &store);
     assert!(
         bad.is_empty(),

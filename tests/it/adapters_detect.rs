@@ -423,7 +423,7 @@ fn detection_does_not_depend_on_how_the_json_is_written() {
     let mut checked = 0;
     for f in &files {
         let rel = f.strip_prefix(root).unwrap().display().to_string();
-        let Ok(d) = sage_adapters::detect::detect_file(&reg, f, &rel) else {
+        let Ok(d) = sage_adapters::detect::detect_file(&reg, f, &rel, &Default::default()) else {
             continue;
         };
         let Ok(verdict) = d.verdict() else { continue };
@@ -436,7 +436,8 @@ fn detection_does_not_depend_on_how_the_json_is_written() {
         for (how, body) in variants {
             let p = dir.path().join("variant");
             std::fs::write(&p, &body).unwrap();
-            let v = sage_adapters::detect::detect_file(&reg, &p, &rel).unwrap();
+            let v =
+                sage_adapters::detect::detect_file(&reg, &p, &rel, &Default::default()).unwrap();
             assert_eq!(
                 v.verdict().map(|c| c.framework.clone()).ok(),
                 Some(verdict.framework.clone()),

@@ -195,7 +195,8 @@ fn detection_picks_the_right_adapter() {
         return;
     }
     for (rel, want) in SAMPLES {
-        let got = sage_adapters::detect(&sample(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let got = sage_adapters::detect(&sample(rel), &Default::default())
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
         assert_eq!(got.name(), *want, "{rel}");
     }
 }
@@ -207,7 +208,8 @@ fn every_item_points_to_raw_text_containing_it() {
     }
     for (rel, _) in SAMPLES {
         let t = normalize(rel);
-        let store = RawStore::load(&t, &traces()).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let store = RawStore::load(&t, &traces(), sage_trace::safe::DEFAULT_MAX_INPUT_BYTES)
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
         let bad = sage_adapters::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{rel}: {bad:#?}");
     }
@@ -219,9 +221,19 @@ fn every_item_points_to_raw_text_containing_it() {
 fn otel_genai_constructed_export() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otel");
     let f = SourceFile::new("agent_spans.json", Path::new(dir).join("agent_spans.json"));
-    assert_eq!(sage_adapters::detect(&f.path).unwrap().name(), "otel-genai");
+    assert_eq!(
+        sage_adapters::detect(&f.path, &Default::default())
+            .unwrap()
+            .name(),
+        "otel-genai"
+    );
     let t = sage_adapters::normalize(std::slice::from_ref(&f), &Default::default()).unwrap();
-    let store = RawStore::load(&t, Path::new(dir)).unwrap();
+    let store = RawStore::load(
+        &t,
+        Path::new(dir),
+        sage_trace::safe::DEFAULT_MAX_INPUT_BYTES,
+    )
+    .unwrap();
     assert_eq!(
         sage_adapters::verify_raw_refs(&t, &store),
         Vec::<String>::new()

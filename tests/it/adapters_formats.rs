@@ -15,7 +15,12 @@ fn read(rel: &str) -> CanonicalTrace {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
     let t = sage_adapters::normalize(&[SourceFile::new(rel, &p)], &Default::default())
         .unwrap_or_else(|e| panic!("{rel}: {e}"));
-    let store = RawStore::load(&t, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let store = RawStore::load(
+        &t,
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        sage_trace::safe::DEFAULT_MAX_INPUT_BYTES,
+    )
+    .unwrap();
     let bad = sage_adapters::verify_raw_refs(&t, &store);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     t

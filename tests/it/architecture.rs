@@ -894,10 +894,18 @@ fn the_cli_prints_only_through_the_terminal_sanitizer() {
 }
 
 /// The process-wide statics a library crate may hold: none is configuration (a value the
-/// user sets for a run), each is named with why it may be process-wide. `CONFIGURATION_LEFT`
-/// lists the configuration globals issue 30 has not yet turned into values; the list may
-/// only shrink.
+/// user sets for a run), each is named with why it may be process-wide.
 const NON_CONFIGURATION_STATICS: &[(&str, &str, &str)] = &[
+    (
+        "sage-adapters/src/rules.rs",
+        "EMBEDDED",
+        "the embedded detection rules, parsed once",
+    ),
+    (
+        "sage-history/src/paths.rs",
+        "EMBEDDED",
+        "the embedded workspace roots, parsed once",
+    ),
     (
         "sage-sandbox/src/sandbox.rs",
         "N",
@@ -1017,13 +1025,6 @@ const NON_CONFIGURATION_STATICS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Configuration still held in process globals, set by the CLI (issue 30: to become values).
-const CONFIGURATION_LEFT: &[(&str, &str)] = &[
-    ("sage-trace/src/safe.rs", "LIMITS"),
-    ("sage-adapters/src/rules.rs", "CURRENT_RULES"),
-    ("sage-history/src/paths.rs", "WORKSPACE_ROOTS"),
-];
-
 /// The `static NAME:` items of a library file's production code (comments aside), with
 /// their lines; `&'static` lifetimes are not items.
 fn process_statics(text: &str) -> Vec<(usize, String)> {
@@ -1051,17 +1052,14 @@ fn process_statics(text: &str) -> Vec<(usize, String)> {
 
 /// Issue 30: configuration is a value the CLI builds and passes by reference. A library
 /// crate holds no process-wide static but the named non-configuration ones (compiled
-/// patterns, embedded data parsed once, the secrets registry, facts about the machine) and
-/// the configuration globals not yet turned into values.
+/// patterns, embedded data parsed once, the secrets registry, facts about the machine): no
+/// configuration global is left.
 #[test]
 fn no_library_crate_holds_configuration_in_a_process_global() {
     let allowed = |file: &str, name: &str| {
         NON_CONFIGURATION_STATICS
             .iter()
             .any(|(f, n, _)| *f == file && *n == name)
-            || CONFIGURATION_LEFT
-                .iter()
-                .any(|(f, n)| *f == file && *n == name)
     };
     let mut seen = BTreeSet::new();
     for dir in crates() {
@@ -1083,11 +1081,7 @@ fn no_library_crate_holds_configuration_in_a_process_global() {
         }
     }
     // the lists name only what exists (a static removed leaves the list)
-    for (f, n) in NON_CONFIGURATION_STATICS
-        .iter()
-        .map(|(f, n, _)| (f, n))
-        .chain(CONFIGURATION_LEFT.iter().map(|(f, n)| (f, n)))
-    {
+    for (f, n, _) in NON_CONFIGURATION_STATICS {
         assert!(
             seen.contains(&(f.to_string(), n.to_string())),
             "{f}: `static {n}` is listed but no longer exists: take it off the list"

@@ -117,17 +117,19 @@ fn mutate(bytes: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
 /// must name the file it is about (the name the file was given, `trace`, or a member of it).
 fn pipeline(adapter: &str, path: &Path) {
     let f = SourceFile::new("trace", path);
-    let _ = adapters::detect(path);
+    let _ = adapters::detect(path, &Default::default());
     for framework in [Some(adapter), None] {
         match adapters::normalize(
             std::slice::from_ref(&f),
             &adapters::NormalizeOptions::framework(framework),
         ) {
             Ok(t) => {
-                if let Ok(store) = RawStore::load(&t, Path::new("")) {
+                if let Ok(store) =
+                    RawStore::load(&t, Path::new(""), sage_trace::safe::DEFAULT_MAX_INPUT_BYTES)
+                {
                     let _ = adapters::verify_raw_refs(&t, &store);
                 }
-                let _ = sage_history::reconstruct(&Default::default(), &t);
+                let _ = sage_history::reconstruct(&Default::default(), &t, &Default::default());
                 let _ = sage_judge::injection::Rules::embedded().scan(&t);
             }
             Err(e) => {
@@ -270,9 +272,9 @@ proptest! {
             prop_assert!(!s.message.is_empty());
         }
         // whatever loaded never names a file outside the case folder
-        if let Ok(c) = sage_trace::case::Case::load(&case) {
+        if let Ok(c) = sage_trace::case::Case::load(&case, &Default::default()) {
             prop_assert!(sage_trace::safe::check_id(&c.id).is_ok());
         }
-        let _ = sage_pipeline::replay::units_from_cases(&case);
+        let _ = sage_pipeline::replay::units_from_cases(&case, &Default::default());
     }
 }

@@ -223,7 +223,7 @@ fn no_later_turn_and_no_anchor_text_reaches_a_request_for_either_api() {
         ),
     )
     .unwrap();
-    let case = sage_trace::case::Case::load(&dir.path().join("case")).unwrap();
+    let case = sage_trace::case::Case::load(&dir.path().join("case"), &Default::default()).unwrap();
     for spec in ["openai:fake-model", "anthropic:fake-model"] {
         let server = FakeServer::start(Duration::ZERO);
         let base = if spec.starts_with("openai") {

@@ -12,6 +12,8 @@
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
+//! - `overrides`: the user's environment overrides (classifier, detection rules, workspace
+//!   roots, input limits), each end to end
 //! - `need`: what a test needs from outside the repository; `support`: shared helpers
 
 mod adapters_chat;
@@ -33,6 +35,7 @@ mod judges;
 mod local_judge;
 mod localize;
 mod need;
+mod overrides;
 mod reliability;
 mod replay_fidelity;
 mod screen;

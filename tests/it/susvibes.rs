@@ -88,11 +88,13 @@ fn detected_from_content_as_claude_stream_never_ag2() {
     };
     let ag2 = adapters::by_name("ag2").unwrap();
     for (_, trace) in traces(&root) {
-        let got = adapters::detect(&trace).unwrap();
+        let got = adapters::detect(&trace, &Default::default()).unwrap();
         assert_eq!(got.name(), "claude-stream", "{}", trace.display());
-        let shape = adapters::detect::shape_of(&trace, "t").unwrap();
+        let shape =
+            adapters::detect::shape_of(&trace, "t", sage_trace::safe::DEFAULT_MAX_INPUT_BYTES)
+                .unwrap();
         assert_eq!(
-            ag2.detect(&shape),
+            ag2.detect(&shape, adapters::rules::DetectRules::embedded()),
             None,
             "AG2 must not claim {}",
             trace.display()
@@ -115,7 +117,7 @@ fn every_item_points_to_raw_text_containing_it() {
     };
     for (dir, trace) in traces(&root) {
         let t = adapters::normalize(&[source(&trace)], &Default::default()).unwrap();
-        let store = RawStore::load(&t, &dir).unwrap();
+        let store = RawStore::load(&t, &dir, sage_trace::safe::DEFAULT_MAX_INPUT_BYTES).unwrap();
         let bad = adapters::verify_raw_refs(&t, &store);
         assert!(bad.is_empty(), "{}: {bad:#?}", trace.display());
     }

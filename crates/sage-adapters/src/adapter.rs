@@ -14,10 +14,10 @@ pub trait Adapter: Send + Sync {
     fn versions(&self) -> &str;
     /// How sure the adapter is that the file whose structure is `shape` is its format
     /// (0 = not mine, 100 = certain), and the rule that says so: the best of its rules in
-    /// `mappings/detect.toml` (or its mapping file's `[[detect]]` rules); `None` when no rule
-    /// holds.
-    fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
-        rules::DetectRules::current().best(self.name(), shape)
+    /// `mappings/detect.toml` or the user's replacement, `rules` (or its mapping file's
+    /// `[[detect]]` rules); `None` when no rule holds.
+    fn detect(&self, shape: &shape::Shape, rules: &rules::DetectRules) -> Option<(u8, String)> {
+        rules.best(self.name(), shape)
     }
     /// Normalize the trace whose files are `files` (the first is the main trace). An adapter
     /// implements this or [`Adapter::normalize_seen`]; each defaults to the other.

@@ -40,7 +40,7 @@ impl Adapter for Ag2 {
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {
         let main = crate::support::main_file(files)?;
         // The form only: a chat document is parsed once, by the mapping, not walked first.
-        if is_runtime_log(&crate::detect::form_of(&main.path, &main.name)?) {
+        if is_runtime_log(&crate::detect::form_of(&main.path, &main.name, main.limit)?) {
             runtime_log(&self.mapping, files)
         } else {
             self.mapping.normalize(files)
@@ -175,8 +175,9 @@ mod tests {
         for (name, text, runtime) in [("chat.json", big, false), ("runtime.log", log, true)] {
             let p = dir.path().join(name);
             std::fs::write(&p, text).unwrap();
-            let full = crate::detect::shape_of(&p, name).unwrap();
-            let light = crate::detect::form_of(&p, name).unwrap();
+            let limit = sage_trace::safe::DEFAULT_MAX_INPUT_BYTES;
+            let full = crate::detect::shape_of(&p, name, limit).unwrap();
+            let light = crate::detect::form_of(&p, name, limit).unwrap();
             assert_eq!(is_runtime_log(&full), runtime, "{name}");
             assert_eq!(is_runtime_log(&light), runtime, "{name}");
             assert_eq!(light.form, full.form);
@@ -200,7 +201,12 @@ mod tests {
         let p = dir.path().join("chat.json");
         std::fs::write(&p, j).unwrap();
         let a = Ag2::embedded();
-        assert!(a.detect(&crate::shape::Shape::of_json_text(j)).is_some());
+        assert!(a
+            .detect(
+                &crate::shape::Shape::of_json_text(j),
+                crate::rules::DetectRules::embedded()
+            )
+            .is_some());
         let t = a.normalize(&[SourceFile::new("chat.json", &p)]).unwrap();
         let kinds: Vec<_> = t
             .turns

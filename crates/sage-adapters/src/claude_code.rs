@@ -506,7 +506,7 @@ mod tests {
                 r.raw.file = p.display().to_string();
             }
         }
-        let store = sage_trace::RawStore::load(&t, std::path::Path::new("")).unwrap();
+        let store = sage_trace::RawStore::load(&t, std::path::Path::new(""), u64::MAX).unwrap();
         let r = &t.turns.iter().flat_map(|t| &t.tool_results).nth(1).unwrap();
         assert_eq!(store.resolve(&r.raw).unwrap(), "second block");
     }

@@ -47,6 +47,7 @@ pub(crate) fn is_stream(shape: &crate::shape::Shape) -> bool {
 pub(crate) fn detect_agent_or_stream(
     agent: &str,
     shape: &crate::shape::Shape,
+    rules: &crate::rules::DetectRules,
 ) -> Option<(u8, String)> {
     if is_stream(shape) {
         return Some((
@@ -54,7 +55,7 @@ pub(crate) fn detect_agent_or_stream(
             "a Claude-stream-like export of this agent's run (read by claude-stream)".into(),
         ));
     }
-    crate::rules::DetectRules::current().best(agent, shape)
+    rules.best(agent, shape)
 }
 
 /// The trace of a Claude-stream-like export handed over by the agent adapter it was forced
@@ -63,7 +64,9 @@ pub(crate) fn hand_over(
     files: &[SourceFile],
 ) -> Result<Option<(CanonicalTrace, Seen)>, AdapterError> {
     let main = crate::support::main_file(files)?;
-    if is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
+    if is_stream(&crate::detect::shape_of(
+        &main.path, &main.name, main.limit,
+    )?) {
         return normalize_seen(&embedded_mapping("claude-stream")?, files).map(Some);
     }
     Ok(None)
@@ -78,7 +81,9 @@ impl Adapter for ClaudeStream {
     /// shape; a file read through a user's mapping of another shape shows nothing.
     fn normalize_seen(&self, files: &[SourceFile]) -> Result<(CanonicalTrace, Seen), AdapterError> {
         let main = crate::support::main_file(files)?;
-        if is_stream(&crate::detect::shape_of(&main.path, &main.name)?) {
+        if is_stream(&crate::detect::shape_of(
+            &main.path, &main.name, main.limit,
+        )?) {
             return normalize_seen(&self.mapping, files);
         }
         Ok((self.normalize(files)?, Seen::default()))

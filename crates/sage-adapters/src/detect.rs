@@ -139,27 +139,30 @@ impl Detection {
 }
 
 /// Score every adapter of `candidates` on the structure of the file at `path`.
+/// The code adapters are scored by `rules.detect`; a file is read up to `rules.limits`.
 pub fn detect_file(
     candidates: &[Box<dyn Adapter>],
     path: &Path,
     name: &str,
+    rules: &crate::rules::Rules,
 ) -> Result<Detection, AdapterError> {
     let s = sample(path, name)?;
-    let shape = Shape::read(path, &s);
-    Ok(detect_shape(candidates, &s, &shape, name))
+    let shape = Shape::read(path, &s, rules.limits.max_input_bytes);
+    Ok(detect_shape(candidates, &s, &shape, name, &rules.detect))
 }
 
-/// The sample and structure of the file at `path` (what every adapter is scored on).
-pub fn shape_of(path: &Path, name: &str) -> Result<Shape, AdapterError> {
+/// The sample and structure of the file at `path` (what every adapter is scored on), reading
+/// at most `limit` bytes (the input size limit).
+pub fn shape_of(path: &Path, name: &str, limit: u64) -> Result<Shape, AdapterError> {
     let s = sample(path, name)?;
-    Ok(Shape::read(path, &s))
+    Ok(Shape::read(path, &s, limit))
 }
 
 /// [`shape_of`] without walking a large JSON document whole (see [`Shape::read_opts`]):
 /// its form and sampled text only.
-pub(crate) fn form_of(path: &Path, name: &str) -> Result<Shape, AdapterError> {
+pub(crate) fn form_of(path: &Path, name: &str, limit: u64) -> Result<Shape, AdapterError> {
     let s = sample(path, name)?;
-    Ok(Shape::read_opts(path, &s, false))
+    Ok(Shape::read_opts(path, &s, false, limit))
 }
 
 /// Score every adapter on a file's sample and structure already read.
@@ -168,6 +171,7 @@ pub(crate) fn detect_shape(
     s: &Sample,
     shape: &Shape,
     name: &str,
+    rules: &crate::rules::DetectRules,
 ) -> Detection {
     // A file small enough to be sampled whole is parsed once, for both readings below.
     let whole = whole_json(s);
@@ -177,7 +181,7 @@ pub(crate) fn detect_shape(
     let mut scored: Vec<Candidate> = candidates
         .iter()
         .filter_map(|a| {
-            let (score, evidence) = a.detect(shape)?;
+            let (score, evidence) = a.detect(shape, rules)?;
             (score > 0).then(|| Candidate {
                 framework: a.name().to_string(),
                 score,
@@ -536,8 +540,14 @@ mod tests {
         let s = sample(&p, "ww.json").unwrap();
         assert!(!s.whole);
         assert_eq!(s.windows.len(), WINDOWS);
-        let shape = Shape::read(&p, &s);
-        let d = detect_shape(&crate::registry(), &s, &shape, "ww.json");
+        let shape = Shape::read(&p, &s, sage_trace::safe::DEFAULT_MAX_INPUT_BYTES);
+        let d = detect_shape(
+            &crate::registry(),
+            &s,
+            &shape,
+            "ww.json",
+            crate::rules::DetectRules::embedded(),
+        );
         assert_eq!(
             d.verdict().unwrap().framework,
             "who-and-when",
@@ -577,7 +587,7 @@ mod tests {
         ];
         for (k, (body, what)) in cases.iter().enumerate() {
             let p = temp(&format!("n{k}"), body);
-            let d = detect_file(&crate::registry(), &p, "f").unwrap();
+            let d = detect_file(&crate::registry(), &p, "f", &Default::default()).unwrap();
             let e = d.verdict().unwrap_err().to_string();
             assert!(e.contains(what), "{body}: {e}");
             std::fs::remove_file(p).ok();

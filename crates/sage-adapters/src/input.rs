@@ -10,20 +10,25 @@ pub struct SourceFile {
     pub name: String,
     /// Where to read it.
     pub path: PathBuf,
+    /// The most bytes an adapter reads of it (and of any member, when it is an archive): the
+    /// input size limit, which [`crate::normalize`] sets from its options' rules.
+    pub limit: u64,
 }
 
 impl SourceFile {
+    /// The file `name` at `path`, read up to the default input size limit.
     pub fn new(name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
         SourceFile {
             name: name.into(),
             path: path.into(),
+            limit: sage_trace::safe::DEFAULT_MAX_INPUT_BYTES,
         }
     }
 
     /// Read the whole file as UTF-8, naming the file and the first bad byte on failure.
-    /// Only a regular file within the input size limit is read (not `/dev/zero`, not a FIFO).
+    /// Only a regular file within [`SourceFile::limit`] is read (not `/dev/zero`, not a FIFO).
     pub fn read_text(&self) -> Result<String, AdapterError> {
-        let bytes = sage_trace::safe::read_limited(&self.path, sage_trace::safe::max_input_bytes())
+        let bytes = sage_trace::safe::read_limited(&self.path, self.limit)
             .map_err(|e| AdapterError::new(&self.name, None, format!("cannot read: {e}")))?;
         String::from_utf8(bytes).map_err(|e| {
             AdapterError::new(

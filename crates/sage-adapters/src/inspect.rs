@@ -94,7 +94,7 @@ pub(crate) fn normalize_sample(
                 ),
             )
         })?;
-        let bytes = read_zip_member(&main.path, member)
+        let bytes = read_zip_member(&main.path, member, main.limit)
             .map_err(|e| AdapterError::new(&main.name, Some(member.clone()), e.to_string()))?;
         let name = format!("{}!/{}", main.name, member);
         let text = String::from_utf8(bytes).map_err(|e| {

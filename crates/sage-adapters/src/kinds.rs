@@ -4,7 +4,7 @@
 //! The lists (test and run commands, inspection commands and tools, edit commands, words that
 //! comment on a change) are data: `mappings/turn-kinds.toml`, embedded; the CLI replaces it
 //! with `SAGE_TURN_KINDS=FILE` (read once by the CLI and passed as a value, in
-//! [`crate::NormalizeOptions::kinds`]). The precedence of the rules is
+//! [`crate::NormalizeOptions::rules`]). The precedence of the rules is
 //! documented in that file and in `docs/design.md`.
 
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};

@@ -54,4 +54,5 @@ pub use normalize::{
     NormalizeOptions,
 };
 pub use registry::{by_name, registry, MappingAdapter};
+pub use rules::Rules;
 pub use shape::DETECT_BYTES;

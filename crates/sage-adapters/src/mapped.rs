@@ -36,7 +36,12 @@ macro_rules! mapping_adapter_items {
         fn versions(&self) -> &str {
             &self.mapping.file.adapter.covers
         }
-        fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
+        fn detect(
+            &self,
+            shape: &crate::shape::Shape,
+            _code_rules: &crate::rules::DetectRules,
+        ) -> Option<(u8, String)> {
+            // a mapping carries its own rules
             self.mapping.detect(shape)
         }
         fn mapping(&self) -> Option<&crate::mapping::Mapping> {

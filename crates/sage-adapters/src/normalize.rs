@@ -5,6 +5,7 @@
 use crate::detect::{self};
 use crate::mapping::Mapping;
 use crate::registry::shared_registry;
+use crate::rules::Rules;
 use crate::shape::DETECT_BYTES;
 use crate::{by_name, kinds, registry, seen, Adapter, AdapterError};
 use crate::{MappingAdapter, SourceFile};
@@ -12,10 +13,10 @@ use sage_trace::{CanonicalTrace, RawStore};
 use std::path::Path;
 
 /// Detect the format of `path` from its content (a sample across the whole file, see
-/// [`detect::sample`]): the best adapter by [`detect::MARGIN`], else an error naming what the
-/// file is or which adapters tie.
-pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
-    let best = detect_shared(path)?.0.name();
+/// [`detect::sample`]) by `rules`: the best adapter by [`detect::MARGIN`], else an error
+/// naming what the file is or which adapters tie.
+pub fn detect(path: &Path, rules: &Rules) -> Result<Box<dyn Adapter>, AdapterError> {
+    let best = detect_shared(path, rules)?.0.name();
     let name = path.display().to_string();
     registry()
         .into_iter()
@@ -24,10 +25,13 @@ pub fn detect(path: &Path) -> Result<Box<dyn Adapter>, AdapterError> {
 }
 
 /// [`detect`] among the adapters built once per process, with the winner's score and evidence.
-fn detect_shared(path: &Path) -> Result<(&'static dyn Adapter, detect::Candidate), AdapterError> {
+fn detect_shared(
+    path: &Path,
+    rules: &Rules,
+) -> Result<(&'static dyn Adapter, detect::Candidate), AdapterError> {
     let name = path.display().to_string();
     let reg = shared_registry();
-    let d = detect::detect_file(reg, path, &name)?;
+    let d = detect::detect_file(reg, path, &name, rules)?;
     // A file that is not a trace is told by its first line(s); no verdict concerns the file
     // as a whole.
     let at = if d.not_a_trace.is_some() {
@@ -73,8 +77,9 @@ pub struct NormalizeOptions {
     /// Where `framework` was given, for messages (`trace.framework of case.json`); `None`
     /// for the `--framework` flag.
     pub framework_from: Option<String>,
-    /// The turn classifier (the embedded one unless the CLI read `SAGE_TURN_KINDS=FILE`).
-    pub kinds: crate::kinds::Classifier,
+    /// The turn classifier, the detection rules and the input limits (the embedded data and
+    /// default limits unless the CLI read the user's).
+    pub rules: Rules,
 }
 
 /// The files of the trace a case or run manifest names (`trace.files`, relative to its
@@ -97,16 +102,13 @@ impl NormalizeOptions {
 
     /// How the trace a case or run manifest names is read (`trace`: its framework, forced
     /// when given, and the run to read from a file that holds several); its files are
-    /// [`case_sources`]; turns classified by `kinds`.
-    pub fn of_manifest(
-        spec: &sage_trace::case::TraceSpec,
-        kinds: &crate::kinds::Classifier,
-    ) -> NormalizeOptions {
+    /// [`case_sources`]; read by `rules`.
+    pub fn of_manifest(spec: &sage_trace::case::TraceSpec, rules: &Rules) -> NormalizeOptions {
         NormalizeOptions {
             framework: spec.framework.clone(),
             run: spec.run,
             framework_from: Some("the manifest's trace.framework".into()),
-            kinds: kinds.clone(),
+            rules: rules.clone(),
             ..NormalizeOptions::default()
         }
     }
@@ -121,10 +123,11 @@ pub fn normalize(
     files: &[SourceFile],
     opts: &NormalizeOptions,
 ) -> Result<CanonicalTrace, AdapterError> {
+    let files = &limited(files, &opts.rules);
     let main = crate::support::main_file(files)?;
     // Every adapter may stream its files: only regular files within the size limit get
     // that far (a FIFO blocks, `/dev/zero` has no end and no newline).
-    let limit = sage_trace::safe::max_input_bytes();
+    let limit = opts.rules.limits.max_input_bytes;
     for f in files {
         let meta = std::fs::metadata(&f.path)
             .map_err(|e| AdapterError::new(&f.name, None, format!("cannot read: {e}")))?;
@@ -182,11 +185,11 @@ pub fn normalize(
                             format!("unknown framework {n:?}; see `sage adapters`"),
                         )
                     })?;
-                check_forced(a, main, opts.framework_from.as_deref())?;
+                check_forced(a, main, opts.framework_from.as_deref(), &opts.rules)?;
                 a
             }
             None => {
-                let (a, c) = detect_shared(&main.path).map_err(|mut e| {
+                let (a, c) = detect_shared(&main.path, &opts.rules).map_err(|mut e| {
                     e.file = main.name.clone();
                     e
                 })?;
@@ -202,7 +205,7 @@ pub fn normalize(
             None => adapter.normalize(files)?,
         }
     };
-    let trace = finish(trace, &opts.kinds);
+    let trace = finish(trace, &opts.rules.kinds);
     if !opts.allow_empty {
         if let Some(why) = no_agent_turn(&trace) {
             // Weak evidence that gives nothing was a guess, not a format: say so rather than
@@ -219,6 +222,17 @@ pub fn normalize(
         }
     }
     Ok(trace)
+}
+
+/// `files` read up to the input size limit of `rules`.
+fn limited(files: &[SourceFile], rules: &Rules) -> Vec<SourceFile> {
+    files
+        .iter()
+        .map(|f| SourceFile {
+            limit: rules.limits.max_input_bytes,
+            ..f.clone()
+        })
+        .collect()
 }
 
 /// Whether `--run n` makes sense for the format.
@@ -279,8 +293,9 @@ fn check_forced(
     a: &dyn Adapter,
     main: &SourceFile,
     from: Option<&str>,
+    rules: &Rules,
 ) -> Result<(), AdapterError> {
-    let d = detect::detect_file(shared_registry(), &main.path, &main.name)?;
+    let d = detect::detect_file(shared_registry(), &main.path, &main.name, rules)?;
     if d.file_bytes == 0 {
         return Err(AdapterError::new(
             &main.name,
@@ -371,6 +386,7 @@ pub fn normalize_seen(
     files: &[SourceFile],
     opts: &NormalizeOptions,
 ) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    let files = &limited(files, &opts.rules);
     let main = crate::support::main_file(files)?;
     let adapter: &dyn Adapter = match opts.framework.as_deref() {
         Some(n) => shared_registry()
@@ -385,7 +401,7 @@ pub fn normalize_seen(
                 )
             })?,
         None => {
-            detect_shared(&main.path)
+            detect_shared(&main.path, &opts.rules)
                 .map_err(|mut e| {
                     e.file = main.name.clone();
                     e
@@ -400,7 +416,7 @@ pub fn normalize_seen(
         Some(n) => adapter.normalize_run(files, n)?,
         None => adapter.normalize_seen(files)?,
     };
-    Ok((finish(trace, &opts.kinds), seen))
+    Ok((finish(trace, &opts.rules.kinds), seen))
 }
 
 /// Check that every item of `trace` points to raw text that holds it: each text item of each
@@ -471,7 +487,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.txt");
         std::fs::write(&p, "hello world").unwrap();
-        let e = detect(&p).err().unwrap();
+        let e = detect(&p, &Rules::default()).err().unwrap();
         assert!(e.to_string().contains("not recognized"), "{e}");
     }
 }

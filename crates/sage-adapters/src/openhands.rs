@@ -31,8 +31,12 @@ impl Adapter for OpenHands {
          (full old_content/new_content), Feb 2025 on (snippets + zero-context diff); trajectories, \
          evaluation output records and output.jsonl"
     }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        crate::claude_stream::detect_agent_or_stream(self.name(), shape)
+    fn detect(
+        &self,
+        shape: &crate::shape::Shape,
+        rules: &crate::rules::DetectRules,
+    ) -> Option<(u8, String)> {
+        crate::claude_stream::detect_agent_or_stream(self.name(), shape, rules)
     }
     fn normalize_seen(
         &self,

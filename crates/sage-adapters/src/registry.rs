@@ -43,7 +43,12 @@ impl Adapter for MappingAdapter {
     fn versions(&self) -> &str {
         &self.mapping.file.adapter.covers
     }
-    fn detect(&self, shape: &shape::Shape) -> Option<(u8, String)> {
+    fn detect(
+        &self,
+        shape: &shape::Shape,
+        _code_rules: &crate::rules::DetectRules,
+    ) -> Option<(u8, String)> {
+        // a mapping carries its own rules
         self.mapping.detect(shape)
     }
     fn normalize(&self, files: &[SourceFile]) -> Result<CanonicalTrace, AdapterError> {

@@ -207,7 +207,9 @@ pub struct DetectRules {
     pub rule: Vec<DetectRule>,
 }
 
-static CURRENT_RULES: std::sync::OnceLock<DetectRules> = std::sync::OnceLock::new();
+/// The embedded rules, parsed once (a cache of embedded data, not configuration: a user's
+/// `SAGE_DETECT_RULES` file is a value the caller passes, in [`Rules::detect`]).
+static EMBEDDED: std::sync::OnceLock<DetectRules> = std::sync::OnceLock::new();
 
 impl DetectRules {
     /// Parse a rules file; `origin` names it in errors.
@@ -249,18 +251,12 @@ impl DetectRules {
         out
     }
 
-    /// The rules in use: the embedded file unless [`DetectRules::set_current`] replaced it.
-    pub fn current() -> &'static DetectRules {
-        CURRENT_RULES.get_or_init(|| {
+    /// The embedded rules (`mappings/detect.toml`).
+    pub fn embedded() -> &'static DetectRules {
+        EMBEDDED.get_or_init(|| {
             DetectRules::parse(DEFAULT_DETECT_RULES, "mappings/detect.toml (embedded)")
                 .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
         })
-    }
-
-    /// Use `r` for the rest of the process (the CLI's `SAGE_DETECT_RULES=FILE`). False when
-    /// rules were already in use.
-    pub fn set_current(r: DetectRules) -> bool {
-        CURRENT_RULES.set(r).is_ok()
     }
 
     /// The best rule for `adapter` on `shape`.
@@ -272,6 +268,28 @@ impl DetectRules {
             shape,
         )
     }
+}
+
+impl Default for DetectRules {
+    /// The embedded rules.
+    fn default() -> Self {
+        DetectRules::embedded().clone()
+    }
+}
+
+/// How a run reads traces, as the user set it: the turn classifier (`SAGE_TURN_KINDS`), the
+/// detection rules of the code adapters (`SAGE_DETECT_RULES`) and the input limits
+/// (`SAGE_MAX_INPUT_MB`, `SAGE_CASE_ROOTS`). Built once by the CLI and passed down by
+/// reference (in [`crate::NormalizeOptions::rules`] and the pipeline's options); the default
+/// is the embedded data and the default limits. Cloning is cheap.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// The turn classifier.
+    pub kinds: std::sync::Arc<crate::kinds::Classifier>,
+    /// The detection rules of the adapters that are code.
+    pub detect: std::sync::Arc<DetectRules>,
+    /// The size limit of an input file and the folders a case may point into.
+    pub limits: sage_trace::safe::Limits,
 }
 
 #[cfg(test)]

@@ -160,16 +160,22 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// The shape of the file at `path`, given its detection sample.
-    pub fn read(path: &Path, sample: &Sample) -> Shape {
-        Shape::read_opts(path, sample, true)
+    /// The shape of the file at `path`, given its detection sample, reading at most `limit`
+    /// bytes (the input size limit).
+    pub fn read(path: &Path, sample: &Sample, limit: u64) -> Shape {
+        Shape::read_opts(path, sample, true, limit)
     }
 
     /// [`Shape::read`], except that a JSON document larger than its sample is not read and
     /// walked whole (`walk_document` false): its form and sampled text are all some callers
     /// look at (the AG2 adapter asking whether a file is a runtime log), and the walk is a
     /// second parse of the whole file.
-    pub(crate) fn read_opts(path: &Path, sample: &Sample, walk_document: bool) -> Shape {
+    pub(crate) fn read_opts(
+        path: &Path,
+        sample: &Sample,
+        walk_document: bool,
+        limit: u64,
+    ) -> Shape {
         let mut shape = Shape::of_text(crate::support::head_text(&sample.bytes).to_string());
         if sample.bytes.starts_with(b"PK\x03\x04") {
             shape.form = Form::Zip;
@@ -184,7 +190,7 @@ impl Shape {
         let lead_json = lead.starts_with('{') || lead.starts_with('[');
         // JSON Lines: the first line is a whole JSON value and more follows it, or most of
         // the sampled lines after it are JSON records (a log that opens with a banner line).
-        let first = first_line(path).unwrap_or_default();
+        let first = first_line(path, limit).unwrap_or_default();
         let first_is_value = lead_json && is_json_record(&first);
         let after_first: Vec<&[u8]> = match sample.bytes.iter().position(|&b| b == b'\n') {
             Some(p) => sample.bytes[p + 1..]
@@ -222,7 +228,7 @@ impl Shape {
         if !walk_document {
             return shape;
         }
-        match sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes()) {
+        match sage_trace::safe::read_limited(path, limit) {
             Ok(bytes) => {
                 shape.walk(&bytes);
             }
@@ -239,7 +245,7 @@ impl Shape {
         let p = dir.path().join("trace");
         std::fs::write(&p, text).expect("a temporary file");
         let s = sample(&p, "trace").expect("the file just written");
-        Shape::read(&p, &s)
+        Shape::read(&p, &s, sage_trace::safe::DEFAULT_MAX_INPUT_BYTES)
     }
 
     /// A shape that is only text, before any JSON is walked.
@@ -398,9 +404,9 @@ fn is_json_record(line: &[u8]) -> bool {
 }
 
 /// The first line of the file, whole (up to the input limit).
-fn first_line(path: &Path) -> std::io::Result<Vec<u8>> {
+fn first_line(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let f = std::fs::File::open(path)?;
-    let mut r = std::io::BufReader::new(f.take(sage_trace::safe::max_input_bytes()));
+    let mut r = std::io::BufReader::new(f.take(limit));
     let mut line = Vec::new();
     r.read_until(b'\n', &mut line)?;
     while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {

@@ -26,8 +26,12 @@ impl Adapter for SweAgent {
         "SWE-agent .traj 0.x (windowed `edit N:M`, demonstrations) and 1.x (tool_calls, \
          edit_replace, str_replace_editor); info.submission as final patch"
     }
-    fn detect(&self, shape: &crate::shape::Shape) -> Option<(u8, String)> {
-        crate::claude_stream::detect_agent_or_stream(self.name(), shape)
+    fn detect(
+        &self,
+        shape: &crate::shape::Shape,
+        rules: &crate::rules::DetectRules,
+    ) -> Option<(u8, String)> {
+        crate::claude_stream::detect_agent_or_stream(self.name(), shape, rules)
     }
     fn normalize_seen(
         &self,

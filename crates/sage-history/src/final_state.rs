@@ -109,7 +109,12 @@ mod tests {
         let m = r#"{"schema":"sage.case/1","trace":{"files":["t.json"]},
             "baseline":{"app.py":"baseline/app.py"},"task":{"description":"t"},
             "anchor":{"artefact":"app.py","fragment":"x = 2","category":"defence-absent","cwe":"CWE-1","description":"d"}}"#;
-        let case = Case::from_manifest(d.path(), serde_json::from_str(m).unwrap()).unwrap();
+        let case = Case::from_manifest(
+            d.path(),
+            serde_json::from_str(m).unwrap(),
+            &Default::default(),
+        )
+        .unwrap();
         let mut t = CanonicalTrace::new("test", vec!["t.json".into()]);
         let mut turn = Turn::new(Actor::new("agent", None), TurnKind::Implementation);
         for (a, old) in [(write_to, "y = 1"), (second, "x = 1")] {
@@ -127,7 +132,7 @@ mod tests {
             });
         }
         t.push_turn(turn);
-        let h = crate::reconstruct(&case.baselines, &t);
+        let h = crate::reconstruct(&case.baselines, &t, &Default::default());
         (case, h)
     }
 

@@ -1,7 +1,6 @@
 //! Issue 12, cause 1 and the checks of cause 9: a submission or a case's final file is
 //! the record the replay is checked against, never a turn's write.
 use crate::checks::*;
-use crate::paths::*;
 use crate::provenance::*;
 use crate::reconstruct::*;
 use sage_trace::case::DeficiencyCategory;
@@ -9,6 +8,25 @@ use sage_trace::case::FailureAnchor;
 use sage_trace::{Actor, ToolCall, Turn, TurnKind, Write};
 use sage_trace::{CanonicalTrace, RawRef, WriteOp};
 use std::collections::BTreeMap;
+
+/// [`crate::reconstruct`] with the embedded workspace roots.
+fn reconstruct(b: &BTreeMap<String, String>, t: &CanonicalTrace) -> ArtefactHistory {
+    crate::reconstruct(b, t, &Default::default())
+}
+
+/// [`crate::reconstruct_with_final`] with the embedded workspace roots.
+fn reconstruct_with_final(
+    b: &BTreeMap<String, String>,
+    t: &CanonicalTrace,
+    f: &[SuppliedFinal],
+) -> ArtefactHistory {
+    crate::reconstruct_with_final(b, t, f, &Default::default())
+}
+
+/// [`crate::match_key`] with the embedded workspace roots.
+fn match_key(p: &str, keys: &[String]) -> Option<String> {
+    crate::match_key(p, keys, &Default::default())
+}
 
 const ECB: &str = "cipher = AES.new(key, AES.MODE_ECB)";
 

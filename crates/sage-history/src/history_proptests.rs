@@ -10,6 +10,11 @@ use sage_trace::{Actor, Turn, TurnKind, Write};
 use sage_trace::{CanonicalTrace, RawRef, WriteOp};
 use std::collections::BTreeMap;
 
+/// [`crate::reconstruct`] with the embedded workspace roots.
+fn reconstruct(b: &BTreeMap<String, String>, t: &CanonicalTrace) -> ArtefactHistory {
+    crate::reconstruct(b, t, &Default::default())
+}
+
 /// The fragment as the anchor states it, and the ways a write may spell it.
 const FRAGMENT: &str = "cipher = AES.new(key, AES.MODE_ECB)";
 const SPELLINGS: [&str; 4] = [

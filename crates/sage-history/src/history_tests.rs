@@ -9,6 +9,11 @@ use sage_trace::{Actor, Turn, TurnKind, Write};
 use sage_trace::{CanonicalTrace, RawRef, WriteOp};
 use std::collections::BTreeMap;
 
+/// [`crate::reconstruct`] with the embedded workspace roots.
+fn reconstruct(b: &BTreeMap<String, String>, t: &CanonicalTrace) -> ArtefactHistory {
+    crate::reconstruct(b, t, &Default::default())
+}
+
 fn w(artefact: &str, op: WriteOp) -> Write {
     Write {
         artefact: artefact.to_string(),

@@ -828,6 +828,7 @@ mod tests {
                 condition,
                 final_states: vec![],
                 path_matches: Default::default(),
+                roots: Default::default(),
             },
             scores: TraceScores {
                 judge: JudgeId {

@@ -30,29 +30,47 @@ pub fn parse_workspace_roots(text: &str) -> Vec<String> {
         .collect()
 }
 
-static WORKSPACE_ROOTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// The embedded workspace roots, parsed once (a cache of embedded data, not configuration:
+/// a user's `SAGE_WORKSPACE_ROOTS` file is a value the caller passes).
+static EMBEDDED: std::sync::OnceLock<WorkspaceRoots> = std::sync::OnceLock::new();
 
-/// Use `roots` instead of the embedded list for the rest of the process (the CLI's
-/// `SAGE_WORKSPACE_ROOTS=FILE`). False when the roots were already in use.
-pub fn override_workspace_roots(roots: Vec<String>) -> bool {
-    WORKSPACE_ROOTS.set(roots).is_ok()
+/// The workspace roots of the path rule: the embedded list ([`DEFAULT_WORKSPACE_ROOTS`], the
+/// default) or a user's (the CLI's `SAGE_WORKSPACE_ROOTS=FILE`), passed by value to
+/// [`crate::reconstruct`] and [`match_key`]. Cloning is cheap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkspaceRoots(std::sync::Arc<Vec<String>>);
+
+impl WorkspaceRoots {
+    /// The roots of a workspace-roots file (see [`parse_workspace_roots`]).
+    pub fn parse(text: &str) -> WorkspaceRoots {
+        WorkspaceRoots(std::sync::Arc::new(parse_workspace_roots(text)))
+    }
+
+    /// Each root, `/`-terminated.
+    pub fn as_slice(&self) -> &[String] {
+        &self.0
+    }
 }
 
-/// The workspace roots in use: an override, else the embedded list.
-pub(crate) fn workspace_roots() -> &'static [String] {
-    WORKSPACE_ROOTS.get_or_init(|| parse_workspace_roots(DEFAULT_WORKSPACE_ROOTS))
+impl Default for WorkspaceRoots {
+    /// The embedded roots.
+    fn default() -> Self {
+        EMBEDDED
+            .get_or_init(|| WorkspaceRoots::parse(DEFAULT_WORKSPACE_ROOTS))
+            .clone()
+    }
 }
 
-/// The relative forms an absolute path may stand for under the workspace-roots rule: the
-/// path after a root, and after a root plus one folder (the checkout). A relative path stands
-/// for itself.
-pub fn relative_forms(path: &str) -> Vec<String> {
+/// The relative forms an absolute path may stand for under the workspace-roots rule
+/// (`roots`): the path after a root, and after a root plus one folder (the checkout). A
+/// relative path stands for itself.
+pub fn relative_forms(path: &str, roots: &WorkspaceRoots) -> Vec<String> {
     let p = normalize_path(path);
     if !p.starts_with('/') {
         return vec![p];
     }
     let mut out = Vec::new();
-    for root in workspace_roots() {
+    for root in roots.as_slice() {
         if let Some(tail) = p.strip_prefix(root.as_str()) {
             if tail.is_empty() {
                 continue;
@@ -69,10 +87,14 @@ pub fn relative_forms(path: &str) -> Vec<String> {
 /// The case key that a trace's `path` names under the documented rule
 /// (`docs/design-history.md`, "Artefact paths"): equal after normalization; else, when one
 /// side is absolute, one of its [`relative_forms`] equals the other side (or a relative form
-/// of it); the longest matching key wins.
-pub fn match_key<'k>(path: &str, keys: impl IntoIterator<Item = &'k String>) -> Option<String> {
+/// of it); the longest matching key wins. Absolute paths are read with the workspace `roots`.
+pub fn match_key<'k>(
+    path: &str,
+    keys: impl IntoIterator<Item = &'k String>,
+    roots: &WorkspaceRoots,
+) -> Option<String> {
     let p = normalize_path(path);
-    let forms = relative_forms(&p);
+    let forms = relative_forms(&p, roots);
     let mut best: Option<(&String, usize)> = None;
     for k in keys {
         let kn = normalize_path(k);
@@ -82,7 +104,7 @@ pub fn match_key<'k>(path: &str, keys: impl IntoIterator<Item = &'k String>) -> 
         if !p.starts_with('/') && !kn.starts_with('/') {
             continue;
         }
-        let kforms = relative_forms(&kn);
+        let kforms = relative_forms(&kn, roots);
         let hit = forms
             .iter()
             .filter(|f| kforms.contains(f))
@@ -170,6 +192,23 @@ mod learnt_prefix_tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_workspace_roots_are_the_ones_passed() {
+        let keys = s(&["app.py"]);
+        let embedded = WorkspaceRoots::default();
+        assert_eq!(
+            match_key("/workspace/app.py", &keys, &embedded).as_deref(),
+            Some("app.py")
+        );
+        assert_eq!(match_key("/srv/box/app.py", &keys, &embedded), None);
+        let mine = WorkspaceRoots::parse("# mine\n/srv/box\n");
+        assert_eq!(
+            match_key("/srv/box/app.py", &keys, &mine).as_deref(),
+            Some("app.py")
+        );
+        assert_eq!(match_key("/workspace/app.py", &keys, &mine), None);
     }
 
     #[test]

@@ -121,14 +121,19 @@ pub struct ArtefactHistory {
     /// (`/workspace/repo/app.py` → `app.py`), so a reader sees how paths were matched.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub path_matches: BTreeMap<String, String>,
+    /// The workspace roots the history was built with, for naming artefacts later
+    /// ([`ArtefactHistory::resolve_name`]); not part of the record.
+    #[serde(skip)]
+    pub roots: WorkspaceRoots,
 }
 /// Apply every write to the baselines in trace order (see [`reconstruct_with_final`]; no
 /// case final files).
 pub fn reconstruct(
     baselines: &BTreeMap<String, String>,
     trace: &CanonicalTrace,
+    roots: &WorkspaceRoots,
 ) -> ArtefactHistory {
-    reconstruct_with_final(baselines, trace, &[])
+    reconstruct_with_final(baselines, trace, &[], roots)
 }
 
 /// Apply every turn's write to the baselines in trace order, and derive the recorded final
@@ -137,17 +142,18 @@ pub fn reconstruct(
 /// Writes are numbered from 1 among all writes of the turns (failed ones too). A write that
 /// cannot be applied goes to `failures` with its reason and leaves the artefact unchanged.
 /// A final-state write still found in a turn is treated as a submission, never applied as a
-/// step.
+/// step. Trace paths name baselines under the path rule with the workspace `roots`.
 pub fn reconstruct_with_final(
     baselines: &BTreeMap<String, String>,
     trace: &CanonicalTrace,
     case_finals: &[SuppliedFinal],
+    roots: &WorkspaceRoots,
 ) -> ArtefactHistory {
     let keys: Vec<String> = baselines.keys().cloned().collect();
     let mut path_matches: BTreeMap<String, String> = BTreeMap::new();
     let mut name_of = |path: &str| -> String {
         let norm = normalize_path(path);
-        match match_key(path, &keys) {
+        match match_key(path, &keys, roots) {
             Some(k) => {
                 if normalize_path(&k) != norm {
                     path_matches.insert(path.to_string(), k.clone());
@@ -261,6 +267,7 @@ pub fn reconstruct_with_final(
         condition,
         final_states,
         path_matches,
+        roots: roots.clone(),
     }
 }
 
@@ -271,7 +278,8 @@ impl ArtefactHistory {
     /// The history's name for `artefact` (the baseline key it names under the path rule of
     /// [`match_key`], else the normalized path).
     pub fn resolve_name(&self, artefact: &str) -> String {
-        match_key(artefact, self.baselines.keys()).unwrap_or_else(|| normalize_path(artefact))
+        match_key(artefact, self.baselines.keys(), &self.roots)
+            .unwrap_or_else(|| normalize_path(artefact))
     }
 
     /// Every artefact the history knows: baselines, written files and recorded final states.

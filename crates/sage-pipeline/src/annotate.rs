@@ -88,8 +88,8 @@ pub struct ExportOptions {
     pub stratify_by: Option<String>,
     /// Where the results' case folders are now.
     pub locator: crate::locate::CaseLocator,
-    /// The turn classifier the cases are re-read with (`SAGE_TURN_KINDS`, else embedded).
-    pub kinds: std::sync::Arc<sage_adapters::kinds::Classifier>,
+    /// How the cases are re-read (the user's rules and limits, else the embedded ones).
+    pub rules: crate::Rules,
 }
 
 /// Why an export or import failed.
@@ -177,10 +177,10 @@ pub fn select(set: &ResultSet, opts: &ExportOptions) -> Result<Vec<usize>, Annot
 pub(crate) fn build_packet(
     case_dir: &Path,
     case_id: &str,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> Result<Packet, String> {
     let (p, _) =
-        prepare(case_dir, kinds).map_err(|s| format!("{} ({}): {}", s.case, s.stage, s.message))?;
+        prepare(case_dir, rules).map_err(|s| format!("{} ({}): {}", s.case, s.stage, s.message))?;
     let anchor = p.case.anchor();
     let mut writes = Vec::new();
     for s in &p.history.snapshots {
@@ -375,7 +375,7 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
             .locator
             .locate(&r.case_dir)
             .map_err(|e| e.0)
-            .and_then(|dir| build_packet(&dir, &r.case_id, &opts.kinds))
+            .and_then(|dir| build_packet(&dir, &r.case_id, &opts.rules))
         {
             Ok(p) => {
                 key.packets.insert(p.packet_id.clone(), r.case_id.clone());

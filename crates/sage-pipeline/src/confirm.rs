@@ -99,6 +99,8 @@ pub struct ExportOptions {
     pub seed: u64,
     /// Export every screened run, not only candidates.
     pub all: bool,
+    /// How the runs are read (input limits) and replayed.
+    pub rules: crate::Rules,
 }
 
 /// A short id that does not reveal the run (its id names the model and the task).
@@ -266,8 +268,9 @@ pub fn export(
             continue;
         }
         let dir = Path::new(&c.source);
-        let run = Run::load(dir).map_err(|e| ConfirmError::Input(e.to_string()))?;
-        let unit = crate::replay::unit_from_run(&run).map_err(ConfirmError::Input)?;
+        let run =
+            Run::load(dir, opts.rules.limits()).map_err(|e| ConfirmError::Input(e.to_string()))?;
+        let unit = crate::replay::unit_from_run(&run, &opts.rules).map_err(ConfirmError::Input)?;
         let pid = packet_id(&c.id);
         let pdir = out.join(&pid);
         std::fs::create_dir_all(&pdir).map_err(|e| io(&pdir, e))?;
@@ -363,7 +366,12 @@ fn label_of(s: &str) -> Option<&'static str> {
 
 /// Read and validate a sheet against the key. With `anchors`, every TP / Partial row must
 /// yield a valid anchor for its run (the deciding sheet); without, only labels are checked.
-pub fn read_sheet(path: &Path, key: &Key, anchors: bool) -> Result<Vec<SheetRow>, ConfirmError> {
+pub fn read_sheet(
+    path: &Path,
+    key: &Key,
+    anchors: bool,
+    rules: &crate::Rules,
+) -> Result<Vec<SheetRow>, ConfirmError> {
     let name = path.display().to_string();
     let bad = |line: usize, msg: String| ConfirmError::Input(format!("{name} line {line}: {msg}"));
     let mut rdr = csv::ReaderBuilder::new()
@@ -438,7 +446,7 @@ pub fn read_sheet(path: &Path, key: &Key, anchors: bool) -> Result<Vec<SheetRow>
             continue;
         };
         let anchor = if anchors && label != "FP" {
-            match anchor_of(entry, &get, line, &name) {
+            match anchor_of(entry, &get, line, &name, rules) {
                 Ok(a) => Some(a),
                 Err(e) => {
                     errors.push(e.to_string());
@@ -466,6 +474,7 @@ fn anchor_of<'a>(
     get: &dyn Fn(&str) -> Option<&'a str>,
     line: usize,
     name: &str,
+    rules: &crate::Rules,
 ) -> Result<FailureAnchor, ConfirmError> {
     let bad = |msg: String| ConfirmError::Input(format!("{name} line {line}: {msg}"));
     let chosen = match get("anchor") {
@@ -521,7 +530,8 @@ fn anchor_of<'a>(
         .or_else(|| chosen.map(|p| p.description.clone()))
         .ok_or_else(|| bad("no description".into()))?;
     // The anchor must stand in the run's final file.
-    let run = Run::load(Path::new(&entry.source)).map_err(|e| bad(e.to_string()))?;
+    let run =
+        Run::load(Path::new(&entry.source), rules.limits()).map_err(|e| bad(e.to_string()))?;
     if !run.baselines.contains_key(&artefact) {
         return Err(bad(format!(
             "artefact {artefact:?} is not in the run's baseline (known: {})",
@@ -529,7 +539,7 @@ fn anchor_of<'a>(
         )));
     }
     if let Some(f) = &fragment {
-        let unit = crate::replay::unit_from_run(&run).map_err(bad)?;
+        let unit = crate::replay::unit_from_run(&run, rules).map_err(bad)?;
         let fin = unit
             .artefacts
             .iter()
@@ -584,10 +594,15 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ConfirmError> {
 }
 
 /// Validate the deciding sheet and write a case folder for every TP and Partial into `out`.
-pub fn import(export_dir: &Path, sheet: &Path, out: &Path) -> Result<ImportSummary, ConfirmError> {
+pub fn import(
+    export_dir: &Path,
+    sheet: &Path,
+    out: &Path,
+    rules: &crate::Rules,
+) -> Result<ImportSummary, ConfirmError> {
     let key = Key::load(export_dir)?;
     let who = annotator_of(sheet);
-    let rows = read_sheet(sheet, &key, true)?;
+    let rows = read_sheet(sheet, &key, true, rules)?;
     if let Some(expected) = key.annotators.get(&who) {
         let got: BTreeSet<&str> = rows.iter().map(|r| r.packet.as_str()).collect();
         let missing: Vec<&str> = expected
@@ -615,8 +630,8 @@ pub fn import(export_dir: &Path, sheet: &Path, out: &Path) -> Result<ImportSumma
         *summary.by_label.entry(r.label.clone()).or_default() += 1;
         let Some(anchor) = &r.anchor else { continue };
         let entry = by_id[r.packet.as_str()];
-        let run =
-            Run::load(Path::new(&entry.source)).map_err(|e| ConfirmError::Input(e.to_string()))?;
+        let run = Run::load(Path::new(&entry.source), rules.limits())
+            .map_err(|e| ConfirmError::Input(e.to_string()))?;
         // the run's id comes from its manifest: never a path (`../x`, `/etc`)
         let dst = out.join(sage_trace::safe::file_stem(&run.id));
         if dst.exists() {
@@ -669,7 +684,7 @@ pub fn import(export_dir: &Path, sheet: &Path, out: &Path) -> Result<ImportSumma
         )
         .map_err(|e| io(&mp, e))?;
         // The folder must load as a case, or the import is wrong.
-        case::Case::load(&dst).map_err(|e| ConfirmError::Input(e.to_string()))?;
+        case::Case::load(&dst, rules.limits()).map_err(|e| ConfirmError::Input(e.to_string()))?;
         summary.cases.push(dst);
     }
     Ok(summary)

@@ -161,11 +161,13 @@ fn workspace_root(trace: &CanonicalTrace, rules: &Rules, names: &[String]) -> St
 
 /// Run the trace's commands (see the module's doc): executed writes are added to their
 /// turns in `trace`; `baselines` are the files before the run (the trace's names). Returns
-/// the report and, per artefact name, its executed writes.
+/// the report and, per artefact name, its executed writes. Paths name files under the
+/// path rule with the workspace `roots`.
 pub fn run_commands(
     trace: &mut CanonicalTrace,
     baselines: &BTreeMap<String, String>,
     execution: &Execution,
+    roots: &sage_history::WorkspaceRoots,
 ) -> (ExecutionReport, BTreeMap<String, Vec<ExecutedWrite>>) {
     let mut report = ExecutionReport::default();
     let mut per_file: BTreeMap<String, Vec<ExecutedWrite>> = BTreeMap::new();
@@ -184,7 +186,7 @@ pub fn run_commands(
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
     let name_of = |state: &BTreeMap<String, Option<String>>, path: &str| -> String {
-        match_key(path, state.keys()).unwrap_or_else(|| normalize_path(path))
+        match_key(path, state.keys(), roots).unwrap_or_else(|| normalize_path(path))
     };
     for turn in trace.turns.iter_mut() {
         // The turn's own writes first (what sage reads statically).

@@ -3,6 +3,15 @@ use sage_sandbox::{Limits, SandboxConfig};
 use sage_trace::{Actor, RawRef, ToolCall, ToolResult, Turn, TurnKind};
 use std::time::Duration;
 
+/// [`super::run_commands`] with the embedded workspace roots.
+fn run_commands(
+    trace: &mut CanonicalTrace,
+    baselines: &BTreeMap<String, String>,
+    execution: &Execution,
+) -> (ExecutionReport, BTreeMap<String, Vec<ExecutedWrite>>) {
+    super::run_commands(trace, baselines, execution, &Default::default())
+}
+
 /// Sandboxed commands of one test binary run one at a time: the process-count limit counts
 /// every process of the sandbox's user, so a fork bomb in one test would starve another
 /// test's command running beside it (in use, sage runs a trace's commands one by one).

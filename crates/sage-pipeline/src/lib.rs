@@ -24,8 +24,11 @@ mod readable;
 pub mod replay;
 pub mod report;
 pub mod results;
+mod rules;
 pub mod sarif_view;
 pub mod sink;
 pub mod trace_replay;
 pub mod view;
 pub mod view_trace;
+
+pub use rules::Rules;

@@ -37,8 +37,9 @@ pub struct Options {
     /// The injection rules (`--injection-rules`, else the embedded ones): the turns that
     /// address the judge, and the quotes that never verify.
     pub injection: Arc<sage_judge::injection::Rules>,
-    /// The turn classifier (`SAGE_TURN_KINDS=FILE`, else the embedded one).
-    pub kinds: Arc<sage_adapters::kinds::Classifier>,
+    /// How cases and traces are read (the turn classifier, detection rules, input limits
+    /// and workspace roots the user set, else the embedded ones).
+    pub rules: crate::Rules,
 }
 
 impl Default for Options {
@@ -54,7 +55,7 @@ impl Default for Options {
             shard: None,
             follow_links: false,
             injection: Arc::new(sage_judge::injection::Rules::embedded()),
-            kinds: Arc::default(),
+            rules: crate::Rules::default(),
         }
     }
 }
@@ -164,32 +165,38 @@ fn anchor_touched(
     ))
 }
 
-/// Load, normalize and reconstruct one case, its turns classified by `kinds`.
-pub fn prepare(
-    dir: &Path,
-    kinds: &sage_adapters::kinds::Classifier,
-) -> Result<(PreparedCase, Vec<String>), Skipped> {
-    let case = Case::load(dir).map_err(|e| skip(dir, "case", e.to_string()))?;
+/// Load, normalize and reconstruct one case, read by `rules`.
+pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<String>), Skipped> {
+    let case = Case::load(dir, rules.limits()).map_err(|e| skip(dir, "case", e.to_string()))?;
     let spec = &case.manifest.trace;
     let files = sage_adapters::case_sources(&case.dir, spec);
     let mut trace = sage_adapters::normalize(
         &files,
-        &sage_adapters::NormalizeOptions::of_manifest(spec, kinds),
+        &sage_adapters::NormalizeOptions::of_manifest(spec, &rules.adapters),
     )
     .map_err(|e| skip(dir, "adapter", e.to_string()))?;
     if trace.turns.is_empty() {
         return Err(skip(dir, "adapter", "the trace holds no canonical turn"));
     }
-    let store = RawStore::load_case(&trace, &case.dir, &case.manifest.trace.files)
-        .map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
+    let store = RawStore::load_case(
+        &trace,
+        &case.dir,
+        &case.manifest.trace.files,
+        rules.limits(),
+    )
+    .map_err(|e| skip(dir, "raw-trace", e.to_string()))?;
     // Any adapter's final-state writes are the trace's submission, never a turn's write.
     trace.separate_submissions();
     // the checkout folder the trace names its files under and the case does not
     if let Some(x) = &case.manifest.trace.checkout {
         sage_history::strip_checkout(&mut trace, x);
     }
-    let history =
-        sage_history::reconstruct_with_final(&case.baselines, &trace, &supplied_finals(&case));
+    let history = sage_history::reconstruct_with_final(
+        &case.baselines,
+        &trace,
+        &supplied_finals(&case),
+        &rules.workspace_roots,
+    );
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
     let fragment = sage_history::FragmentStates::of(case.anchor(), &history);
     let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));
@@ -405,9 +412,9 @@ const CASES_PER_BATCH: usize = 128;
 /// as a skipped case so that it cannot take the corpus down.
 fn prepare_caught(
     dir: &Path,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> Result<(PreparedCase, Vec<String>), Skipped> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(dir, kinds))).unwrap_or_else(
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(dir, rules))).unwrap_or_else(
         |e| {
             let what = e
                 .downcast_ref::<String>()
@@ -451,7 +458,7 @@ pub async fn localize_dirs_each(
     for dirs in dirs.chunks(chunk) {
         let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> = dirs
             .par_iter()
-            .map(|d| prepare_caught(d, &opts.kinds))
+            .map(|d| prepare_caught(d, &opts.rules))
             .collect();
         let ready: Vec<&PreparedCase> = prepared
             .iter()

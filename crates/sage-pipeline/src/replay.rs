@@ -8,13 +8,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-/// Load every case under `root`; each case that cannot be loaded is reported by message.
-pub fn units_from_cases(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::CaseError> {
+/// Load every case under `root`, read by `rules`; each case that cannot be loaded is
+/// reported by message.
+pub fn units_from_cases(
+    root: &Path,
+    rules: &crate::Rules,
+) -> Result<(Vec<Unit>, Vec<String>), case::CaseError> {
     let mut units = Vec::new();
     let mut errors = Vec::new();
     for dir in case::discover(root)? {
-        match Case::load(&dir) {
-            Ok(c) => match unit_from_run(&Run::from_case(c)) {
+        match Case::load(&dir, rules.limits()) {
+            Ok(c) => match unit_from_run(&Run::from_case(c), rules) {
                 Ok(u) => units.push(u),
                 Err(e) => errors.push(e),
             },
@@ -25,12 +29,16 @@ pub fn units_from_cases(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::C
 }
 
 /// Load every run under `root` (folders with `run.json`, and case folders seen as runs with
-/// their anchors ignored); each run that cannot be loaded is reported by message.
-pub fn units_from_runs(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::CaseError> {
-    let (runs, mut errors) = load_runs(root)?;
+/// their anchors ignored), read by `rules`; each run that cannot be loaded is reported by
+/// message.
+pub fn units_from_runs(
+    root: &Path,
+    rules: &crate::Rules,
+) -> Result<(Vec<Unit>, Vec<String>), case::CaseError> {
+    let (runs, mut errors) = load_runs(root, rules.limits())?;
     let mut units = Vec::new();
     for r in &runs {
-        match unit_from_run(r) {
+        match unit_from_run(r, rules) {
             Ok(u) => units.push(u),
             Err(e) => errors.push(e),
         }
@@ -39,11 +47,14 @@ pub fn units_from_runs(root: &Path) -> Result<(Vec<Unit>, Vec<String>), case::Ca
 }
 
 /// Every loadable run under `root`, and a message per folder that is not one.
-pub(crate) fn load_runs(root: &Path) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
+pub(crate) fn load_runs(
+    root: &Path,
+    limits: &sage_trace::safe::Limits,
+) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for dir in run::discover(root)? {
-        match Run::load(&dir) {
+        match Run::load(&dir, limits) {
             Ok(r) => runs.push(r),
             Err(e) => errors.push(e.to_string()),
         }
@@ -106,18 +117,15 @@ type Finals = BTreeMap<String, Option<String>>;
 /// The final snapshot of every artefact, by replaying the trace: the adapter normalizes it
 /// into a canonical trace and `history::reconstruct` applies every write to the baselines.
 /// Writes that could not be applied are returned as notes (the final state may be off).
-fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
+fn replay_final(c: &Run, rules: &crate::Rules) -> Result<(Finals, Vec<String>), String> {
     let spec = &c.manifest.trace;
     let files = sage_adapters::case_sources(&c.dir, spec);
-    let trace =
-        // A final state is the writes applied: turn kinds play no part in it, so the
-        // embedded classifier (not configuration) labels the turns nobody reads here.
-        sage_adapters::normalize(
-            &files,
-            &sage_adapters::NormalizeOptions::of_manifest(spec, &Default::default()),
-        )
-            .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
-    let h = sage_history::reconstruct(&c.baselines, &trace);
+    let trace = sage_adapters::normalize(
+        &files,
+        &sage_adapters::NormalizeOptions::of_manifest(spec, &rules.adapters),
+    )
+    .map_err(|e| format!("no final snapshot: the trace cannot be replayed: {e}"))?;
+    let h = sage_history::reconstruct(&c.baselines, &trace, &rules.workspace_roots);
     let mut names: BTreeSet<String> = h.baselines.keys().cloned().collect();
     names.extend(h.snapshots.iter().map(|s| s.artefact.clone()));
     let finals = names
@@ -141,8 +149,8 @@ fn replay_final(c: &Run) -> Result<(Finals, Vec<String>), String> {
 }
 
 /// One run as a screening unit: its final state (submitted files, else the patch applied to
-/// the baselines, else the replayed trace) next to its baselines.
-pub(crate) fn unit_from_run(c: &Run) -> Result<Unit, String> {
+/// the baselines, else the replayed trace, read by `rules`) next to its baselines.
+pub(crate) fn unit_from_run(c: &Run, rules: &crate::Rules) -> Result<Unit, String> {
     let mut unit = Unit {
         id: c.id.clone(),
         source: c.dir.display().to_string(),
@@ -169,7 +177,7 @@ pub(crate) fn unit_from_run(c: &Run) -> Result<Unit, String> {
             f
         })
     } else {
-        replay_final(c).map(|(f, notes)| {
+        replay_final(c, rules).map(|(f, notes)| {
             unit.notes = notes;
             f
         })
@@ -197,13 +205,14 @@ pub(crate) fn unit_from_run(c: &Run) -> Result<Unit, String> {
         let mut files = BTreeMap::new();
         for f in &t.files {
             // a manifest names these: they stay inside the case folder like every case file
-            let bytes = sage_trace::safe::read_case_file(&c.dir, f).map_err(|e| {
-                format!(
-                    "{}: tests file {}: {e}",
-                    c.dir.display(),
-                    c.dir.join(f).display()
-                )
-            })?;
+            let bytes =
+                sage_trace::safe::read_case_file(&c.dir, f, rules.limits()).map_err(|e| {
+                    format!(
+                        "{}: tests file {}: {e}",
+                        c.dir.display(),
+                        c.dir.join(f).display()
+                    )
+                })?;
             files.insert(f.clone(), bytes);
         }
         unit.tests = Some(TestsInput {

@@ -83,9 +83,9 @@ fn write_raw(trace: &CanonicalTrace, n: usize) -> Option<&RawRef> {
 }
 
 /// The anchor fragment's 1-based line span in the final artefact.
-fn anchor_lines(run: &Run, r: &CaseResult) -> Option<(usize, usize)> {
+fn anchor_lines(run: &Run, r: &CaseResult, rules: &crate::Rules) -> Option<(usize, usize)> {
     let frag = r.anchor.fragment.as_deref()?;
-    let unit = crate::replay::unit_from_run(run).ok()?;
+    let unit = crate::replay::unit_from_run(run, rules).ok()?;
     let fin = unit
         .artefacts
         .iter()
@@ -114,10 +114,11 @@ fn file_uri(dir: &Path) -> String {
     }
 }
 
-/// The result set as a SARIF 2.1.0 log. A case whose folder or trace can no longer be read
-/// keeps its result, without the locations that need them.
-pub fn to_sarif(set: &ResultSet) -> Value {
-    let mut log = SarifLog::default();
+/// The result set as a SARIF 2.1.0 log, its cases read again by `rules`. A case whose
+/// folder or trace can no longer be read keeps its result, without the locations that need
+/// them.
+pub fn to_sarif(set: &ResultSet, rules: &crate::Rules) -> Value {
+    let mut log = SarifLog::new(rules);
     for r in &set.results {
         log.add(r);
     }
@@ -126,16 +127,29 @@ pub fn to_sarif(set: &ResultSet) -> Value {
 
 /// A SARIF log built result by result (a streamed run adds each case's results as the case
 /// finishes and keeps only their SARIF entries, which are small).
-#[derive(Default)]
 pub struct SarifLog {
     cwes: BTreeSet<u32>,
     rule_ids: BTreeMap<String, String>,
     bases: serde_json::Map<String, Value>,
     results: Vec<(Option<u32>, Value)>,
     case_base: BTreeMap<String, String>,
+    /// How the cases' folders and traces are read again for their locations.
+    rules: crate::Rules,
 }
 
 impl SarifLog {
+    /// An empty log whose cases are read by `rules`.
+    pub fn new(rules: &crate::Rules) -> SarifLog {
+        SarifLog {
+            cwes: BTreeSet::new(),
+            rule_ids: BTreeMap::new(),
+            bases: serde_json::Map::new(),
+            results: Vec::new(),
+            case_base: BTreeMap::new(),
+            rules: rules.clone(),
+        }
+    }
+
     /// Add one result.
     pub fn add(&mut self, r: &CaseResult) {
         let cwe = sage_screen::l3::parse_cwe(&r.anchor.cwe);
@@ -164,16 +178,20 @@ impl SarifLog {
             base.clone(),
             json!({"uri": file_uri(Path::new(&r.case_dir))}),
         );
-        let run = Run::load(Path::new(&r.case_dir)).ok();
+        let run = Run::load(Path::new(&r.case_dir), self.rules.limits()).ok();
         let trace = run.as_ref().and_then(|run| {
             let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
-            // Only the turns' raw references are read here (the regions), never their
-            // kinds: the embedded classifier (not configuration) labels them.
-            let how = sage_adapters::NormalizeOptions::framework(Some(&r.framework));
+            let how = sage_adapters::NormalizeOptions {
+                rules: self.rules.adapters.clone(),
+                ..sage_adapters::NormalizeOptions::framework(Some(&r.framework))
+            };
             sage_adapters::normalize(&files, &how).ok()
         });
         let mut region = None;
-        if let Some((s, e)) = run.as_ref().and_then(|run| anchor_lines(run, r)) {
+        if let Some((s, e)) = run
+            .as_ref()
+            .and_then(|run| anchor_lines(run, r, &self.rules))
+        {
             region = Some(json!({"startLine": s, "endLine": e}));
         }
         // The anchor's artefact is a name from the case: a relative, percent-encoded URI

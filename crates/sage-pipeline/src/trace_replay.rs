@@ -48,8 +48,9 @@ pub struct ReplayOptions {
     /// Whether shell commands sage does not read statically are run again in a sandbox
     /// (`crate::execute`).
     pub execution: crate::execute::Execution,
-    /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
-    pub kinds: sage_adapters::kinds::Classifier,
+    /// How the trace and result files are read (the user's rules, limits and workspace
+    /// roots, else the embedded ones).
+    pub rules: crate::Rules,
 }
 
 /// Why a trace could not be replayed.
@@ -242,9 +243,9 @@ enum SideResult {
 
 /// The run's patch in a result file that `sage replay --result` reads (a unified diff, a
 /// SWE-bench `.pred` / `preds.json` prediction, a commit series): its unified-diff text.
-/// `sage case init --patch` takes the same files.
-pub fn patch_of_result(path: &Path) -> Result<String, ReplayError> {
-    match read_result(path)? {
+/// `sage case init --patch` takes the same files. At most `limit` bytes are read.
+pub fn patch_of_result(path: &Path, limit: u64) -> Result<String, ReplayError> {
+    match read_result(path, limit)? {
         SideResult::FinalDiff { diff, .. } | SideResult::Commits { diff, .. } => Ok(diff),
         SideResult::ApplyPatch { .. } => Err(input(
             path,
@@ -257,8 +258,8 @@ pub fn patch_of_result(path: &Path) -> Result<String, ReplayError> {
     }
 }
 
-fn read_result(path: &Path) -> Result<SideResult, ReplayError> {
-    let bytes = sage_trace::safe::read_limited(path, sage_trace::safe::max_input_bytes())
+fn read_result(path: &Path, limit: u64) -> Result<SideResult, ReplayError> {
+    let bytes = sage_trace::safe::read_limited(path, limit)
         .map_err(|e| input(path, format!("cannot read: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| input(path, "not UTF-8 text"))?;
     let name = path.display().to_string();
@@ -480,12 +481,13 @@ fn sha(s: &str) -> String {
     hex::encode(Sha256::digest(s.as_bytes()))
 }
 
-/// Every name the trace itself uses for a file, deduplicated under the path rule.
-struct Names(Vec<String>);
+/// Every name the trace itself uses for a file, deduplicated under the path rule (with the
+/// workspace roots).
+struct Names(Vec<String>, sage_history::WorkspaceRoots);
 
 impl Names {
     fn add(&mut self, path: &str) -> String {
-        if let Some(k) = match_key(path, &self.0) {
+        if let Some(k) = match_key(path, &self.0, &self.1) {
             return k;
         }
         let n = normalize_path(path);
@@ -496,7 +498,7 @@ impl Names {
     /// ends with it (a diff taken inside the checkout, `git -C repo diff`, names
     /// `pkg/mod.py` where the trace writes `repo/pkg/mod.py`).
     fn find(&self, path: &str) -> Option<String> {
-        if let Some(k) = match_key(path, &self.0) {
+        if let Some(k) = match_key(path, &self.0, &self.1) {
             return Some(k);
         }
         sage_history::tail_match(path, &self.0)
@@ -523,18 +525,18 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         allow_empty: opts.allow_empty,
         run: opts.run,
         framework_from: None,
-        kinds: opts.kinds.clone(),
+        rules: opts.rules.adapters.clone(),
     };
     sage_adapters::normalize(files, &normalize)?;
     let (mut trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()
-        .map(|p| read_result(p))
+        .map(|p| read_result(p, opts.rules.limits().max_input_bytes))
         .collect::<Result<_, _>>()?;
 
     // The trace's names for its files.
-    let mut names = Names(Vec::new());
+    let mut names = Names(Vec::new(), opts.rules.workspace_roots.clone());
     for (_, w) in trace.writes() {
         names.add(&w.artefact);
     }
@@ -575,7 +577,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
     let mut origin: BTreeMap<String, String> = BTreeMap::new();
     if let Some(dir) = &opts.baseline_dir {
         for n in &names.0 {
-            let mut forms = sage_history::relative_forms(n);
+            let mut forms = sage_history::relative_forms(n, &opts.rules.workspace_roots);
             forms.push(n.clone());
             for f in forms {
                 let Some(p) = sage_trace::safe::safe_join(dir, &f) else {
@@ -584,7 +586,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 if !p.is_file() {
                     continue;
                 }
-                let bytes = sage_trace::safe::read_limited(&p, sage_trace::safe::max_input_bytes())
+                let bytes = sage_trace::safe::read_limited(&p, opts.rules.limits().max_input_bytes)
                     .map_err(|e| input(&p, format!("cannot read baseline: {e}")))?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| input(&p, "baseline is not UTF-8 text"))?;
@@ -629,9 +631,13 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         baselines.insert(n, sparse(&k));
     }
 
-    let (execution, mut executed) =
-        crate::execute::run_commands(&mut trace, &baselines, &opts.execution);
-    let h = sage_history::reconstruct(&baselines, &trace);
+    let (execution, mut executed) = crate::execute::run_commands(
+        &mut trace,
+        &baselines,
+        &opts.execution,
+        &opts.rules.workspace_roots,
+    );
+    let h = sage_history::reconstruct(&baselines, &trace, &opts.rules.workspace_roots);
     let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
     let mut results: Vec<String> = Vec::new();
     let end = |h: &ArtefactHistory, a: &str| h.replayed_final(a).map(str::to_string);
@@ -672,7 +678,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
     }
 
     // 2. The editor's recorded pre-edit states, write by write.
-    match RawStore::load(&trace, Path::new("")) {
+    match RawStore::load(&trace, Path::new(""), opts.rules.limits().max_input_bytes) {
         Ok(store) => {
             let states = recorded::pre_edit_states(&trace, &store);
             if !states.is_empty() {
@@ -799,7 +805,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 let keys: Vec<String> = files.keys().cloned().collect();
                 for a in &written {
                     let got = end(&h, a);
-                    let c = match match_key(a, &keys) {
+                    let c = match match_key(a, &keys, &opts.rules.workspace_roots) {
                         Some(k) => match got {
                             Some(g) if is_partial(Some(&g)) => unverifiable(
                                 &against,
@@ -1191,6 +1197,7 @@ mod tests {
 
     #[test]
     fn result_files_are_told_apart_by_content() {
+        const LIMIT: u64 = sage_trace::safe::DEFAULT_MAX_INPUT_BYTES;
         let d = tempfile::tempdir().unwrap();
         let w = |n: &str, t: &str| {
             let p = d.path().join(n);
@@ -1199,30 +1206,30 @@ mod tests {
         };
         let diff = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
         assert!(matches!(
-            read_result(&w("p.diff", diff)).unwrap(),
+            read_result(&w("p.diff", diff), LIMIT).unwrap(),
             SideResult::FinalDiff { .. }
         ));
         let commits = format!("commit 0123456789abcdef\nAuthor: x\n\n    m\n\n{diff}");
         assert!(matches!(
-            read_result(&w("c.patch", &commits)).unwrap(),
+            read_result(&w("c.patch", &commits), LIMIT).unwrap(),
             SideResult::Commits { commits: 1, .. }
         ));
         let pred = serde_json::json!({"instance_id": "i", "model_patch": diff}).to_string();
         assert!(matches!(
-            read_result(&w("x.pred", &pred)).unwrap(),
+            read_result(&w("x.pred", &pred), LIMIT).unwrap(),
             SideResult::FinalDiff { .. }
         ));
         let snap = format!("{{\"f\": \"{}\"}}", "ab".repeat(32));
         assert!(matches!(
-            read_result(&w("s.json", &snap)).unwrap(),
+            read_result(&w("s.json", &snap), LIMIT).unwrap(),
             SideResult::Snapshot { .. }
         ));
         let ap = "*** Begin Patch\n*** Update File: f\n@@\n-a\n+b\n*** End Patch\n";
         assert!(matches!(
-            read_result(&w("a.patch", ap)).unwrap(),
+            read_result(&w("a.patch", ap), LIMIT).unwrap(),
             SideResult::ApplyPatch { .. }
         ));
-        let e = read_result(&w("n.txt", "hello\n"))
+        let e = read_result(&w("n.txt", "hello\n"), LIMIT)
             .err()
             .unwrap()
             .to_string();

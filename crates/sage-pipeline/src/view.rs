@@ -617,12 +617,13 @@ pub struct ViewReport {
 }
 
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
-/// case; the index lists every run), tool calls shown as the classifier `kinds` reads them.
+/// case; the index lists every run), cases read again by `rules`, tool calls shown as their
+/// classifier reads them.
 pub fn write_site(
     set: &ResultSet,
     locator: &crate::locate::CaseLocator,
     out: &Path,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> std::io::Result<ViewReport> {
     // One id, one case folder, one page: a collision is an error, not a shared page.
     crate::sink::results_by_case(set)
@@ -641,7 +642,7 @@ pub fn write_site(
                 report.warnings.push(m.0);
                 None
             }
-            Ok(dir) => match prepare(&dir, kinds) {
+            Ok(dir) => match prepare(&dir, rules) {
                 Ok((p, _)) => Some(p),
                 Err(s) => {
                     report.warnings.push(format!("{}: {}", s.case, s.message));
@@ -669,7 +670,12 @@ pub fn write_site(
         }
         std::fs::write(
             cases.join(case_file(&r.case_id)),
-            case_html(r, prepared.as_ref().map(|p| &p.trace), &diffs, kinds),
+            case_html(
+                r,
+                prepared.as_ref().map(|p| &p.trace),
+                &diffs,
+                rules.kinds(),
+            ),
         )?;
         report.pages += 1;
     }

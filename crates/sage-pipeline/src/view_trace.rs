@@ -63,8 +63,9 @@ fn is_results_file(p: &Path) -> bool {
     String::from_utf8_lossy(&head[..n]).contains(crate::results::RESULTS_VERSION)
 }
 
-/// What `path` is: results, a case, a trace, or a folder of cases and traces.
-pub fn classify(path: &Path) -> Result<ViewInput, ViewError> {
+/// What `path` is: results, a case, a trace, or a folder of cases and traces (a file is a
+/// trace when `rules` detect its format).
+pub fn classify(path: &Path, rules: &crate::Rules) -> Result<ViewInput, ViewError> {
     let meta = std::fs::metadata(path)
         .map_err(|e| ViewError::Input(path.display().to_string(), e.to_string()))?;
     if meta.is_file() {
@@ -122,7 +123,7 @@ pub fn classify(path: &Path) -> Result<ViewInput, ViewError> {
                 format!("more than {MAX_FILES} files: give a narrower folder"),
             ));
         }
-        match sage_adapters::detect(p) {
+        match sage_adapters::detect(p, &rules.adapters) {
             Ok(_) => items.push(Item::Trace(p.to_path_buf())),
             Err(e) => skipped.push((p.to_path_buf(), e.message.clone())),
         }
@@ -148,10 +149,10 @@ struct Shown {
     history: ArtefactHistory,
 }
 
-fn read_item(item: &Item, kinds: &sage_adapters::kinds::Classifier) -> Result<Shown, String> {
+fn read_item(item: &Item, rules: &crate::Rules) -> Result<Shown, String> {
     match item {
         Item::Case(dir) => {
-            let (p, _) = crate::localize::prepare(dir, kinds).map_err(|s| s.message)?;
+            let (p, _) = crate::localize::prepare(dir, rules).map_err(|s| s.message)?;
             let mut about = vec![
                 ("case folder".to_string(), dir.display().to_string()),
                 ("task".into(), p.case.task().id.clone()),
@@ -176,7 +177,7 @@ fn read_item(item: &Item, kinds: &sage_adapters::kinds::Classifier) -> Result<Sh
             let (mut trace, seen) = sage_adapters::normalize_seen(
                 &files,
                 &sage_adapters::NormalizeOptions {
-                    kinds: kinds.clone(),
+                    rules: rules.adapters.clone(),
                     ..Default::default()
                 },
             )
@@ -188,7 +189,7 @@ fn read_item(item: &Item, kinds: &sage_adapters::kinds::Classifier) -> Result<Sh
                 .iter()
                 .map(|(a, f)| (a.clone(), f.content.clone()))
                 .collect();
-            let history = sage_history::reconstruct(&baselines, &trace);
+            let history = sage_history::reconstruct(&baselines, &trace, &rules.workspace_roots);
             let title = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -332,11 +333,11 @@ fn trace_html(s: &Shown, kinds: &sage_adapters::kinds::Classifier) -> String {
 }
 
 /// Write `OUT/index.html` and one page per item under `OUT/traces/` (turns classified and
-/// tool calls shown by `kinds`).
+/// tool calls shown by the classifier of `rules`).
 pub fn write_trace_site(
     items: &[Item],
     out: &Path,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> Result<TraceViewReport, ViewError> {
     let pages = out.join("traces");
     std::fs::create_dir_all(&pages).map_err(|e| ViewError::Io(pages.display().to_string(), e))?;
@@ -348,7 +349,7 @@ pub fn write_trace_site(
         let path = match item {
             Item::Case(p) | Item::Trace(p) => p,
         };
-        let s = match read_item(item, kinds) {
+        let s = match read_item(item, rules) {
             Ok(s) => s,
             Err(m) => {
                 report.failures.push(format!("{}: {m}", path.display()));
@@ -364,7 +365,7 @@ pub fn write_trace_site(
             k += 1;
         }
         let p = pages.join(&file);
-        std::fs::write(&p, trace_html(&s, kinds))
+        std::fs::write(&p, trace_html(&s, rules.kinds()))
             .map_err(|e| ViewError::Io(p.display().to_string(), e))?;
         report.pages += 1;
         let text: Vec<String> = s

@@ -98,22 +98,25 @@ pub struct Unit {
 /// the CSV), or a folder of Python files. In a folder, every `<name>.py` is screened (its
 /// final snapshot), against `<name>.orig.py` beside it when there is one, else against
 /// `baseline` when given (that file itself is then not screened), else as new code with no
-/// baseline. `cwe` applies to pairs whose name has no `cwe-N`.
+/// baseline. `cwe` applies to pairs whose name has no `cwe-N`. No file larger than `limit`
+/// bytes (the input size limit) is read.
 pub fn units_from_pairs(
     path: &Path,
     cwe: Option<&str>,
     baseline: Option<&Path>,
+    limit: u64,
 ) -> Result<(Vec<Unit>, Vec<String>), InputError> {
-    pairs(path, cwe, baseline).map_err(InputError)
+    pairs(path, cwe, baseline, limit).map_err(InputError)
 }
 
 fn pairs(
     path: &Path,
     cwe: Option<&str>,
     baseline: Option<&Path>,
+    limit: u64,
 ) -> Result<(Vec<Unit>, Vec<String>), String> {
     if path.is_file() {
-        return units_from_csv(path, cwe);
+        return units_from_csv(path, cwe, limit);
     }
     if !path.is_dir() {
         return Err(format!("{}: no such file or directory", path.display()));
@@ -121,7 +124,7 @@ fn pairs(
     let mut units = Vec::new();
     let mut errors = Vec::new();
     let shared_baseline = match baseline {
-        Some(b) => Some(case::read_text(b).map_err(|e| e.to_string())?),
+        Some(b) => Some(case::read_text(b, limit).map_err(|e| e.to_string())?),
         None => None,
     };
     let same_file = |p: &Path| {
@@ -151,7 +154,7 @@ fn pairs(
             .into_owned();
         let id = rel.trim_end_matches(".py").to_string();
         let b = if orig.is_file() {
-            match case::read_text(&orig) {
+            match case::read_text(&orig, limit) {
                 Ok(b) => Some(b),
                 Err(e) => {
                     errors.push(e.to_string());
@@ -161,7 +164,7 @@ fn pairs(
         } else {
             shared_baseline.clone()
         };
-        let f = match case::read_text(&fin) {
+        let f = match case::read_text(&fin, limit) {
             Ok(f) => f,
             Err(e) => {
                 errors.push(e.to_string());
@@ -193,7 +196,11 @@ fn pairs(
     Ok((units, errors))
 }
 
-fn units_from_csv(path: &Path, cwe: Option<&str>) -> Result<(Vec<Unit>, Vec<String>), String> {
+fn units_from_csv(
+    path: &Path,
+    cwe: Option<&str>,
+    limit: u64,
+) -> Result<(Vec<Unit>, Vec<String>), String> {
     let base = path.parent().unwrap_or(Path::new("."));
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -242,7 +249,8 @@ fn units_from_csv(path: &Path, cwe: Option<&str>) -> Result<(Vec<Unit>, Vec<Stri
             continue;
         };
         let read = |p: &str| {
-            case::read_text(&base.join(p)).map_err(|e| format!("{} row {row}: {e}", path.display()))
+            case::read_text(&base.join(p), limit)
+                .map_err(|e| format!("{} row {row}: {e}", path.display()))
         };
         let (bt, ft) = match (read(&b), read(&f)) {
             (Ok(x), Ok(y)) => (x, y),

@@ -8,21 +8,13 @@ use std::path::Path;
 #[error("{0}")]
 pub struct ArchiveError(pub String);
 
-/// Read member `member` of the zip archive at `path`, inflating at most the input size
-/// limit ([`crate::safe::max_input_bytes`]).
-pub fn read_zip_member(path: &Path, member: &str) -> Result<Vec<u8>, ArchiveError> {
-    read_zip_member_capped(path, member, crate::safe::max_input_bytes())
-}
-
-/// [`read_zip_member`] with an explicit limit. The limit applies to the bytes actually
+/// Read member `member` of the zip archive at `path` (itself at most `limit` bytes),
+/// inflating at most `limit` bytes (the input size limit,
+/// [`crate::safe::Limits::max_input_bytes`]). The limit applies to the bytes actually
 /// inflated, not to the size the archive declares (a zip bomb declares what it likes): a
 /// member that inflates past it is an error, and reading stops there.
-pub(crate) fn read_zip_member_capped(
-    path: &Path,
-    member: &str,
-    limit: u64,
-) -> Result<Vec<u8>, ArchiveError> {
-    let f = crate::safe::read_limited_file(path).map_err(|e| ArchiveError(e.to_string()))?;
+pub fn read_zip_member(path: &Path, member: &str, limit: u64) -> Result<Vec<u8>, ArchiveError> {
+    let f = crate::safe::open_limited(path, limit).map_err(|e| ArchiveError(e.to_string()))?;
     let mut z =
         zip::ZipArchive::new(f).map_err(|e| ArchiveError(format!("not a zip archive: {e}")))?;
     let m = z
@@ -81,10 +73,10 @@ mod tests {
         let p = bomb(d.path(), 8 << 20);
         // the archive is tiny; the member is 8 MiB once inflated
         assert!(std::fs::metadata(&p).unwrap().len() < 200 << 10);
-        let e = read_zip_member_capped(&p, "samples/1_epoch_1.json", 1 << 20).unwrap_err();
+        let e = read_zip_member(&p, "samples/1_epoch_1.json", 1 << 20).unwrap_err();
         assert!(e.0.contains("larger than the input limit"), "{e}");
         // under the limit it reads whole
-        let ok = read_zip_member_capped(&p, "samples/1_epoch_1.json", 16 << 20).unwrap();
+        let ok = read_zip_member(&p, "samples/1_epoch_1.json", 16 << 20).unwrap();
         assert_eq!(ok.len(), 2 + (8 << 20));
     }
 }

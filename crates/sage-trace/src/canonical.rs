@@ -699,9 +699,9 @@ impl RawStore {
     }
 
     /// Load every source of `trace`, resolving names relative to `base` (the paths a user
-    /// gave on the command line). Only regular files within the input size limit are read.
-    pub fn load(trace: &CanonicalTrace, base: &Path) -> Result<Self, RawError> {
-        let limit = crate::safe::max_input_bytes();
+    /// gave on the command line). Only regular files of at most `limit` bytes (the input
+    /// size limit) are read.
+    pub fn load(trace: &CanonicalTrace, base: &Path, limit: u64) -> Result<Self, RawError> {
         let resolve = |f: &str| -> PathBuf {
             if Path::new(f).is_absolute() {
                 PathBuf::from(f)
@@ -713,16 +713,19 @@ impl RawStore {
             trace,
             |f| crate::safe::read_limited(&resolve(f), limit).map_err(|e| e.to_string()),
             |archive| Ok(resolve(archive)),
+            limit,
         )
     }
 
     /// Load the sources of a case's trace: each must be one of the case's `trace_files`
     /// (or a member of one of them), read from inside the case folder `dir` (see
-    /// [`crate::safe::read_case_file`]). An adapter cannot make sage read anything else.
+    /// [`crate::safe::read_case_file`], within `limits`). An adapter cannot make sage read
+    /// anything else.
     pub fn load_case(
         trace: &CanonicalTrace,
         dir: &Path,
         trace_files: &[String],
+        limits: &crate::safe::Limits,
     ) -> Result<Self, RawError> {
         for f in &trace.sources {
             let file = f.split_once("!/").map_or(f.as_str(), |(a, _)| a);
@@ -735,8 +738,11 @@ impl RawStore {
         }
         Self::load_with(
             trace,
-            |f| crate::safe::read_case_file(dir, f).map_err(|e| e.to_string()),
-            |archive| crate::safe::resolve_case_path(dir, archive).map_err(|e| e.to_string()),
+            |f| crate::safe::read_case_file(dir, f, limits).map_err(|e| e.to_string()),
+            |archive| {
+                crate::safe::resolve_case_path(dir, archive, limits).map_err(|e| e.to_string())
+            },
+            limits.max_input_bytes,
         )
     }
 
@@ -744,6 +750,7 @@ impl RawStore {
         trace: &CanonicalTrace,
         read: impl Fn(&str) -> Result<Vec<u8>, String>,
         archive_path: impl Fn(&str) -> Result<PathBuf, String>,
+        limit: u64,
     ) -> Result<Self, RawError> {
         let mut s = RawStore::new();
         for f in &trace.sources {
@@ -751,7 +758,7 @@ impl RawStore {
             let bytes = match f.split_once("!/") {
                 Some((archive, member)) => {
                     let ap = archive_path(archive).map_err(|m| RawError::Io(f.clone(), m))?;
-                    crate::archive::read_zip_member(&ap, member)
+                    crate::archive::read_zip_member(&ap, member, limit)
                         .map_err(|m| RawError::Io(f.clone(), m.0))?
                 }
                 None => read(f).map_err(|m| RawError::Io(f.clone(), m))?,
@@ -1121,10 +1128,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("t.md"), "hello\n").unwrap();
         let t = CanonicalTrace::new("x", vec!["t.md".into()]);
-        assert!(RawStore::load_case(&t, d.path(), &["t.md".into()]).is_ok());
+        assert!(RawStore::load_case(&t, d.path(), &["t.md".into()], &Default::default()).is_ok());
         // a source the manifest does not name is refused, even inside the folder
-        assert!(RawStore::load_case(&t, d.path(), &["other.md".into()]).is_err());
+        assert!(
+            RawStore::load_case(&t, d.path(), &["other.md".into()], &Default::default()).is_err()
+        );
         let t = CanonicalTrace::new("x", vec!["/etc/hostname".into()]);
-        assert!(RawStore::load_case(&t, d.path(), &["/etc/hostname".into()]).is_err());
+        assert!(
+            RawStore::load_case(&t, d.path(), &["/etc/hostname".into()], &Default::default())
+                .is_err()
+        );
     }
 }

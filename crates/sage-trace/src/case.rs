@@ -3,6 +3,7 @@
 //! A case is a folder holding `case.json` (the manifest, schema in `docs/case.schema.json`),
 //! the trace file(s) and the baseline artefact(s). [`discover`] finds cases recursively.
 
+use crate::safe::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -234,13 +235,11 @@ pub enum CaseError {
 }
 
 /// Read a file as UTF-8 text, naming the file and the first bad byte on failure. Only
-/// regular files of at most [`crate::safe::max_input_bytes`] are read.
-pub fn read_text(path: &Path) -> Result<String, CaseError> {
-    let bytes = crate::safe::read_limited(path, crate::safe::max_input_bytes()).map_err(|e| {
-        CaseError::Io {
-            path: path.display().to_string(),
-            msg: e.to_string(),
-        }
+/// regular files of at most `limit` bytes (the input size limit) are read.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, CaseError> {
+    let bytes = crate::safe::read_limited(path, limit).map_err(|e| CaseError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
     })?;
     utf8(path, bytes)
 }
@@ -256,9 +255,9 @@ fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, CaseError> {
 /// folder (after `..` and symbolic links), be a regular file and fit the size limit (see
 /// [`crate::safe::read_case_file`]). A manifest is untrusted input: it could name
 /// `/proc/self/environ` and have sage copy its own environment into every result.
-pub fn read_case_text(dir: &Path, rel: &str) -> Result<String, CaseError> {
+pub fn read_case_text(dir: &Path, rel: &str, limits: &Limits) -> Result<String, CaseError> {
     let shown = dir.join(rel);
-    let bytes = crate::safe::read_case_file(dir, rel).map_err(|e| CaseError::Io {
+    let bytes = crate::safe::read_case_file(dir, rel, limits).map_err(|e| CaseError::Io {
         path: shown.display().to_string(),
         msg: e.to_string(),
     })?;
@@ -267,14 +266,18 @@ pub fn read_case_text(dir: &Path, rel: &str) -> Result<String, CaseError> {
 
 /// Adapters read a trace later, by path: check now that `rel` is a regular file of the case
 /// folder `dir` within the size limit (see [`read_case_text`]).
-pub(crate) fn check_trace_file(dir: &Path, rel: &str) -> Result<(), crate::safe::InputError> {
+pub(crate) fn check_trace_file(
+    dir: &Path,
+    rel: &str,
+    limits: &Limits,
+) -> Result<(), crate::safe::InputError> {
     use crate::safe::InputError;
-    let real = crate::safe::resolve_case_path(dir, rel)?;
+    let real = crate::safe::resolve_case_path(dir, rel, limits)?;
     let meta = std::fs::metadata(&real).map_err(|e| InputError::Io(e.to_string()))?;
     if !meta.is_file() {
         return Err(InputError::NotRegular);
     }
-    let limit = crate::safe::max_input_bytes();
+    let limit = limits.max_input_bytes;
     if meta.len() > limit {
         return Err(InputError::TooLarge {
             what: format!("{} bytes, ", meta.len()),
@@ -297,6 +300,7 @@ pub(crate) fn read_folder_files(
     baseline: &BTreeMap<String, String>,
     final_state: &BTreeMap<String, String>,
     trace_files: &[String],
+    limits: &Limits,
     invalid: &dyn Fn(String) -> CaseError,
 ) -> Result<FolderFiles, CaseError> {
     let file = |what: String, rel: &str| -> Result<String, CaseError> {
@@ -304,7 +308,7 @@ pub(crate) fn read_folder_files(
         if !p.exists() {
             return Err(invalid(format!("{what}: file {} is missing", p.display())));
         }
-        read_case_text(dir, rel)
+        read_case_text(dir, rel, limits)
     };
     let mut baselines = BTreeMap::new();
     for (a, f) in baseline {
@@ -321,7 +325,7 @@ pub(crate) fn read_folder_files(
                 dir.join(f).display()
             )));
         }
-        check_trace_file(dir, f).map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
+        check_trace_file(dir, f, limits).map_err(|e| invalid(format!("trace file {f:?}: {e}")))?;
     }
     Ok(FolderFiles {
         baselines,
@@ -349,20 +353,25 @@ pub(crate) fn folder_id(
 }
 
 impl Case {
-    /// Load the case in `dir` (which holds `case.json`).
-    pub fn load(dir: &Path) -> Result<Case, CaseError> {
+    /// Load the case in `dir` (which holds `case.json`), its files read within `limits`.
+    pub fn load(dir: &Path, limits: &Limits) -> Result<Case, CaseError> {
         let mpath = dir.join(MANIFEST_NAME);
-        let text = read_case_text(dir, MANIFEST_NAME)?;
+        let text = read_case_text(dir, MANIFEST_NAME, limits)?;
         let manifest: CaseManifest =
             crate::json::parse(&text).map_err(|e| CaseError::Manifest {
                 path: mpath.display().to_string(),
                 msg: e.0,
             })?;
-        Case::from_manifest(dir, manifest)
+        Case::from_manifest(dir, manifest, limits)
     }
 
-    /// Build a case from a manifest whose relative paths resolve against `dir`.
-    pub fn from_manifest(dir: &Path, manifest: CaseManifest) -> Result<Case, CaseError> {
+    /// Build a case from a manifest whose relative paths resolve against `dir`, its files
+    /// read within `limits`.
+    pub fn from_manifest(
+        dir: &Path,
+        manifest: CaseManifest,
+        limits: &Limits,
+    ) -> Result<Case, CaseError> {
         let mpath = dir.join(MANIFEST_NAME).display().to_string();
         let invalid = |msg: String| CaseError::Invalid {
             path: mpath.clone(),
@@ -422,11 +431,12 @@ impl Case {
             &manifest.baseline,
             &manifest.final_state,
             &manifest.trace.files,
+            limits,
             &invalid,
         )?;
         if let Some(t) = &manifest.tests {
             for f in &t.files {
-                crate::safe::resolve_case_path(dir, f)
+                crate::safe::resolve_case_path(dir, f, limits)
                     .map_err(|m| invalid(format!("tests file {f:?}: {m}")))?;
             }
         }
@@ -527,12 +537,14 @@ mod tests {
         write(d.path(), "trace.md", "hi");
         write(d.path(), "baseline/app.py", "x = 1\n");
         write(d.path(), "case.json", &manifest("app.py"));
-        let c = Case::load(d.path()).unwrap();
+        let c = Case::load(d.path(), &Limits::default()).unwrap();
         assert_eq!(c.id, "c1");
         assert_eq!(c.baselines["app.py"], "x = 1\n");
 
         write(d.path(), "case.json", &manifest("other.py"));
-        let e = Case::load(d.path()).unwrap_err().to_string();
+        let e = Case::load(d.path(), &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("other.py"), "{e}");
     }
 
@@ -543,7 +555,9 @@ mod tests {
         std::fs::create_dir_all(d.path().join("baseline")).unwrap();
         std::fs::write(d.path().join("baseline/app.py"), b"ok\xff\xfe").unwrap();
         write(d.path(), "case.json", &manifest("app.py"));
-        let e = Case::load(d.path()).unwrap_err().to_string();
+        let e = Case::load(d.path(), &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not UTF-8") && e.contains("byte 2"), "{e}");
     }
 

@@ -7,6 +7,7 @@
 //! is also a run: its anchor is ignored ([`Run::from_case`]). [`discover`] finds both.
 
 use crate::case::{self, Case, CaseError, Metadata, TaskContext, TestSpec, TraceSpec};
+use crate::safe::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,17 +73,17 @@ pub struct Run {
 
 impl Run {
     /// Load the run in `dir`: `run.json`, else `case.json` (a case with its anchor removed).
-    pub fn load(dir: &Path) -> Result<Run, CaseError> {
+    pub fn load(dir: &Path, limits: &Limits) -> Result<Run, CaseError> {
         let rpath = dir.join(RUN_MANIFEST_NAME);
         if !rpath.is_file() {
-            return Case::load(dir).map(Run::from_case);
+            return Case::load(dir, limits).map(Run::from_case);
         }
-        let text = case::read_case_text(dir, RUN_MANIFEST_NAME)?;
+        let text = case::read_case_text(dir, RUN_MANIFEST_NAME, limits)?;
         let manifest: RunManifest = crate::json::parse(&text).map_err(|e| CaseError::Manifest {
             path: rpath.display().to_string(),
             msg: e.0,
         })?;
-        Run::from_manifest(dir, manifest)
+        Run::from_manifest(dir, manifest, limits)
     }
 
     /// A case seen as a run: everything but the anchor.
@@ -112,7 +113,11 @@ impl Run {
     }
 
     /// Build a run from a manifest whose relative paths resolve against `dir`.
-    pub fn from_manifest(dir: &Path, manifest: RunManifest) -> Result<Run, CaseError> {
+    pub fn from_manifest(
+        dir: &Path,
+        manifest: RunManifest,
+        limits: &Limits,
+    ) -> Result<Run, CaseError> {
         let mpath = dir.join(RUN_MANIFEST_NAME);
         let invalid = |msg: String| CaseError::Invalid {
             path: mpath.display().to_string(),
@@ -142,6 +147,7 @@ impl Run {
             &manifest.baseline,
             &manifest.final_state,
             &manifest.trace.files,
+            limits,
             &invalid,
         )?;
         let patch = match &manifest.patch {
@@ -153,7 +159,7 @@ impl Run {
                         dir.join(p).display()
                     )));
                 }
-                Some(case::read_case_text(dir, p)?)
+                Some(case::read_case_text(dir, p, limits)?)
             }
         };
         let id = case::folder_id(dir, &manifest.id, "run", &invalid)?;
@@ -243,7 +249,7 @@ mod tests {
         write(d.path(), "t.json", "[]");
         write(d.path(), "base/app.py", "x = 1\n");
         write(d.path(), "p.diff", "--- a/app.py\n+++ b/app.py\n");
-        let r = Run::load(d.path()).unwrap();
+        let r = Run::load(d.path(), &Limits::default()).unwrap();
         assert_eq!(r.baselines["app.py"], "x = 1\n");
         assert!(r.patch.as_deref().unwrap().starts_with("--- a/app.py"));
         assert_eq!(r.framework().as_deref(), Some("aider"));
@@ -258,7 +264,9 @@ mod tests {
             &RUN.replace(r#"{"app.py":"base/app.py"}"#, "{}"),
         );
         write(d.path(), "t.json", "[]");
-        let e = Run::load(d.path()).unwrap_err().to_string();
+        let e = Run::load(d.path(), &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("run.json") && e.contains("baseline names no artefact"),
             "{e}"
@@ -271,7 +279,9 @@ mod tests {
         write(d.path(), "run.json", RUN);
         write(d.path(), "t.json", "[]");
         write(d.path(), "base/app.py", "x = 1\n");
-        let e = Run::load(d.path()).unwrap_err().to_string();
+        let e = Run::load(d.path(), &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("patch: file") && e.contains("p.diff"), "{e}");
     }
 
@@ -298,7 +308,9 @@ mod tests {
             let text = RUN.replace("\"p.diff\"", &format!("{value:?}"));
             assert!(text.contains(field));
             write(d.path(), "run.json", &text);
-            let e = Run::load(d.path()).unwrap_err().to_string();
+            let e = Run::load(d.path(), &Limits::default())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("absolute path") || e.contains("outside"), "{e}");
         }
         #[cfg(unix)]
@@ -310,7 +322,9 @@ mod tests {
                 "run.json",
                 &RUN.replace("\"t.json\"", "\"env.json\""),
             );
-            let e = Run::load(d.path()).unwrap_err().to_string();
+            let e = Run::load(d.path(), &Limits::default())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("outside"), "{e}");
         }
     }

@@ -178,33 +178,43 @@ pub enum InputError {
 /// Default size limit of one input file (a trace, a baseline, an archive member): 256 MiB.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 << 20;
 
-/// What the user set for this process (the CLI applies `SAGE_MAX_INPUT_MB` and
-/// `SAGE_CASE_ROOTS`; no library reads the environment).
-struct Limits {
-    max_input_bytes: u64,
+/// What the user set for reading input files: the size limit of one file
+/// (`SAGE_MAX_INPUT_MB`) and the folders outside a case its files may point into
+/// (`SAGE_CASE_ROOTS`). A value the CLI builds once and passes down; no library reads the
+/// environment or keeps it in a global.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The size limit of one input file, in bytes (at least 1).
+    pub max_input_bytes: u64,
     roots: Vec<PathBuf>,
 }
 
-static LIMITS: std::sync::RwLock<Limits> = std::sync::RwLock::new(Limits {
-    max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
-    roots: Vec::new(),
-});
-
-/// The size limit of one input file: [`DEFAULT_MAX_INPUT_BYTES`] unless
-/// [`set_max_input_bytes`] changed it (`SAGE_MAX_INPUT_MB`).
-pub fn max_input_bytes() -> u64 {
-    LIMITS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .max_input_bytes
+impl Default for Limits {
+    /// [`DEFAULT_MAX_INPUT_BYTES`], no folder outside a case.
+    fn default() -> Self {
+        Limits {
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            roots: Vec::new(),
+        }
+    }
 }
 
-/// Use `n` bytes (at least 1) as the input size limit for the rest of the process.
-pub fn set_max_input_bytes(n: u64) {
-    LIMITS
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .max_input_bytes = n.max(1);
+impl Limits {
+    /// These limits with case files allowed to point into `roots` (each canonicalized; one
+    /// that does not exist is left out).
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Limits {
+        self.roots = roots
+            .into_iter()
+            .filter(|p| !p.as_os_str().is_empty())
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        self
+    }
+
+    /// The folders outside a case folder that its files may point into.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
 }
 
 /// Read at most `limit` bytes from a reader; more is an error (the reader may be a
@@ -247,11 +257,6 @@ pub(crate) fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, Inp
     Ok(f)
 }
 
-/// [`open_limited`] with the input size limit.
-pub(crate) fn read_limited_file(path: &Path) -> Result<std::fs::File, InputError> {
-    open_limited(path, max_input_bytes())
-}
-
 /// Open for reading without blocking: opening a FIFO for reading waits for a writer, and an
 /// input file named by a trace must never hang sage. (Regular files ignore the flag.)
 fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
@@ -260,27 +265,6 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
     o.open(path)
-}
-
-/// Roots outside a case folder that case files may point into, as set by
-/// [`set_allowed_roots`] (`SAGE_CASE_ROOTS`). Empty unless set.
-pub(crate) fn allowed_roots() -> Vec<PathBuf> {
-    LIMITS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .roots
-        .clone()
-}
-
-/// Allow case files to point into `roots` (each canonicalized; one that does not exist is
-/// left out) for the rest of the process.
-pub fn set_allowed_roots(roots: impl IntoIterator<Item = PathBuf>) {
-    let v: Vec<PathBuf> = roots
-        .into_iter()
-        .filter(|p| !p.as_os_str().is_empty())
-        .filter_map(|p| p.canonicalize().ok())
-        .collect();
-    LIMITS.write().unwrap_or_else(|p| p.into_inner()).roots = v;
 }
 
 /// `base/rel` when `rel` is a plain relative path that cannot leave `base`: not absolute,
@@ -300,9 +284,13 @@ pub fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 /// Where `rel` (a path a case manifest names) points, when it stays inside the case folder
-/// `dir` (or one of [`allowed_roots`]) after every `..` and symbolic link is resolved.
-/// Absolute paths are refused outright.
-pub(crate) fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputError> {
+/// `dir` (or one of the `limits`' [`Limits::roots`]) after every `..` and symbolic link is
+/// resolved. Absolute paths are refused outright.
+pub(crate) fn resolve_case_path(
+    dir: &Path,
+    rel: &str,
+    limits: &Limits,
+) -> Result<PathBuf, InputError> {
     if rel.is_empty() {
         return Err(InputError::EmptyPath);
     }
@@ -317,7 +305,7 @@ pub(crate) fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputE
     let real = joined
         .canonicalize()
         .map_err(|e| InputError::Io(format!("{}: {e}", joined.display())))?;
-    if real.starts_with(&base) || allowed_roots().iter().any(|r| real.starts_with(r)) {
+    if real.starts_with(&base) || limits.roots.iter().any(|r| real.starts_with(r)) {
         Ok(real)
     } else {
         Err(InputError::Outside {
@@ -328,10 +316,10 @@ pub(crate) fn resolve_case_path(dir: &Path, rel: &str) -> Result<PathBuf, InputE
 }
 
 /// Read a file a case names: inside the case folder ([`resolve_case_path`]), a regular
-/// file, at most [`max_input_bytes`].
-pub fn read_case_file(dir: &Path, rel: &str) -> Result<Vec<u8>, InputError> {
-    let real = resolve_case_path(dir, rel)?;
-    read_limited(&real, max_input_bytes())
+/// file, at most [`Limits::max_input_bytes`].
+pub fn read_case_file(dir: &Path, rel: &str, limits: &Limits) -> Result<Vec<u8>, InputError> {
+    let real = resolve_case_path(dir, rel, limits)?;
+    read_limited(&real, limits.max_input_bytes)
 }
 
 #[cfg(test)]
@@ -387,6 +375,7 @@ mod tests {
         std::fs::create_dir_all(case.join("sub")).unwrap();
         std::fs::write(case.join("sub/a.txt"), "a").unwrap();
         std::fs::write(d.path().join("outside.txt"), "o").unwrap();
+        let read_case_file = |dir: &Path, rel: &str| read_case_file(dir, rel, &Limits::default());
         assert_eq!(read_case_file(&case, "sub/a.txt").unwrap(), b"a");
         assert_eq!(read_case_file(&case, "sub/../sub/a.txt").unwrap(), b"a");
         assert!(read_case_file(&case, "../outside.txt").is_err());
@@ -418,7 +407,22 @@ mod tests {
         } else {
             eprintln!("mkfifo not available: FIFO refusal not exercised");
         }
+        // a folder the limits allow is readable from the case; the default allows none
+        let allowed = Limits::default().with_roots([d.path().to_path_buf()]);
+        assert_eq!(
+            super::read_case_file(&case, "../outside.txt", &allowed).unwrap(),
+            b"o"
+        );
+        let small = Limits {
+            max_input_bytes: 10,
+            ..Limits::default()
+        };
         std::fs::write(case.join("big"), vec![b'x'; 100]).unwrap();
+        assert!(super::read_case_file(&case, "big", &small)
+            .unwrap_err()
+            .to_string()
+            .contains("SAGE_MAX_INPUT_MB"));
+        assert!(read_case_file(&case, "big").is_ok());
         assert!(read_limited(&case.join("big"), 10).is_err());
         assert!(read_capped(&b"0123456789x"[..], 10, "m").is_err());
         assert_eq!(read_capped(&b"0123456789"[..], 10, "m").unwrap().len(), 10);

@@ -60,13 +60,13 @@ fn state_after(h: &ArtefactHistory, artefact: &str, k: usize) -> Option<String> 
         .unwrap_or_else(|| h.baselines.get(artefact).cloned())
 }
 
-/// Check the case in `dir`.
-pub fn check_case(dir: &Path, kinds: &sage_adapters::kinds::Classifier) -> CaseCheck {
+/// Check the case in `dir`, read by `rules`.
+pub fn check_case(dir: &Path, rules: &crate::Rules) -> CaseCheck {
     let mut c = CaseCheck {
         dir: dir.display().to_string(),
         ..CaseCheck::default()
     };
-    let case = match Case::load(dir) {
+    let case = match Case::load(dir, rules.limits()) {
         Ok(x) => x,
         Err(e) => {
             let mut msg = e.to_string();
@@ -92,7 +92,7 @@ pub fn check_case(dir: &Path, kinds: &sage_adapters::kinds::Classifier) -> CaseC
     let how = sage_adapters::NormalizeOptions {
         framework: case.manifest.trace.framework.clone(),
         run: case.manifest.trace.run,
-        kinds: kinds.clone(),
+        rules: rules.adapters.clone(),
         ..Default::default()
     };
     let (trace, seen) = match sage_adapters::normalize_seen(&files, &how) {
@@ -116,7 +116,7 @@ pub fn check_case(dir: &Path, kinds: &sage_adapters::kinds::Classifier) -> CaseC
         ));
         return c;
     }
-    let hist = history::reconstruct(&case.baselines, &trace);
+    let hist = history::reconstruct(&case.baselines, &trace, &rules.workspace_roots);
     check_names(&mut c, &case, &trace, &seen);
     check_fragment(&mut c, &case, &hist);
     check_views(&mut c, &case, &seen, &hist);

@@ -61,8 +61,13 @@ impl BaselineSource {
         }
     }
 
-    /// The file's content, `Ok(None)` when the source does not have it.
-    fn read(&self, artefact: &str) -> Result<Option<String>, String> {
+    /// The file's content, `Ok(None)` when the source does not have it; a file of a folder
+    /// is read within `limits`.
+    fn read(
+        &self,
+        artefact: &str,
+        limits: &sage_trace::safe::Limits,
+    ) -> Result<Option<String>, String> {
         match self {
             BaselineSource::Dir(d) => {
                 // the artefact's name comes from the trace: read only inside the folder
@@ -70,7 +75,7 @@ impl BaselineSource {
                 if !p.is_file() {
                     return Ok(None);
                 }
-                sage_trace::case::read_case_text(d, artefact)
+                sage_trace::case::read_case_text(d, artefact, limits)
                     .map(Some)
                     .map_err(|e| e.to_string())
             }
@@ -134,8 +139,9 @@ pub struct InitOptions {
     pub trace_source: TraceSource,
     pub out: PathBuf,
     pub force: bool,
-    /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
-    pub kinds: std::sync::Arc<sage_adapters::kinds::Classifier>,
+    /// How the trace and baselines are read (the user's rules and limits, else the
+    /// embedded ones).
+    pub rules: crate::Rules,
 }
 
 /// One artefact of the new case.
@@ -209,7 +215,7 @@ pub fn init(o: &InitOptions) -> InitReport {
     }
     let src = SourceFile::new(trace_name.clone(), &o.trace);
     let how = sage_adapters::NormalizeOptions {
-        kinds: (*o.kinds).clone(),
+        rules: o.rules.adapters.clone(),
         ..sage_adapters::NormalizeOptions::framework(o.framework.as_deref())
     };
     let (mut trace, mut seen) = match normalize_seen(std::slice::from_ref(&src), &how) {
@@ -267,23 +273,25 @@ pub fn init(o: &InitOptions) -> InitReport {
             }
             own
         }
-        Some(p) => match crate::trace_replay::patch_of_result(p) {
-            Ok(t) => {
-                let d = split_unified_diff(&t);
-                if d.is_empty() {
-                    r.errors.push(format!(
-                        "{}: not a unified diff (no file header)",
-                        p.display()
-                    ));
+        Some(p) => {
+            match crate::trace_replay::patch_of_result(p, o.rules.limits().max_input_bytes) {
+                Ok(t) => {
+                    let d = split_unified_diff(&t);
+                    if d.is_empty() {
+                        r.errors.push(format!(
+                            "{}: not a unified diff (no file header)",
+                            p.display()
+                        ));
+                        return r;
+                    }
+                    d
+                }
+                Err(e) => {
+                    r.errors.push(e.to_string());
                     return r;
                 }
-                d
             }
-            Err(e) => {
-                r.errors.push(e.to_string());
-                return r;
-            }
-        },
+        }
     };
     let patch_name = o
         .patch
@@ -476,7 +484,7 @@ pub fn init(o: &InitOptions) -> InitReport {
         .iter()
         .map(|(k, (c, _))| (k.clone(), c.clone()))
         .collect();
-    let hist = history::reconstruct(&plain, &trace);
+    let hist = history::reconstruct(&plain, &trace, &o.rules.workspace_roots);
     let mut finals: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (a, (base, _)) in &baselines {
         if let Some(d) = in_patch.get(a.as_str()) {
@@ -554,14 +562,14 @@ pub fn init(o: &InitOptions) -> InitReport {
 
     // Task.
     let description = match &o.task {
-        Some(p) => match sage_trace::case::read_text(p) {
+        Some(p) => match sage_trace::case::read_text(p, o.rules.limits().max_input_bytes) {
             Ok(t) => Some((t, format!("task statement from {}", p.display()))),
             Err(e) => {
                 r.errors.push(e.to_string());
                 None
             }
         },
-        None => task_from_trace(&trace, &seen, &o.trace).map(|t| {
+        None => task_from_trace(&trace, &seen, &o.trace, o.rules.limits()).map(|t| {
             (
                 t,
                 "task statement: the trace's first user message".to_string(),
@@ -777,7 +785,7 @@ fn baseline_of(
         }
     };
     if let Some(src) = &o.baseline {
-        return match src.read(a)? {
+        return match src.read(a, o.rules.limits())? {
             Some(c) => match (verified(&c), old_id) {
                 (Some(false), Some(id)) => Err(format!(
                     "{} ({a}): blob {} does not match the patch's index line ({id}): that is not \
@@ -864,7 +872,12 @@ fn replay_end(h: &ArtefactHistory, a: &str) -> Result<Option<String>, String> {
 
 /// The first user message of the trace: what the adapter reports, else the first record it
 /// dropped as not agent-authored.
-fn task_from_trace(trace: &CanonicalTrace, seen: &Seen, path: &Path) -> Option<String> {
+fn task_from_trace(
+    trace: &CanonicalTrace,
+    seen: &Seen,
+    path: &Path,
+    limits: &sage_trace::safe::Limits,
+) -> Option<String> {
     if let Some(t) = &seen.task {
         return Some(t.text.clone());
     }
@@ -873,6 +886,6 @@ fn task_from_trace(trace: &CanonicalTrace, seen: &Seen, path: &Path) -> Option<S
         .iter()
         .find(|d| d.reason == sage_adapters::mapping::NOT_AGENT_AUTHORED)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let store = RawStore::load(trace, dir).ok()?;
+    let store = RawStore::load(trace, dir, limits.max_input_bytes).ok()?;
     store.resolve(&d.raw).ok()
 }

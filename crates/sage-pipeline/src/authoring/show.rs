@@ -20,9 +20,9 @@ pub fn show(
     at: &At,
     artefact: Option<&str>,
     diff: bool,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> Result<String, crate::InputError> {
-    show_text(dir, at, artefact, diff, kinds).map_err(crate::InputError)
+    show_text(dir, at, artefact, diff, rules).map_err(crate::InputError)
 }
 
 fn show_text(
@@ -30,10 +30,10 @@ fn show_text(
     at: &At,
     artefact: Option<&str>,
     diff: bool,
-    kinds: &sage_adapters::kinds::Classifier,
+    rules: &crate::Rules,
 ) -> Result<String, String> {
     let (prepared, _) =
-        crate::localize::prepare(dir, kinds).map_err(|s| format!("{}: {}", s.case, s.message))?;
+        crate::localize::prepare(dir, rules).map_err(|s| format!("{}: {}", s.case, s.message))?;
     let case: &Case = &prepared.case;
     let h: &ArtefactHistory = &prepared.history;
     let name = |a: &str| h.resolve_name(a);

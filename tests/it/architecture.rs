@@ -17,8 +17,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sage-reliability", &["sage-markup"]),
     ("sage-adapters", &["sage-trace", "sage-patch"]),
     ("sage-history", &["sage-trace", "sage-patch"]),
-    ("sage-screen", &["sage-trace", "sage-patch", "sage-markup"]),
-    ("sage-szz", &["sage-llm", "sage-patch"]),
+    (
+        "sage-screen",
+        &["sage-trace", "sage-patch", "sage-markup", "sage-sandbox"],
+    ),
+    ("sage-szz", &["sage-llm", "sage-patch", "sage-sandbox"]),
     ("sage-judge", &["sage-trace", "sage-llm"]),
     (
         "sage-pipeline",

@@ -10,9 +10,14 @@
 //!   which tools are shells, and the volatile parts of an output; [`policy::compare_output`]
 //!   compares a command's output with the one the trace recorded.
 //!
+//! - [`child`]: the one bounded runner of a child process (a time limit and an output cap,
+//!   the command and whatever it started killed at either), which the sandbox, `sage-szz`'s
+//!   git calls and `sage-screen`'s case tests share.
+//!
 //! This crate knows no trace format and no other sage crate: it takes files and a command line
 //! and gives back files and text.
 
+pub mod child;
 pub mod policy;
 pub mod sandbox;
 

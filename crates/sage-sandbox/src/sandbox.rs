@@ -4,13 +4,11 @@
 //! limit. The threat model is `docs/security.md`, "The replay sandbox".
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// The script run inside the namespaces (builds the root, then runs the command).
 const SETUP: &str = include_str!("setup.sh");
@@ -344,78 +342,31 @@ impl Sandbox {
         argv.push(self.shell.clone());
         argv.push(job.command.to_string());
 
-        let (mut reader, writer) = std::io::pipe().map_err(scratch_err(&scratch.0))?;
-        let writer2 = writer.try_clone().map_err(scratch_err(&scratch.0))?;
         let prog = which(if self.as_nobody { "setpriv" } else { "prlimit" })?;
         let mut cmd = Command::new(prog);
         cmd.args(&argv[1..])
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .current_dir("/")
-            .stdin(Stdio::null())
-            .stdout(writer)
-            .stderr(writer2);
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| SandboxError::Refused(format!("cannot start {}: {e}", argv[0])))?;
-        drop(cmd); // closes our copies of the pipe's write end
-
-        let capped = Arc::new(AtomicBool::new(false));
-        let cap = lim.output_bytes;
-        let capped_r = capped.clone();
-        let reading = std::thread::spawn(move || {
-            let mut out: Vec<u8> = Vec::new();
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let room = cap.saturating_sub(out.len());
-                        out.extend_from_slice(&buf[..n.min(room)]);
-                        if n > room {
-                            capped_r.store(true, Ordering::SeqCst);
-                            break; // stop reading; the command is killed
-                        }
-                    }
-                }
-            }
-            out
-        });
-        let start = Instant::now();
-        let exit = loop {
-            if capped.load(Ordering::SeqCst) {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Exit::OutputCapped(cap);
-            }
-            if start.elapsed() >= lim.wall {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Exit::TimedOut(lim.wall);
-            }
-            match child.try_wait() {
-                Ok(Some(st)) => {
-                    break match st.code() {
-                        Some(125) => Exit::SetupFailed(String::new()),
-                        Some(c) => Exit::Code(c),
-                        None => Exit::Signal,
-                    }
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => {
-                    let _ = child.kill();
-                    break Exit::Signal;
-                }
-            }
-        };
+            .stdin(Stdio::null());
         // Killing unshare kills the namespace's first process (--kill-child), and with it
-        // every process of the PID namespace, so the pipe's writers are gone; the reader
-        // ends at EOF (or has stopped at the cap).
-        let bytes = reading.join().unwrap_or_default();
+        // every process of the PID namespace.
+        let ran = crate::child::run(
+            cmd,
+            lim.wall,
+            crate::child::Capture::Together(lim.output_bytes as u64),
+        )
+        .map_err(|e| SandboxError::Refused(format!("cannot start {}: {e}", argv[0])))?;
+        let exit = match ran.end {
+            crate::child::End::OutputCapped => Exit::OutputCapped(lim.output_bytes),
+            crate::child::End::TimedOut => Exit::TimedOut(lim.wall),
+            crate::child::End::Exited(st) => match st.code() {
+                Some(125) => Exit::SetupFailed(String::new()),
+                Some(c) => Exit::Code(c),
+                None => Exit::Signal,
+            },
+        };
+        let bytes = ran.stdout;
         let output = String::from_utf8_lossy(&bytes).into_owned();
         let exit = match exit {
             Exit::SetupFailed(_) => Exit::SetupFailed(

@@ -443,29 +443,18 @@ pub fn run_tests(
     if let Some(path) = path {
         cmd.env("PATH", path);
     }
-    // its own process group, so the timeout ends whatever the tests started
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    // the one bounded runner: its own process group, so the timeout ends whatever the tests
+    // started; their output goes to the log
+    let ran = match sage_sandbox::child::run(cmd, timeout, sage_sandbox::child::Capture::Nothing) {
+        Ok(r) => r,
         Err(e) => return fail("error", format!("cannot run {prog}: {e}")),
     };
-    let pid = child.id();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if start.elapsed() >= timeout => {
-                kill_group(pid);
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break None,
-        }
+    let status = match ran.end {
+        sage_sandbox::child::End::Exited(s) => Some(s),
+        _ => None,
     };
     // whatever the tests left running in the background ends with them
-    kill_group(pid);
+    sage_sandbox::child::kill_group(ran.pid);
     let out = std::fs::read(&log).unwrap_or_default();
     let text = String::from_utf8_lossy(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -481,20 +470,6 @@ pub fn run_tests(
         seconds: start.elapsed().as_secs_f64(),
         tail,
     }
-}
-
-/// Kill the process group `pid` leads.
-fn kill_group(pid: u32) {
-    #[cfg(unix)]
-    {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
 }
 
 /// `base/rel` when `rel` stays inside `base` (the one helper, `sage_trace::safe::safe_join`).

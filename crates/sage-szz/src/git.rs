@@ -7,14 +7,12 @@
 //! even with rewrite tracking), so nothing here reimplements git.
 
 use crate::SzzError;
+use sage_sandbox::child;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Default timeout of one git call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -379,25 +377,11 @@ pub struct RawOutput {
     pub stderr: String,
 }
 
-/// Kill the process group `pid` leads (git and its children).
-fn kill_group(pid: u32) {
-    #[cfg(unix)]
-    {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-}
-
 /// Spawn git with the fixed configuration and wait at most `timeout`, reading at most
-/// `max_output` bytes of its stdout; on expiry the process is killed and
-/// [`SzzError::Timeout`] names the command, past the cap it is killed and
-/// [`SzzError::OutputTooLarge`] names the command and the cap. Of stderr the first
-/// [`STDERR_KEPT`] bytes are kept.
+/// `max_output` bytes of its stdout (the one bounded runner, `sage_sandbox::child`); on
+/// expiry git and whatever it started are killed and [`SzzError::Timeout`] names the
+/// command, past the cap likewise and [`SzzError::OutputTooLarge`] names the command and the
+/// cap. Of stderr the first [`STDERR_KEPT`] bytes are kept.
 fn run_raw(
     cwd: Option<&Path>,
     git_dir: Option<&Path>,
@@ -420,91 +404,31 @@ fn run_raw(
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // its own process group, so a timeout also ends anything git started (hooks, aliases)
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd.spawn().map_err(|e| SzzError::Spawn(e.to_string()))?;
-    let pid = child.id();
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let child = Arc::new(Mutex::new(child));
-    let timed_out = Arc::new(Mutex::new(false));
-
-    // A watchdog kills the process if the deadline passes before we signal completion.
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let watchdog = {
-        let child = Arc::clone(&child);
-        let timed_out = Arc::clone(&timed_out);
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(timeout) {
-                *timed_out.lock().unwrap_or_else(|p| p.into_inner()) = true;
-                kill_group(pid);
-                let _ = child.lock().unwrap_or_else(|p| p.into_inner()).kill();
-            }
-        })
-    };
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stderr.by_ref().take(STDERR_KEPT).read_to_end(&mut buf);
-        // the rest is drained, so git never blocks on a full pipe (the timeout still holds)
-        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-        buf
-    });
-    let mut out = Vec::new();
-    let _ = stdout
-        .by_ref()
-        .take(max_output.saturating_add(1))
-        .read_to_end(&mut out);
-    let too_large = out.len() as u64 > max_output;
-    if too_large {
-        // nothing more is read: end git (and whatever it started) now
-        kill_group(pid);
-        let _ = child.lock().unwrap_or_else(|p| p.into_inner()).kill();
-        drop(stdout);
-        out = Vec::new();
-    }
-    let err = err_reader.join().unwrap_or_default();
-    // stdout is closed: the process has exited or is about to.
-    let start = Instant::now();
-    let status = loop {
-        let st = child
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .try_wait()
-            .map_err(|e| SzzError::Spawn(e.to_string()))?;
-        if let Some(st) = st {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            kill_group(pid);
-            let mut c = child.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = c.kill();
-            break c.wait().map_err(|e| SzzError::Spawn(e.to_string()))?;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    let _ = done_tx.send(());
-    let _ = watchdog.join();
-    if too_large {
-        return Err(SzzError::OutputTooLarge {
+        .stdin(Stdio::null());
+    let ran = child::run(
+        cmd,
+        timeout,
+        child::Capture::Apart {
+            stdout: max_output,
+            stderr: STDERR_KEPT,
+        },
+    )
+    .map_err(|e| SzzError::Spawn(e.to_string()))?;
+    match ran.end {
+        child::End::OutputCapped => Err(SzzError::OutputTooLarge {
             args: args.join(" "),
             limit: max_output,
-        });
-    }
-    if *timed_out.lock().unwrap_or_else(|p| p.into_inner()) {
-        return Err(SzzError::Timeout {
+        }),
+        child::End::TimedOut => Err(SzzError::Timeout {
             args: args.join(" "),
             secs: timeout.as_secs_f64(),
-        });
+        }),
+        child::End::Exited(status) => Ok(RawOutput {
+            ok: status.success(),
+            stdout: ran.stdout,
+            stderr: String::from_utf8_lossy(&ran.stderr).into_owned(),
+        }),
     }
-    Ok(RawOutput {
-        ok: status.success(),
-        stdout: out,
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-    })
 }
 
 /// Open a repository with the default git timeout.
@@ -539,7 +463,7 @@ mod tests {
     fn endless_output_is_cut_at_the_cap_and_the_command_killed() {
         // `yes` prints forever: the call must end at the cap, long before the timeout.
         let dir = std::env::temp_dir();
-        let start = Instant::now();
+        let start = std::time::Instant::now();
         let r = run_raw(
             Some(&dir),
             None,

@@ -287,6 +287,43 @@ pub(crate) fn check_trace_file(
     Ok(())
 }
 
+/// The manifest `name` of the case or run folder `dir`, read inside the folder within
+/// `limits` and parsed (what cases and runs share).
+pub(crate) fn read_manifest<M: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    limits: &Limits,
+) -> Result<M, CaseError> {
+    let text = read_case_text(dir, name, limits)?;
+    crate::json::parse(&text).map_err(|e| CaseError::Manifest {
+        path: dir.join(name).display().to_string(),
+        msg: e.0,
+    })
+}
+
+/// What a case and a run manifest must both hold: the schema `expected`, a trace file and a
+/// baseline (`why_baseline` ends the message of a missing one).
+pub(crate) fn check_shape(
+    (schema, expected): (&str, &str),
+    trace: &TraceSpec,
+    baseline: &BTreeMap<String, String>,
+    why_baseline: &str,
+    invalid: &dyn Fn(String) -> CaseError,
+) -> Result<(), CaseError> {
+    if schema != expected {
+        return Err(invalid(format!(
+            "schema is {schema:?}, expected {expected:?}"
+        )));
+    }
+    if trace.files.is_empty() {
+        return Err(invalid("trace.files is empty".into()));
+    }
+    if baseline.is_empty() {
+        return Err(invalid(format!("baseline names no artefact{why_baseline}")));
+    }
+    Ok(())
+}
+
 /// The files a case or run folder's manifest names, read inside the folder.
 pub(crate) struct FolderFiles {
     pub(crate) baselines: BTreeMap<String, String>,
@@ -355,13 +392,7 @@ pub(crate) fn folder_id(
 impl Case {
     /// Load the case in `dir` (which holds `case.json`), its files read within `limits`.
     pub fn load(dir: &Path, limits: &Limits) -> Result<Case, CaseError> {
-        let mpath = dir.join(MANIFEST_NAME);
-        let text = read_case_text(dir, MANIFEST_NAME, limits)?;
-        let manifest: CaseManifest =
-            crate::json::parse(&text).map_err(|e| CaseError::Manifest {
-                path: mpath.display().to_string(),
-                msg: e.0,
-            })?;
+        let manifest = read_manifest(dir, MANIFEST_NAME, limits)?;
         Case::from_manifest(dir, manifest, limits)
     }
 
@@ -377,18 +408,13 @@ impl Case {
             path: mpath.clone(),
             msg,
         };
-        if manifest.schema != CASE_SCHEMA {
-            return Err(invalid(format!(
-                "schema is {:?}, expected {:?}",
-                manifest.schema, CASE_SCHEMA
-            )));
-        }
-        if manifest.trace.files.is_empty() {
-            return Err(invalid("trace.files is empty".into()));
-        }
-        if manifest.baseline.is_empty() {
-            return Err(invalid("baseline names no artefact".into()));
-        }
+        check_shape(
+            (&manifest.schema, CASE_SCHEMA),
+            &manifest.trace,
+            &manifest.baseline,
+            "",
+            &invalid,
+        )?;
         // `sage case init` leaves what it cannot know as TODO.
         let a = &manifest.anchor;
         for (field, v) in [
@@ -472,6 +498,18 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
 /// (`--follow-links`). Without it a link to `/proc` or `$HOME` inside a corpus folder is
 /// not walked: a corpus is untrusted input and must not make sage read other folders.
 pub fn discover_with(root: &Path, follow_out: bool) -> Result<Vec<PathBuf>, CaseError> {
+    discover_manifests(root, &[MANIFEST_NAME], follow_out)
+}
+
+/// Every folder under `root` holding a manifest named one of `names`, sorted by path, each
+/// once (see [`discover_with`]); `root` may be such a folder or a manifest itself. What
+/// discovering cases and runs share.
+pub(crate) fn discover_manifests(
+    root: &Path,
+    names: &[&str],
+    follow_out: bool,
+) -> Result<Vec<PathBuf>, CaseError> {
+    let is_manifest = |n: &std::ffi::OsStr| names.iter().any(|m| n == *m);
     if !root.exists() {
         return Err(CaseError::Io {
             path: root.display().to_string(),
@@ -479,7 +517,7 @@ pub fn discover_with(root: &Path, follow_out: bool) -> Result<Vec<PathBuf>, Case
         });
     }
     if root.is_file() {
-        return Ok(if root.file_name().is_some_and(|n| n == MANIFEST_NAME) {
+        return Ok(if root.file_name().is_some_and(is_manifest) {
             vec![root.parent().unwrap_or(Path::new(".")).to_path_buf()]
         } else {
             Vec::new()
@@ -501,10 +539,12 @@ pub fn discover_with(root: &Path, follow_out: bool) -> Result<Vec<PathBuf>, Case
                     .is_ok_and(|c| c.starts_with(&canon_root))
         })
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file() && e.file_name() == MANIFEST_NAME)
+        .filter(|e| e.file_type().is_file() && is_manifest(e.file_name()))
         .filter_map(|e| e.path().parent().map(Path::to_path_buf))
         .collect();
     out.sort();
+    // a folder with two manifests (a run's and a case's) is one folder
+    out.dedup();
     // A case reached twice (through a link inside the corpus) is one case.
     let mut real = std::collections::BTreeSet::new();
     out.retain(|d| real.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));

@@ -74,15 +74,10 @@ pub struct Run {
 impl Run {
     /// Load the run in `dir`: `run.json`, else `case.json` (a case with its anchor removed).
     pub fn load(dir: &Path, limits: &Limits) -> Result<Run, CaseError> {
-        let rpath = dir.join(RUN_MANIFEST_NAME);
-        if !rpath.is_file() {
+        if !dir.join(RUN_MANIFEST_NAME).is_file() {
             return Case::load(dir, limits).map(Run::from_case);
         }
-        let text = case::read_case_text(dir, RUN_MANIFEST_NAME, limits)?;
-        let manifest: RunManifest = crate::json::parse(&text).map_err(|e| CaseError::Manifest {
-            path: rpath.display().to_string(),
-            msg: e.0,
-        })?;
+        let manifest = case::read_manifest(dir, RUN_MANIFEST_NAME, limits)?;
         Run::from_manifest(dir, manifest, limits)
     }
 
@@ -123,20 +118,13 @@ impl Run {
             path: mpath.display().to_string(),
             msg,
         };
-        if manifest.schema != RUN_SCHEMA {
-            return Err(invalid(format!(
-                "schema is {:?}, expected {:?}",
-                manifest.schema, RUN_SCHEMA
-            )));
-        }
-        if manifest.trace.files.is_empty() {
-            return Err(invalid("trace.files is empty".into()));
-        }
-        if manifest.baseline.is_empty() {
-            return Err(invalid(
-                "baseline names no artefact (a run needs the files the agent started from)".into(),
-            ));
-        }
+        case::check_shape(
+            (&manifest.schema, RUN_SCHEMA),
+            &manifest.trace,
+            &manifest.baseline,
+            " (a run needs the files the agent started from)",
+            &invalid,
+        )?;
         // A run manifest is untrusted like a case manifest: every file it names stays
         // inside the run folder (see `case::read_case_text`).
         let case::FolderFiles {
@@ -184,48 +172,10 @@ impl Run {
     }
 }
 
-/// Every run folder (holding `run.json` or `case.json`) under `root`, sorted by path.
+/// Every run folder (holding `run.json` or `case.json`) under `root`, sorted by path; links
+/// are followed only while they stay inside `root` (see [`case::discover`]).
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
-    if !root.exists() {
-        return Err(CaseError::Io {
-            path: root.display().to_string(),
-            msg: "no such file or directory".into(),
-        });
-    }
-    let is_manifest = |n: &std::ffi::OsStr| n == RUN_MANIFEST_NAME || n == case::MANIFEST_NAME;
-    if root.is_file() {
-        return Ok(match root.file_name() {
-            Some(n) if is_manifest(n) => {
-                vec![root.parent().unwrap_or(Path::new(".")).to_path_buf()]
-            }
-            _ => Vec::new(),
-        });
-    }
-    // links are followed only while they stay inside `root` (see `case::discover`)
-    let canon_root = root.canonicalize().map_err(|e| CaseError::Io {
-        path: root.display().to_string(),
-        msg: e.to_string(),
-    })?;
-    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| {
-            !e.path_is_symlink()
-                || e.path()
-                    .canonicalize()
-                    .is_ok_and(|c| c.starts_with(&canon_root))
-        })
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file() && is_manifest(e.file_name()))
-        .filter_map(|e| e.path().parent().map(Path::to_path_buf))
-        .collect();
-    out.sort();
-    out.dedup();
-    // a run reached twice (through a link inside the root) is one run
-    let mut real = std::collections::BTreeSet::new();
-    out.retain(|d| real.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
-    Ok(out)
+    case::discover_manifests(root, &[RUN_MANIFEST_NAME, case::MANIFEST_NAME], false)
 }
 
 #[cfg(test)]
@@ -291,8 +241,19 @@ mod tests {
         write(d.path(), "a/run.json", "{}");
         write(d.path(), "b/case.json", "{}");
         write(d.path(), "c/other.json", "{}");
+        // a folder with both manifests is one run; case discovery sees only case.json
+        write(d.path(), "b/run.json", "{}");
         let found = discover(d.path()).unwrap();
         assert_eq!(found, vec![d.path().join("a"), d.path().join("b")]);
+        assert_eq!(case::discover(d.path()).unwrap(), vec![d.path().join("b")]);
+        // a manifest given itself names its folder
+        assert_eq!(
+            discover(&d.path().join("a/run.json")).unwrap(),
+            vec![d.path().join("a")]
+        );
+        assert!(case::discover(&d.path().join("a/run.json"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -191,9 +191,9 @@ pub fn reconstruct_with_final(
             Err(reason) => failures.push(WriteFailure {
                 write: i + 1,
                 turn: *turn,
+                reason: failure_reason(&reason, state.contains_key(&name), current.as_deref()),
                 artefact: name,
                 op: w.op.kind().to_string(),
-                reason: reason.to_string(),
                 raw: w.raw.clone(),
             }),
         }
@@ -261,6 +261,25 @@ pub fn reconstruct_with_final(
         condition,
         final_states,
         path_matches,
+    }
+}
+
+/// Why a write failed, saying which knowledge it lacked: a file nothing is known of (no
+/// baseline, never shown, never created by an earlier write) is not a file that "does not
+/// exist", and an edit on a partial baseline may need lines the trace never shows.
+fn failure_reason(e: &ApplyError, known: bool, current: Option<&str>) -> String {
+    match e {
+        ApplyError::Missing(op) if !known => format!(
+            "{op}: nothing is known of the file before this write (no baseline, the trace \
+             shows none of its lines before it, no earlier write creates it); give it in the \
+             case's baseline or with --baseline-dir / --baseline-from"
+        ),
+        _ if current.is_some_and(crate::knowledge::is_partial) => format!(
+            "{e} among the lines the trace shows (only some lines of the file are known: the \
+             edit may need lines the trace never shows; give the file with --baseline-dir / \
+             --baseline-from)"
+        ),
+        _ => e.to_string(),
     }
 }
 
@@ -379,7 +398,13 @@ impl ArtefactHistory {
             "{} (after write {write}, turn {})",
             snap.artefact, snap.turn
         );
-        Some(unified_diff(before, after, &old_name, &new_name))
+        // A partial baseline's placeholders are shown as what they are.
+        Some(unified_diff(
+            &crate::knowledge::readable(before),
+            &crate::knowledge::readable(after),
+            &old_name,
+            &new_name,
+        ))
     }
 
     /// The diff of every applied write to `artefact`: (write, diff).

@@ -18,6 +18,7 @@ pub mod authoring;
 pub mod confirm;
 pub mod execute;
 pub mod from_results;
+pub mod knowledge;
 pub mod localize;
 pub mod locate;
 mod readable;

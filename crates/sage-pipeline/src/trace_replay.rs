@@ -21,6 +21,7 @@
 //! the trace shows.
 
 use sage_adapters::{recorded, support::split_unified_diff, AdapterError, SourceFile};
+use sage_history::knowledge::{differs_on_unknown, is_partial, is_unknown, FileKnowledge, UNKNOWN};
 use sage_history::{match_key, normalize_path, ArtefactHistory};
 use sage_trace::{RawStore, WriteOp};
 use serde::Serialize;
@@ -170,14 +171,6 @@ pub enum FinalView {
 pub struct KnownRun {
     pub first_line: usize,
     pub lines: Vec<String>,
-}
-
-/// A line of a partial baseline that the trace never shows. No edit can match it (it holds
-/// a control character no tool prints), and no patch names it.
-const UNKNOWN: &str = "\u{1}sage-unknown-line";
-
-fn is_unknown(l: &str) -> bool {
-    l.starts_with(UNKNOWN)
 }
 
 fn view(content: Option<&str>) -> FinalView {
@@ -374,21 +367,6 @@ fn old_side(diff: &str) -> BTreeMap<usize, String> {
     out
 }
 
-/// A partial baseline: the known lines, placeholders between and after them.
-fn sparse(lines: &BTreeMap<usize, String>) -> String {
-    let last = lines.keys().last().copied().unwrap_or(0);
-    let mut s = String::new();
-    // Some room after the last known line: an edit there must not reach the end of file.
-    for n in 1..=last + 50 {
-        match lines.get(&n) {
-            Some(l) => s.push_str(l),
-            None => s.push_str(&format!("{UNKNOWN} {n}")),
-        }
-        s.push('\n');
-    }
-    s
-}
-
 /// The first hunk of the diff from `got` to `want`, placeholders shown as such.
 fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
     let d = sage_history::unified_diff(got, want, "replay", want_name);
@@ -417,15 +395,6 @@ fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
         out.push_str("\n[hunk cut at 4000 bytes]\n");
     }
     out
-}
-
-/// Whether some line the two states do not share is a placeholder of a partial baseline.
-fn differs_on_unknown(a: &str, b: &str) -> bool {
-    (a.contains(UNKNOWN) || b.contains(UNKNOWN))
-        && sage_history::unified_diff(a, b, "a", "b")
-            .lines()
-            .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
-            .any(|l| (l.starts_with('-') || l.starts_with('+')) && l.contains(UNKNOWN))
 }
 
 /// Compare the replay's end state with a recorded one.
@@ -525,8 +494,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         framework_from: None,
         kinds: opts.kinds.clone(),
     };
-    sage_adapters::normalize(files, &normalize)?;
-    let (mut trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
+    let (mut trace, seen) = sage_adapters::normalize_with_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()
@@ -570,9 +538,9 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         }
     }
 
-    // Baselines: the folder, else the whole file the trace shows, else the lines it shows.
-    let mut baselines: BTreeMap<String, String> = BTreeMap::new();
-    let mut origin: BTreeMap<String, String> = BTreeMap::new();
+    // Baselines: the one store of file knowledge, fed in order of trust: the folder, then
+    // what the trace shows (whole files, then lines), then the old sides of the results.
+    let mut known = FileKnowledge::new();
     if let Some(dir) = &opts.baseline_dir {
         for n in &names.0 {
             let mut forms = sage_history::relative_forms(n);
@@ -588,27 +556,14 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                     .map_err(|e| input(&p, format!("cannot read baseline: {e}")))?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| input(&p, "baseline is not UTF-8 text"))?;
-                baselines.insert(n.clone(), text);
-                origin.insert(n.clone(), format!("baseline-dir {}", p.display()));
+                known.add_whole(n, text, format!("baseline-dir {}", p.display()));
                 break;
             }
         }
     }
-    for (a, f) in &seen.full {
-        let n = names.add(a);
-        if !baselines.contains_key(&n) {
-            baselines.insert(n.clone(), f.content.clone());
-            origin.insert(n, format!("shown whole by the trace ({})", f.how));
-        }
-    }
-    let mut known: BTreeMap<String, BTreeMap<usize, String>> = BTreeMap::new();
-    for v in seen.views.iter().filter(|v| v.after_writes == 0) {
-        let n = names.add(&v.artefact);
-        let k = known.entry(n).or_default();
-        for (i, l) in &v.lines {
-            k.entry(*i).or_insert_with(|| l.clone());
-        }
-    }
+    crate::knowledge::learn_from_trace(&mut known, &seen, &|a| {
+        names.find(a).unwrap_or_else(|| normalize_path(a))
+    });
     let mut first_section: BTreeSet<String> = BTreeSet::new();
     for (n, text, is_new) in &sections {
         // Only a file's first section speaks of its baseline (a later commit's old side is
@@ -616,18 +571,13 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         if !first_section.insert(n.clone()) || *is_new {
             continue;
         }
-        let k = known.entry(n.clone()).or_default();
-        for (i, l) in old_side(text) {
-            k.entry(i).or_insert(l);
-        }
+        known.add_lines(n, old_side(text), "the old side of a result's patch");
     }
-    for (n, k) in known {
-        if baselines.contains_key(&n) || k.is_empty() {
-            continue;
-        }
-        origin.insert(n.clone(), format!("partial: {} lines known", k.len()));
-        baselines.insert(n, sparse(&k));
-    }
+    let baselines = known.baselines();
+    let origin: BTreeMap<String, String> = known
+        .names()
+        .filter_map(|n| known.origin(n).map(|o| (n.clone(), o)))
+        .collect();
 
     let (execution, mut executed) =
         crate::execute::run_commands(&mut trace, &baselines, &opts.execution);
@@ -641,7 +591,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         .map(|s| s.artefact.clone())
         .chain(h.failures.iter().map(|f| f.artefact.clone()))
         .collect();
-    let is_partial = |c: Option<&str>| c.is_some_and(|c| c.contains(UNKNOWN));
+    let is_partial = |c: Option<&str>| c.is_some_and(is_partial);
 
     // 1. The submission: its final states, and every other file unchanged.
     if !trace.submissions.is_empty() {
@@ -1131,6 +1081,7 @@ fn printable(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sage_history::knowledge::sparse;
 
     #[test]
     fn old_side_numbers_context_and_removed_lines_from_the_hunk_start() {

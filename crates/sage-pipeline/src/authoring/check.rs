@@ -116,7 +116,10 @@ pub fn check_case(dir: &Path, kinds: &sage_adapters::kinds::Classifier) -> CaseC
         ));
         return c;
     }
-    let hist = history::reconstruct(&case.baselines, &trace);
+    // The same knowledge of the files as `localize`: the case's baselines, then what the
+    // trace shows of the others.
+    let known = crate::knowledge::of_case_and_trace(&case, &seen);
+    let hist = history::reconstruct(&known.baselines(), &trace);
     check_names(&mut c, &case, &trace, &seen);
     check_fragment(&mut c, &case, &hist);
     check_views(&mut c, &case, &seen, &hist);
@@ -346,7 +349,7 @@ fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &Arte
             ));
             continue;
         }
-        let has_base = h.baselines.contains_key(a);
+        let has_base = case.baselines.keys().any(|k| h.resolve_name(k) == a);
         c.problems.push(problem(
             format!(
                 "{} write(s) to {a} could not be applied (first: write {} at turn {}, {}: {})",

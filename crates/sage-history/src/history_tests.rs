@@ -680,3 +680,46 @@ fn failed_write_leaves_state_and_is_not_a_snapshot() {
     assert_eq!(r.introducing_write.map(|i| i.write), Some(1));
     assert_eq!(r.presence.len(), 2);
 }
+
+/// A write failure says which knowledge it lacked: a file nothing is known of is not a file the
+/// trace deleted, and an edit on a partial baseline may need a line the trace never shows.
+#[test]
+fn a_write_failure_says_what_was_not_known() {
+    let sr = |old: &str| WriteOp::StrReplace {
+        old: old.into(),
+        new: "z".into(),
+        all: false,
+        tolerance: sage_trace::Tolerance::Exact,
+    };
+    let partial = crate::knowledge::sparse(&BTreeMap::from([(2, "b".to_string())]));
+    let baselines = BTreeMap::from([
+        ("app.py".to_string(), "a\n".to_string()),
+        ("part.py".to_string(), partial),
+    ]);
+    let t = trace(vec![
+        w("unseen.py", sr("a")),
+        w("app.py", WriteOp::Delete),
+        w("app.py", sr("a")),
+        w("part.py", sr("b")),
+        w("part.py", sr("c")),
+    ]);
+    let h = reconstruct(&baselines, &t);
+    let reasons: Vec<(usize, &str)> = h
+        .failures
+        .iter()
+        .map(|f| (f.write, f.reason.as_str()))
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons[0].1.starts_with(
+        "str_replace: nothing is known of the file before this write (no baseline"
+    ));
+    // Deleted by write 2: it does not exist.
+    assert_eq!(reasons[1], (3, "str_replace: artefact does not exist"));
+    // Write 4 lands on the known line 2; write 5's text is on no known line.
+    assert_eq!(reasons[2].0, 5);
+    assert!(reasons[2]
+        .1
+        .starts_with("str_replace: old text not found among the lines the trace shows"));
+    let d = h.write_diff(4).unwrap();
+    assert!(d.contains("-b\n+z\n") && d.contains("[a line the trace never shows]"), "{d}");
+}

@@ -46,6 +46,13 @@ pub struct Args {
     /// Accept a trace that yields no agent-authored turn.
     #[arg(long)]
     pub allow_empty: bool,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+/// Replay by execution: the flags of `sage replay` and `sage case check`.
+#[derive(ClapArgs, Debug)]
+pub struct ExecArgs {
     /// Run the shell commands sage does not read statically again, in a sandbox (Linux
     /// namespaces: no network, nothing of the host writable, limits; docs/security.md), and
     /// keep the files they write as writes of their turn. The default where a sandbox can be
@@ -65,7 +72,7 @@ pub struct Args {
 }
 
 /// Whether commands are executed, and with what: `None` is a usage error (already printed).
-fn execution(args: &Args) -> anyhow::Result<Option<Execution>> {
+pub fn execution(args: &ExecArgs) -> anyhow::Result<Option<Execution>> {
     if args.no_execute {
         return Ok(Some(Execution::Off("--no-execute".into())));
     }
@@ -111,7 +118,7 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         .iter()
         .map(|p| SourceFile::new(p.display().to_string(), p))
         .collect();
-    let Some(execution) = execution(&args)? else {
+    let Some(execution) = execution(&args.exec)? else {
         return Ok(super::EXIT_FATAL);
     };
     let opts = ReplayOptions {
@@ -122,6 +129,7 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         run: args.run.map(|n| n as usize),
         execution,
         kinds: (*rc.kinds).clone(),
+        ..ReplayOptions::default()
     };
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,

@@ -650,3 +650,60 @@ fn a_heredoc_edit_is_replayed_by_execution_and_verified() {
     assert_ne!(code, 0);
     assert!(stderr.contains("version 9"), "{stderr}");
 }
+
+/// `sage case check` gives `sage replay`'s verdict per file, from the case's own baselines,
+/// against the case's final files, with each executed write's output check: the same
+/// constructed shell run as above, laid out as a case (baseline, final file, anchor).
+#[test]
+fn case_check_gives_the_replay_verdict_per_file_and_per_executed_write() {
+    if let Err(e) = sandbox_here() {
+        super::need::skip(&format!("replay by execution: {e}"));
+        return;
+    }
+    let d = shell_run();
+    let case = d.path().join("case");
+    std::fs::create_dir_all(case.join("baseline")).unwrap();
+    std::fs::create_dir_all(case.join("final")).unwrap();
+    std::fs::copy(d.path().join("t.traj.json"), case.join("t.traj.json")).unwrap();
+    std::fs::copy(d.path().join("base/app.py"), case.join("baseline/app.py")).unwrap();
+    std::fs::write(case.join("final/app.py"), "x = 2\ny = 0\n").unwrap();
+    let manifest = serde_json::json!({
+        "schema": "sage.case/1",
+        "id": "shell",
+        "trace": {"files": ["t.traj.json"], "framework": "mini-swe-agent"},
+        "baseline": {"app.py": "baseline/app.py"},
+        "final_state": {"app.py": "final/app.py"},
+        "task": {"id": "t", "description": "x must be 2"},
+        "anchor": {"artefact": "app.py", "fragment": "x = 2", "category": "vulnerability-introduced",
+                   "cwe": "CWE-20", "description": "x is set without a check"}
+    });
+    std::fs::write(case.join("case.json"), manifest.to_string()).unwrap();
+    let run = |exec: &str| {
+        let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("sage"))
+            .args(["case", "check", "--format", "json", exec])
+            .arg(&case)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        v["cases"][0]["replay"].clone()
+    };
+    let r = run("--execute");
+    assert_eq!(r["results"], serde_json::json!(["case final files"]), "{r}");
+    assert_eq!(r["counts"]["matches"], 1, "{r}");
+    let f = &r["files"][0];
+    assert_eq!(
+        (f["path"].as_str(), f["verdict"].as_str()),
+        (Some("app.py"), Some("matches"))
+    );
+    assert_eq!(f["baseline"], "case baseline baseline/app.py", "{f}");
+    assert_eq!(
+        f["executed"],
+        serde_json::json!(["turn 2: verified"]),
+        "{f}"
+    );
+    // Without execution the heredoc's edit is lost: the replay differs from the final file.
+    let r = run("--no-execute");
+    assert_eq!(r["counts"]["differs"], 1, "{r}");
+    assert_eq!(r["execution"], "off: --no-execute");
+}

@@ -710,9 +710,9 @@ fn a_write_failure_says_what_was_not_known() {
         .map(|f| (f.write, f.reason.as_str()))
         .collect();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
-    assert!(reasons[0].1.starts_with(
-        "str_replace: nothing is known of the file before this write (no baseline"
-    ));
+    assert!(reasons[0]
+        .1
+        .starts_with("str_replace: nothing is known of the file before this write (no baseline"));
     // Deleted by write 2: it does not exist.
     assert_eq!(reasons[1], (3, "str_replace: artefact does not exist"));
     // Write 4 lands on the known line 2; write 5's text is on no known line.
@@ -721,5 +721,8 @@ fn a_write_failure_says_what_was_not_known() {
         .1
         .starts_with("str_replace: old text not found among the lines the trace shows"));
     let d = h.write_diff(4).unwrap();
-    assert!(d.contains("-b\n+z\n") && d.contains("[a line the trace never shows]"), "{d}");
+    assert!(
+        d.contains("-b\n+z\n") && d.contains("[a line the trace never shows]"),
+        "{d}"
+    );
 }

@@ -21,7 +21,9 @@
 //! the trace shows.
 
 use sage_adapters::{recorded, support::split_unified_diff, AdapterError, SourceFile};
-use sage_history::knowledge::{differs_on_unknown, is_partial, is_unknown, FileKnowledge, UNKNOWN};
+use sage_history::knowledge::{
+    differs_on_unknown, is_partial, is_unknown, FileKnowledge, Known, UNKNOWN,
+};
 use sage_history::{match_key, normalize_path, ArtefactHistory};
 use sage_trace::{RawStore, WriteOp};
 use serde::Serialize;
@@ -51,6 +53,12 @@ pub struct ReplayOptions {
     pub execution: crate::execute::Execution,
     /// The turn classifier (`SAGE_TURN_KINDS`, else the embedded one).
     pub kinds: sage_adapters::kinds::Classifier,
+    /// Files known before any other source (a case's baselines: `sage case check`), trusted
+    /// first in the one store of file knowledge.
+    pub known: FileKnowledge,
+    /// Final files given whole, to compare with (a case's `final_state`): a label, then path
+    /// → content. A file they do not name is not covered by them.
+    pub finals: Vec<(String, BTreeMap<String, String>)>,
 }
 
 /// Why a trace could not be replayed.
@@ -541,6 +549,23 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
     // Baselines: the one store of file knowledge, fed in order of trust: the folder, then
     // what the trace shows (whole files, then lines), then the old sides of the results.
     let mut known = FileKnowledge::new();
+    for name in opts.known.names() {
+        let n = names.find(name).unwrap_or_else(|| names.add(name));
+        match opts.known.get(name) {
+            Some(Known::Whole { content, origin }) => {
+                known.add_whole(&n, content.clone(), origin.clone());
+            }
+            Some(Known::Lines { lines, origins }) => {
+                known.add_lines(&n, lines.clone(), origins.join(", "));
+            }
+            None => {}
+        }
+    }
+    for (_, files) in &opts.finals {
+        for path in files.keys() {
+            names.resolve(path);
+        }
+    }
     if let Some(dir) = &opts.baseline_dir {
         for n in &names.0 {
             let mut forms = sage_history::relative_forms(n);
@@ -678,7 +703,18 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         )),
     }
 
-    // 3. Results kept beside the trace.
+    // 3. Final files given whole (a case's final_state): each file they name.
+    for (label, files) in &opts.finals {
+        results.push(label.clone());
+        for (path, want) in files {
+            let n = names.find(path).unwrap_or_else(|| normalize_path(path));
+            let n = h.resolve_name(&n);
+            let c = compare(end(&h, &n).as_deref(), Some(want), label);
+            checks.entry(n).or_default().push(c);
+        }
+    }
+
+    // 4. Results kept beside the trace.
     for r in &side {
         match r {
             SideResult::FinalDiff { name, .. }

@@ -46,6 +46,11 @@ pub struct Args {
     /// Accept a trace that yields no agent-authored turn.
     #[arg(long)]
     pub allow_empty: bool,
+    /// The placeholders of redacted traces (TOML, the schema of
+    /// crates/sage-pipeline/data/redactions.toml) instead of the embedded ones: a result equal
+    /// to the replay up to them matches.
+    #[arg(long, value_name = "FILE")]
+    pub redactions: Option<PathBuf>,
     #[command(flatten)]
     pub exec: ExecArgs,
 }
@@ -121,6 +126,15 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
     let Some(execution) = execution(&args.exec)? else {
         return Ok(super::EXIT_FATAL);
     };
+    let redactions = match &args.redactions {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            sage_pipeline::redactions::Redactions::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+        }
+        None => Default::default(),
+    };
     let opts = ReplayOptions {
         framework: args.framework.clone(),
         baseline_dir: args.baseline_dir.clone(),
@@ -129,6 +143,7 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         run: args.run.map(|n| n as usize),
         execution,
         kinds: (*rc.kinds).clone(),
+        redactions,
         ..ReplayOptions::default()
     };
     let r = match trace_replay::replay(&files, &opts) {

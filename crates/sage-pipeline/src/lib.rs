@@ -22,6 +22,7 @@ pub mod knowledge;
 pub mod localize;
 pub mod locate;
 mod readable;
+pub mod redactions;
 pub mod replay;
 pub mod report;
 pub mod results;

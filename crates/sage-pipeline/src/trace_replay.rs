@@ -59,6 +59,9 @@ pub struct ReplayOptions {
     /// Final files given whole, to compare with (a case's `final_state`): a label, then path
     /// → content. A file they do not name is not covered by them.
     pub finals: Vec<(String, BTreeMap<String, String>)>,
+    /// Placeholders of a redacted trace (`data/redactions.toml`): a result kept beside the
+    /// trace equal to the replay up to them matches.
+    pub redactions: crate::redactions::Redactions,
 }
 
 /// Why a trace could not be replayed.
@@ -406,6 +409,34 @@ fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
 }
 
 /// Compare the replay's end state with a recorded one.
+/// [`compare`] with a result kept beside the trace, which may keep personal text that the
+/// published trace redacted (`/home/alice/` where the trace has `/home/USER/`): equal up to
+/// the redactions is `matches`, with the redactions named.
+fn compare_redacted(
+    got: Option<&str>,
+    want: Option<&str>,
+    against: &str,
+    redactions: &crate::redactions::Redactions,
+) -> Check {
+    let c = compare(got, want, against);
+    match (c.verdict, got, want) {
+        (Verdict::Differs, Some(g), Some(w)) => match redactions.equal_up_to(g, w) {
+            Some(names) => Check {
+                against: against.to_string(),
+                verdict: Verdict::Matches,
+                hunk: None,
+                reason: Some(format!(
+                    "equal up to the trace's redaction ({}): the published trace replaced \
+                     personal text the result keeps",
+                    names.join(", ")
+                )),
+            },
+            None => c,
+        },
+        _ => c,
+    }
+}
+
 fn compare(got: Option<&str>, want: Option<&str>, against: &str) -> Check {
     let (verdict, hunk, reason) = match (got, want) {
         (a, b) if a == b => (Verdict::Matches, None, None),
@@ -709,7 +740,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         for (path, want) in files {
             let n = names.find(path).unwrap_or_else(|| normalize_path(path));
             let n = h.resolve_name(&n);
-            let c = compare(end(&h, &n).as_deref(), Some(want), label);
+            let c = compare_redacted(end(&h, &n).as_deref(), Some(want), label, &opts.redactions);
             checks.entry(n).or_default().push(c);
         }
     }
@@ -754,13 +785,26 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 for (n, s) in state {
                     named.insert(n.clone());
                     let c = match s {
-                        Ok(want) => compare(end(&h, &n).as_deref(), want.as_deref(), &against),
-                        Err(e) if h.baseline(&n).is_some_and(|b| !b.contains(UNKNOWN)) => Check {
-                            against: against.clone(),
-                            verdict: Verdict::Differs,
-                            hunk: None,
-                            reason: Some(e),
-                        },
+                        Ok(want) => compare_redacted(
+                            end(&h, &n).as_deref(),
+                            want.as_deref(),
+                            &against,
+                            &opts.redactions,
+                        ),
+                        // A result kept beside the trace is applied to the baseline, not to
+                        // the replay: a section that does not apply to the whole file the
+                        // replay starts from says the result starts from another state of the
+                        // file (other commits, another run), and nothing of the replay.
+                        Err(e) if h.baseline(&n).is_some_and(|b| !b.contains(UNKNOWN)) => {
+                            unverifiable(
+                                &against,
+                                format!(
+                                    "{e}: the result does not start from the file the replay \
+                                     starts from ({}), so it cannot speak for the replay",
+                                    origin.get(&n).map(String::as_str).unwrap_or("its baseline")
+                                ),
+                            )
+                        }
                         Err(e) => unverifiable(
                             &against,
                             format!("{e}; the trace does not show the whole file"),

@@ -43,6 +43,11 @@ struct Entry {
     stands_for: String,
 }
 
+/// A redactions file that cannot be used: what is wrong, naming the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RedactionsError(String);
+
 impl Redactions {
     /// The embedded rules (`data/redactions.toml`).
     pub fn embedded() -> Redactions {
@@ -50,21 +55,22 @@ impl Redactions {
     }
 
     /// Rules from a file of the schema of `data/redactions.toml`; the error names the rule.
-    pub fn parse(text: &str) -> Result<Redactions, String> {
-        let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Redactions, RedactionsError> {
+        let bad = RedactionsError;
+        let f: File = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         if f.version != 1 {
-            return Err(format!(
+            return Err(bad(format!(
                 "version {} is not a redactions version this sage reads (1)",
                 f.version
-            ));
+            )));
         }
         let mut rules = Vec::new();
         for e in f.redaction {
             if e.placeholder.is_empty() {
-                return Err(format!("redaction {:?}: empty placeholder", e.name));
+                return Err(bad(format!("redaction {:?}: empty placeholder", e.name)));
             }
             let stands_for = Regex::new(&e.stands_for)
-                .map_err(|x| format!("redaction {:?}: stands_for: {x}", e.name))?;
+                .map_err(|x| bad(format!("redaction {:?}: stands_for: {x}", e.name)))?;
             rules.push(Redaction {
                 name: e.name,
                 placeholder: e.placeholder,
@@ -119,11 +125,13 @@ mod tests {
     fn rules_are_versioned_and_checked() {
         assert!(Redactions::parse("version = 2\n")
             .unwrap_err()
+            .to_string()
             .contains("version 2"));
         let bad =
             "version = 1\n[[redaction]]\nname = \"x\"\nplaceholder = \"P\"\nstands_for = \"(\"\n";
         assert!(Redactions::parse(bad)
             .unwrap_err()
+            .to_string()
             .contains("redaction \"x\""));
         assert!(Redactions::parse("version = 1\n").is_ok());
     }

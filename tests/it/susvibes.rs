@@ -327,7 +327,7 @@ fn case_check_on_the_shared_cases() {
     // Writes to files outside the case replay on what the trace shows of them; those to a
     // file it shows nothing of before editing it are noted, not problems.
     assert!(
-        out.contains("write(s) to tests/test_session_dict.py do not replay"),
+        out.contains("1 write(s) to tests/test_session_dict.py do not replay"),
         "{out}"
     );
     assert!(

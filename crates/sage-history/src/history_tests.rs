@@ -726,3 +726,39 @@ fn a_write_failure_says_what_was_not_known() {
         "{d}"
     );
 }
+
+/// A file the trace shows only in the snippets its editor prints after each edit: the first
+/// edit fails (nothing is known before it), the snippet after it tells some lines, and the
+/// next edit applies to them.
+#[test]
+fn a_later_view_lets_the_next_write_apply() {
+    let sr = |old: &str, new: &str| WriteOp::StrReplace {
+        old: old.into(),
+        new: new.into(),
+        all: false,
+        tolerance: sage_trace::Tolerance::Exact,
+    };
+    let t = trace(vec![
+        w("t.py", sr("a = 1", "a = 2")),
+        w("t.py", sr("b = 1", "b = 2")),
+    ]);
+    let mut k = crate::knowledge::FileKnowledge::new();
+    // The snippet after write 1: lines 3-4 of the file as it then was.
+    k.add_later_view(
+        "t.py",
+        1,
+        BTreeMap::from([(3, "a = 2".to_string()), (4, "b = 1".to_string())]),
+    );
+    let h = reconstruct_known(&k, &t, &[]);
+    assert_eq!(h.failures.len(), 1, "{:?}", h.failures);
+    assert_eq!(h.failures[0].write, 1);
+    let after = h.snapshot(2).unwrap().content.as_deref().unwrap();
+    let known: Vec<&str> = after
+        .lines()
+        .filter(|l| !crate::knowledge::is_unknown(l))
+        .collect();
+    assert_eq!(known, ["a = 2", "b = 2"]);
+    // Without the view, both fail.
+    let h = reconstruct_known(&crate::knowledge::FileKnowledge::new(), &t, &[]);
+    assert_eq!(h.failures.len(), 2);
+}

@@ -90,10 +90,68 @@ pub enum Known {
     },
 }
 
-/// What is known of every file of a trace before the agent writes it. See the module docs.
+/// Numbered lines of a file that the trace shows after some of its writes (a later view, an
+/// editor's snippet after an edit): they say what the file held at that point of the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaterView {
+    pub artefact: String,
+    /// How many of the trace's own writes (in trace order; executed writes not counted) came
+    /// before the view.
+    pub after_writes: usize,
+    /// Line number (1-based) → text.
+    pub lines: BTreeMap<usize, String>,
+}
+
+/// What is known of every file of a trace before the agent writes it, and what later views
+/// show of files nothing else tells of. See the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileKnowledge {
     files: BTreeMap<String, Known>,
+    later: Vec<LaterView>,
+}
+
+/// `state` with the lines a view shows put in where nothing was known: a file nothing is
+/// known of becomes a partial one; a partial one gets its placeholders filled (a line already
+/// known keeps its text); a file known whole is left as it is. `None`: nothing changes.
+pub fn fill(state: Option<&str>, lines: &BTreeMap<usize, String>) -> Option<String> {
+    let lines: BTreeMap<usize, String> = lines
+        .iter()
+        .filter(|(n, _)| **n >= 1)
+        .map(|(n, l)| (*n, l.clone()))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let Some(c) = state else {
+        return Some(sparse(&lines));
+    };
+    if !is_partial(c) {
+        return None;
+    }
+    let mut out: Vec<String> = c.lines().map(str::to_string).collect();
+    let mut changed = false;
+    for (n, l) in &lines {
+        while out.len() < *n {
+            let k = out.len() + 1;
+            out.push(format!("{UNKNOWN} {k}"));
+        }
+        if is_unknown(&out[n - 1]) {
+            out[n - 1] = l.clone();
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    // Keep room after the last known line, as a partial baseline has.
+    let last_known = out.iter().rposition(|l| !is_unknown(l)).unwrap_or(0) + 1;
+    while out.len() < last_known + ROOM_AFTER {
+        let k = out.len() + 1;
+        out.push(format!("{UNKNOWN} {k}"));
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    Some(s)
 }
 
 impl FileKnowledge {
@@ -178,6 +236,28 @@ impl FileKnowledge {
             }
         }
         name
+    }
+
+    /// Learn what a view after some writes shows of `path` (see [`LaterView`]); used only
+    /// where nothing else tells of those lines.
+    pub fn add_later_view(
+        &mut self,
+        path: &str,
+        after_writes: usize,
+        lines: BTreeMap<usize, String>,
+    ) {
+        if !lines.is_empty() {
+            self.later.push(LaterView {
+                artefact: path.to_string(),
+                after_writes,
+                lines,
+            });
+        }
+    }
+
+    /// The later views, in the order learnt.
+    pub fn later_views(&self) -> &[LaterView] {
+        &self.later
     }
 
     /// The names known, whole or in part.
@@ -265,6 +345,28 @@ mod tests {
         // An empty view teaches nothing and names no file.
         k.add_lines("empty.py", Vec::new(), "view");
         assert!(k.get("empty.py").is_none());
+    }
+
+    #[test]
+    fn a_later_view_fills_what_nothing_else_tells() {
+        let view: BTreeMap<usize, String> = [(2, "b".to_string()), (3, "c".to_string())]
+            .into_iter()
+            .collect();
+        // Nothing known: the view's lines, in place.
+        let s = fill(None, &view).unwrap();
+        let ls: Vec<&str> = s.lines().collect();
+        assert!(is_unknown(ls[0]));
+        assert_eq!((ls[1], ls[2]), ("b", "c"));
+        // Partial: placeholders filled, a known line kept, room kept after the last one.
+        let part = sparse(&[(3, "C".to_string())].into_iter().collect());
+        let s = fill(Some(&part), &view).unwrap();
+        let ls: Vec<&str> = s.lines().collect();
+        assert_eq!((ls[1], ls[2]), ("b", "C"));
+        assert_eq!(ls.len(), 3 + ROOM_AFTER);
+        // Whole, or nothing new: no change.
+        assert_eq!(fill(Some("a\nb\n"), &view), None);
+        assert_eq!(fill(Some(&s), &view), None);
+        assert_eq!(fill(None, &BTreeMap::new()), None);
     }
 
     #[test]

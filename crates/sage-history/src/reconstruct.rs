@@ -143,6 +143,26 @@ pub fn reconstruct_with_final(
     trace: &CanonicalTrace,
     case_finals: &[SuppliedFinal],
 ) -> ArtefactHistory {
+    replay(baselines, &[], trace, case_finals)
+}
+
+/// [`reconstruct_with_final`] from the one store of file knowledge: its baselines, and its
+/// later views put in, each at its point of the history, where nothing else tells of the
+/// lines they show (a file the trace shows only in snippets after its edits).
+pub fn reconstruct_known(
+    known: &crate::knowledge::FileKnowledge,
+    trace: &CanonicalTrace,
+    case_finals: &[SuppliedFinal],
+) -> ArtefactHistory {
+    replay(&known.baselines(), known.later_views(), trace, case_finals)
+}
+
+fn replay(
+    baselines: &BTreeMap<String, String>,
+    later: &[crate::knowledge::LaterView],
+    trace: &CanonicalTrace,
+    case_finals: &[SuppliedFinal],
+) -> ArtefactHistory {
     let keys: Vec<String> = baselines.keys().cloned().collect();
     let mut path_matches: BTreeMap<String, String> = BTreeMap::new();
     let mut name_of = |path: &str| -> String {
@@ -169,7 +189,27 @@ pub fn reconstruct_with_final(
         .flat_map(|t| t.writes.iter().map(move |w| (t.index, w)))
         .filter(|(_, w)| !w.final_state)
         .collect();
+    // Later views are put in when the history reaches them: after as many of the trace's own
+    // writes (executed writes, added by the replay, are not the adapter's to count).
+    let mut pending: Vec<&crate::knowledge::LaterView> = later.iter().collect();
+    pending.sort_by_key(|v| v.after_writes);
+    let mut pending = pending.into_iter().peekable();
+    let mut own_writes = 0;
     for (i, (turn, w)) in writes.iter().enumerate() {
+        while let Some(v) = pending.next_if(|v| v.after_writes <= own_writes) {
+            let n = name_of(&v.artefact);
+            let cur = state.get(&n).map(|c| c.as_deref());
+            // A file the trace deleted stays deleted.
+            if cur.is_some_and(|c| c.is_none()) {
+                continue;
+            }
+            if let Some(filled) = crate::knowledge::fill(cur.flatten(), &v.lines) {
+                state.insert(n, Some(filled));
+            }
+        }
+        if !matches!(w.op, sage_trace::WriteOp::Executed { .. }) {
+            own_writes += 1;
+        }
         let name = name_of(&w.artefact);
         let current = state.get(&name).cloned().flatten();
         match apply(current.as_deref(), &w.op) {

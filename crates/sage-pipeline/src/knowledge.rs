@@ -20,7 +20,8 @@ pub fn of_case(case: &Case) -> FileKnowledge {
 
 /// Learn what the trace shows, after every source already in `k` (they are trusted more):
 /// each file shown whole before the agent first writes it, then the numbered lines shown
-/// before that first write. `name` gives the name the history uses for a path of the trace
+/// before that first write, then the views after writes (used only where nothing else tells
+/// of their lines). `name` gives the name the history uses for a path of the trace
 /// (e.g. the case's checkout folder taken off, as it is taken off the trace's writes).
 pub fn learn_from_trace(k: &mut FileKnowledge, seen: &Seen, name: &dyn Fn(&str) -> String) {
     for (a, f) in &seen.full {
@@ -39,6 +40,11 @@ pub fn learn_from_trace(k: &mut FileKnowledge, seen: &Seen, name: &dyn Fn(&str) 
     }
     for (a, ls) in lines {
         k.add_lines(&a, ls, "lines shown by the trace");
+    }
+    // A view after writes to its file (a later view, an editor's snippet after an edit) tells
+    // what the file held then: the history puts it in where nothing else tells of its lines.
+    for v in seen.views.iter().filter(|v| v.after_writes > 0) {
+        k.add_later_view(&name(&v.artefact), v.after_writes, v.lines.clone());
     }
 }
 

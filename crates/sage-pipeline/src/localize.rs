@@ -190,8 +190,7 @@ pub fn prepare(
     }
     // The case's baselines first, then what the trace shows of the files it does not give.
     let known = crate::knowledge::of_case_and_trace(&case, &seen);
-    let history =
-        sage_history::reconstruct_with_final(&known.baselines(), &trace, &supplied_finals(&case));
+    let history = sage_history::reconstruct_known(&known, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
     let fragment = sage_history::FragmentStates::of(case.anchor(), &history);
     let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));

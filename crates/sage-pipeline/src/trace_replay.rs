@@ -637,7 +637,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
 
     let (execution, mut executed) =
         crate::execute::run_commands(&mut trace, &baselines, &opts.execution);
-    let h = sage_history::reconstruct(&baselines, &trace);
+    let h = sage_history::reconstruct_known(&known, &trace, &[]);
     let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
     let mut results: Vec<String> = Vec::new();
     let end = |h: &ArtefactHistory, a: &str| h.replayed_final(a).map(str::to_string);

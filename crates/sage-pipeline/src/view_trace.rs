@@ -186,7 +186,7 @@ fn read_item(item: &Item, kinds: &sage_adapters::kinds::Classifier) -> Result<Sh
             // content: whole, or the lines it shows (the one store of file knowledge).
             let mut known = sage_history::knowledge::FileKnowledge::new();
             crate::knowledge::learn_from_trace(&mut known, &seen, &|a| a.to_string());
-            let history = sage_history::reconstruct(&known.baselines(), &trace);
+            let history = sage_history::reconstruct_known(&known, &trace, &[]);
             let title = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

@@ -210,7 +210,7 @@ pub fn check_case(
     // The same knowledge of the files as `localize`: the case's baselines, then what the
     // trace shows of the others.
     let known = crate::knowledge::of_case_and_trace(&case, &seen);
-    let hist = history::reconstruct(&known.baselines(), &trace);
+    let hist = history::reconstruct_known(&known, &trace, &[]);
     check_names(&mut c, &case, &trace, &seen);
     check_fragment(&mut c, &case, &hist);
     check_views(&mut c, &case, &seen, &hist);

@@ -487,7 +487,7 @@ pub fn init(o: &InitOptions) -> InitReport {
     // trace shows of the other files.
     let mut known = history::knowledge::FileKnowledge::of_whole(&plain, |_| "baseline".into());
     crate::knowledge::learn_from_trace(&mut known, &seen, &|a| a.to_string());
-    let hist = history::reconstruct(&known.baselines(), &trace);
+    let hist = history::reconstruct_known(&known, &trace, &[]);
     let mut finals: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (a, (base, _)) in &baselines {
         if let Some(d) = in_patch.get(a.as_str()) {

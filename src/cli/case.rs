@@ -106,6 +106,8 @@ pub struct CheckArgs {
     pub cases: Vec<PathBuf>,
     #[command(flatten)]
     pub out: super::OutputArgs,
+    #[command(flatten)]
+    pub exec: super::replay::ExecArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -255,9 +257,12 @@ fn run_check(a: CheckArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitS
             }
         }
     }
+    let Some(execution) = super::replay::execution(&a.exec)? else {
+        return Ok(super::EXIT_FATAL);
+    };
     let checks: Vec<check::CaseCheck> = dirs
         .iter()
-        .map(|d| check::check_case(d, &rc.rules))
+        .map(|d| check::check_case(d, &rc.rules, &execution))
         .collect();
     let n_bad = checks.iter().filter(|c| !c.problems.is_empty()).count();
     let table = || {
@@ -281,6 +286,9 @@ fn run_check(a: CheckArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitS
             }
             for n in &c.notes {
                 s.push_str(&format!("  note: {n}\n"));
+            }
+            if let Some(r) = &c.replay {
+                s.push_str(&replay_lines(r));
             }
         }
         s
@@ -334,4 +342,40 @@ fn run_show(a: ShowArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitSta
             Ok(EXIT_INPUT_FAILED)
         }
     }
+}
+
+/// A case's per-file replay verdicts, as `case check` prints them under the case.
+fn replay_lines(r: &check::ReplayVerdicts) -> String {
+    let mut s = format!(
+        "  replay: {} file(s): {} matches, {} differs, {} unverifiable (against: {}; execution: {})\n",
+        r.counts.files,
+        r.counts.matches,
+        r.counts.differs,
+        r.counts.unverifiable,
+        if r.results.is_empty() {
+            "nothing recorded".to_string()
+        } else {
+            r.results.join(", ")
+        },
+        r.execution
+    );
+    for f in &r.files {
+        s.push_str(&format!("    {:<12} {}", f.verdict.as_str(), f.path));
+        if !f.failed_writes.is_empty() {
+            s.push_str(&format!(": {} failed write(s)", f.failed_writes.len()));
+        }
+        if let Some(why) = &f.reason {
+            let sep = if f.failed_writes.is_empty() {
+                ": "
+            } else {
+                "; "
+            };
+            s.push_str(&format!("{sep}{why}"));
+        }
+        s.push('\n');
+        for e in &f.executed {
+            s.push_str(&format!("      executed write, {e}\n"));
+        }
+    }
+    s
 }

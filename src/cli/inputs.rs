@@ -33,7 +33,10 @@ pub fn named_inputs(cmd: &Command) -> Vec<&Path> {
                 opt(&mut v, &i.patch);
                 opt(&mut v, &i.task);
             }
-            super::case::Sub::Check(c) => all(&mut v, &c.cases),
+            super::case::Sub::Check(c) => {
+                all(&mut v, &c.cases);
+                opt(&mut v, &c.exec.exec_rules);
+            }
             super::case::Sub::Show(s) => v.push(&s.case),
         },
         Command::Annotate(a) => match &a.action {
@@ -101,6 +104,8 @@ pub fn named_inputs(cmd: &Command) -> Vec<&Path> {
             all(&mut v, &a.trace);
             opt(&mut v, &a.baseline_dir);
             all(&mut v, &a.results);
+            opt(&mut v, &a.redactions);
+            opt(&mut v, &a.exec.exec_rules);
         }
         Command::MergeShards(a) => all(&mut v, &a.shards),
         Command::Validate(a) => {

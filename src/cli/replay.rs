@@ -46,6 +46,18 @@ pub struct Args {
     /// Accept a trace that yields no agent-authored turn.
     #[arg(long)]
     pub allow_empty: bool,
+    /// The placeholders of redacted traces (TOML, the schema of
+    /// crates/sage-pipeline/data/redactions.toml) instead of the embedded ones: a result equal
+    /// to the replay up to them matches.
+    #[arg(long, value_name = "FILE")]
+    pub redactions: Option<PathBuf>,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+/// Replay by execution: the flags of `sage replay` and `sage case check`.
+#[derive(ClapArgs, Debug)]
+pub struct ExecArgs {
     /// Run the shell commands sage does not read statically again, in a sandbox (Linux
     /// namespaces: no network, nothing of the host writable, limits; docs/security.md), and
     /// keep the files they write as writes of their turn. The default where a sandbox can be
@@ -65,7 +77,7 @@ pub struct Args {
 }
 
 /// Whether commands are executed, and with what: `None` is a usage error (already printed).
-fn execution(args: &Args) -> anyhow::Result<Option<Execution>> {
+pub fn execution(args: &ExecArgs) -> anyhow::Result<Option<Execution>> {
     if args.no_execute {
         return Ok(Some(Execution::Off("--no-execute".into())));
     }
@@ -111,8 +123,17 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         .iter()
         .map(|p| SourceFile::new(p.display().to_string(), p))
         .collect();
-    let Some(execution) = execution(&args)? else {
+    let Some(execution) = execution(&args.exec)? else {
         return Ok(super::EXIT_FATAL);
+    };
+    let redactions = match &args.redactions {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            sage_pipeline::redactions::Redactions::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+        }
+        None => Default::default(),
     };
     let opts = ReplayOptions {
         framework: args.framework.clone(),
@@ -122,6 +143,8 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         run: args.run.map(|n| n as usize),
         execution,
         rules: rc.rules.clone(),
+        redactions,
+        ..ReplayOptions::default()
     };
     let r = match trace_replay::replay(&files, &opts) {
         Ok(r) => r,

@@ -65,9 +65,12 @@ const EXPECTED: &[(&str, usize, usize, usize, usize)] = &[
     ),
     // 3 files, each reaches its originalFile and the snapshot (or is absent from it).
     ("claude-code/coverage-test-fix.transcript.jsonl", 3, 3, 0, 0),
-    // the commits are an approximate final state (other commits touch the same files),
-    // `npm install` edits package.json, and the transcript is anonymized (/home/USER).
-    ("claude-code/spotter-fum.8463c716.jsonl", 13, 4, 7, 2),
+    // the commits are an approximate final state: where other commits touched a file first,
+    // a commit does not apply to the file the session read (originalFile), so it cannot speak
+    // for the replay, and the originalFile chain decides (matches); the transcript is
+    // anonymized (/home/USER), the commits are not: equal up to the redaction (matches);
+    // `npm install` edits package.json and is never executed (differs).
+    ("claude-code/spotter-fum.8463c716.jsonl", 13, 10, 1, 2),
     (
         "openhands-sdk/openagentsafety_traj_safety-migrate.json",
         1,
@@ -649,4 +652,121 @@ fn a_heredoc_edit_is_replayed_by_execution_and_verified() {
     );
     assert_ne!(code, 0);
     assert!(stderr.contains("version 9"), "{stderr}");
+}
+
+/// `sage case check` gives `sage replay`'s verdict per file, from the case's own baselines,
+/// against the case's final files, with each executed write's output check: the same
+/// constructed shell run as above, laid out as a case (baseline, final file, anchor).
+#[test]
+fn case_check_gives_the_replay_verdict_per_file_and_per_executed_write() {
+    if let Err(e) = sandbox_here() {
+        super::need::skip(&format!("replay by execution: {e}"));
+        return;
+    }
+    let d = shell_run();
+    let case = d.path().join("case");
+    std::fs::create_dir_all(case.join("baseline")).unwrap();
+    std::fs::create_dir_all(case.join("final")).unwrap();
+    std::fs::copy(d.path().join("t.traj.json"), case.join("t.traj.json")).unwrap();
+    std::fs::copy(d.path().join("base/app.py"), case.join("baseline/app.py")).unwrap();
+    std::fs::write(case.join("final/app.py"), "x = 2\ny = 0\n").unwrap();
+    let manifest = serde_json::json!({
+        "schema": "sage.case/1",
+        "id": "shell",
+        "trace": {"files": ["t.traj.json"], "framework": "mini-swe-agent"},
+        "baseline": {"app.py": "baseline/app.py"},
+        "final_state": {"app.py": "final/app.py"},
+        "task": {"id": "t", "description": "x must be 2"},
+        "anchor": {"artefact": "app.py", "fragment": "x = 2", "category": "vulnerability-introduced",
+                   "cwe": "CWE-20", "description": "x is set without a check"}
+    });
+    std::fs::write(case.join("case.json"), manifest.to_string()).unwrap();
+    let run = |exec: &str| {
+        let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("sage"))
+            .args(["case", "check", "--format", "json", exec])
+            .arg(&case)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        v["cases"][0]["replay"].clone()
+    };
+    let r = run("--execute");
+    assert_eq!(r["results"], serde_json::json!(["case final files"]), "{r}");
+    assert_eq!(r["counts"]["matches"], 1, "{r}");
+    let f = &r["files"][0];
+    assert_eq!(
+        (f["path"].as_str(), f["verdict"].as_str()),
+        (Some("app.py"), Some("matches"))
+    );
+    assert_eq!(f["baseline"], "case baseline baseline/app.py", "{f}");
+    assert_eq!(
+        f["executed"],
+        serde_json::json!(["turn 2: verified"]),
+        "{f}"
+    );
+    // Without execution the heredoc's edit is lost: the replay differs from the final file.
+    let r = run("--no-execute");
+    assert_eq!(r["counts"]["differs"], 1, "{r}");
+    assert_eq!(r["execution"], "off: --no-execute");
+}
+
+/// The published spotter-fum transcript is anonymized (`/home/USER/`) while its commits keep
+/// the real home folder: equal up to the redaction, and the redactions are data. With a rules
+/// file that declares none, the two test files differ again, the first hunk showing the name.
+#[test]
+fn an_anonymized_trace_matches_up_to_its_redaction_and_the_rules_are_data() {
+    if super::need::missing_shared("traces") {
+        return;
+    }
+    let dir = super::need::shared_path("traces");
+    let args = [
+        "claude-code/spotter-fum.8463c716.jsonl",
+        "--result",
+        "claude-code/spotter-fum.commits.patch",
+        "--no-execute",
+    ];
+    let file = "test/spotter_web/live/session_live_test.exs";
+    let verdict = |v: &Value| -> (String, String) {
+        let a = v["artefacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["path"] == file)
+            .unwrap_or_else(|| panic!("{file} not in {v}"));
+        let c = a["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["against"].as_str().unwrap().contains("commits"))
+            .unwrap();
+        (
+            c["verdict"].as_str().unwrap().to_string(),
+            format!(
+                "{}{}",
+                c["reason"].as_str().unwrap_or(""),
+                c["hunk"].as_str().unwrap_or("")
+            ),
+        )
+    };
+    let (v, stderr, _) = replay(&dir, &args);
+    let (got, why) = verdict(&v);
+    assert_eq!(got, "matches", "{stderr} {why}");
+    assert!(
+        why.contains("equal up to the trace's redaction (home folder)"),
+        "{why}"
+    );
+    let none = tempfile::tempdir().unwrap();
+    let rules = none.path().join("none.toml");
+    std::fs::write(&rules, "version = 1\n").unwrap();
+    let (v, _, _) = replay(
+        &dir,
+        &[&args[..], &["--redactions", rules.to_str().unwrap()]].concat(),
+    );
+    let (got, why) = verdict(&v);
+    assert_eq!(got, "differs", "{why}");
+    assert!(
+        why.contains("/home/USER/project") && why.contains("/home/user/project"),
+        "{why}"
+    );
 }

@@ -50,8 +50,8 @@ pub use input::{AdapterError, SourceFile};
 pub(crate) use mapping::embedded_mapping;
 pub use mapping::EMBEDDED_MAPPINGS;
 pub use normalize::{
-    case_sources, detect, finish, normalize, normalize_seen, read_head, verify_raw_refs,
-    NormalizeOptions,
+    case_sources, detect, finish, normalize, normalize_seen, normalize_with_seen, read_head,
+    verify_raw_refs, NormalizeOptions,
 };
 pub use registry::{by_name, registry, MappingAdapter};
 pub use rules::Rules;

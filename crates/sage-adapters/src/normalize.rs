@@ -123,6 +123,24 @@ pub fn normalize(
     files: &[SourceFile],
     opts: &NormalizeOptions,
 ) -> Result<CanonicalTrace, AdapterError> {
+    normalize_as(files, opts, false).map(|(t, _)| t)
+}
+
+/// [`normalize`], with what the trace shows of its files besides its writes
+/// ([`Adapter::normalize_seen`]; nothing for a mapping file's format): the same checks and
+/// refusals, one reading of the files. Every history sage builds starts from this.
+pub fn normalize_with_seen(
+    files: &[SourceFile],
+    opts: &NormalizeOptions,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
+    normalize_as(files, opts, true)
+}
+
+fn normalize_as(
+    files: &[SourceFile],
+    opts: &NormalizeOptions,
+    with_seen: bool,
+) -> Result<(CanonicalTrace, seen::Seen), AdapterError> {
     let files = &limited(files, &opts.rules);
     let main = crate::support::main_file(files)?;
     // Every adapter may stream its files: only regular files within the size limit get
@@ -148,7 +166,7 @@ pub fn normalize(
     let framework = opts.framework.as_deref();
     // The detected adapter's score and evidence, when it was detected (not forced).
     let mut detected: Option<detect::Candidate> = None;
-    let trace = if let Some(m) = opts.mapping.clone() {
+    let (trace, seen) = if let Some(m) = opts.mapping.clone() {
         let target = framework.unwrap_or(m.name()).to_string();
         let adapter: Box<dyn Adapter> = match by_name(&target) {
             Some(a) => match a.with_mapping(m) {
@@ -170,7 +188,7 @@ pub fn normalize(
                 "--run takes no mapping file (runs are told apart by the OpenHands and Inspect readers)",
             ));
         }
-        adapter.normalize(files)?
+        (adapter.normalize(files)?, seen::Seen::default())
     } else {
         let adapter: &dyn Adapter = match framework {
             Some(n) => {
@@ -201,8 +219,9 @@ pub fn normalize(
             check_run(adapter, main, n)?;
         }
         match opts.run.filter(|n| *n > 1) {
-            Some(n) => adapter.normalize_run(files, n)?.0,
-            None => adapter.normalize(files)?,
+            Some(n) => adapter.normalize_run(files, n)?,
+            None if with_seen => adapter.normalize_seen(files)?,
+            None => (adapter.normalize(files)?, seen::Seen::default()),
         }
     };
     let trace = finish(trace, &opts.rules.kinds);
@@ -221,7 +240,7 @@ pub fn normalize(
             ));
         }
     }
-    Ok(trace)
+    Ok((trace, seen))
 }
 
 /// `files` read up to the input size limit of `rules`.

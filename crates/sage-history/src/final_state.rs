@@ -56,7 +56,7 @@ pub fn first_difference(got: &str, want: &str) -> Option<(usize, String, String)
 }
 
 /// Whether a write that could not be applied concerns a file outside the case: one with no
-/// baseline and no final file that is not the anchor's artefact, while the anchor's artefact is
+/// case baseline and no final file that is not the anchor's artefact, while the anchor's artefact is
 /// one the trace's applied writes do change (so the failure is not a misnamed anchor). Such a
 /// write is kept in the result's `write_failures` but is not a problem of the case: the file is
 /// context the case does not ask about (a scratch or test file the trace edits without ever
@@ -65,7 +65,10 @@ pub fn outside_case(case: &Case, history: &ArtefactHistory, artefact: &str) -> b
     let anchor = history.resolve_name(&case.anchor().artefact);
     let name = history.resolve_name(artefact);
     name != anchor
-        && !history.baselines.contains_key(&name)
+        && !case
+            .baselines
+            .keys()
+            .any(|k| history.resolve_name(k) == name)
         && !case
             .final_files
             .keys()

@@ -685,3 +685,85 @@ fn failed_write_leaves_state_and_is_not_a_snapshot() {
     assert_eq!(r.introducing_write.map(|i| i.write), Some(1));
     assert_eq!(r.presence.len(), 2);
 }
+
+/// A write failure says which knowledge it lacked: a file nothing is known of is not a file the
+/// trace deleted, and an edit on a partial baseline may need a line the trace never shows.
+#[test]
+fn a_write_failure_says_what_was_not_known() {
+    let sr = |old: &str| WriteOp::StrReplace {
+        old: old.into(),
+        new: "z".into(),
+        all: false,
+        tolerance: sage_trace::Tolerance::Exact,
+    };
+    let partial = crate::knowledge::sparse(&BTreeMap::from([(2, "b".to_string())]));
+    let baselines = BTreeMap::from([
+        ("app.py".to_string(), "a\n".to_string()),
+        ("part.py".to_string(), partial),
+    ]);
+    let t = trace(vec![
+        w("unseen.py", sr("a")),
+        w("app.py", WriteOp::Delete),
+        w("app.py", sr("a")),
+        w("part.py", sr("b")),
+        w("part.py", sr("c")),
+    ]);
+    let h = reconstruct(&baselines, &t);
+    let reasons: Vec<(usize, &str)> = h
+        .failures
+        .iter()
+        .map(|f| (f.write, f.reason.as_str()))
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons[0]
+        .1
+        .starts_with("str_replace: nothing is known of the file before this write (no baseline"));
+    // Deleted by write 2: it does not exist.
+    assert_eq!(reasons[1], (3, "str_replace: artefact does not exist"));
+    // Write 4 lands on the known line 2; write 5's text is on no known line.
+    assert_eq!(reasons[2].0, 5);
+    assert!(reasons[2]
+        .1
+        .starts_with("str_replace: old text not found among the lines the trace shows"));
+    let d = h.write_diff(4).unwrap();
+    assert!(
+        d.contains("-b\n+z\n") && d.contains("[a line the trace never shows]"),
+        "{d}"
+    );
+}
+
+/// A file the trace shows only in the snippets its editor prints after each edit: the first
+/// edit fails (nothing is known before it), the snippet after it tells some lines, and the
+/// next edit applies to them.
+#[test]
+fn a_later_view_lets_the_next_write_apply() {
+    let sr = |old: &str, new: &str| WriteOp::StrReplace {
+        old: old.into(),
+        new: new.into(),
+        all: false,
+        tolerance: sage_trace::Tolerance::Exact,
+    };
+    let t = trace(vec![
+        w("t.py", sr("a = 1", "a = 2")),
+        w("t.py", sr("b = 1", "b = 2")),
+    ]);
+    let mut k = crate::knowledge::FileKnowledge::default();
+    // The snippet after write 1: lines 3-4 of the file as it then was.
+    k.add_later_view(
+        "t.py",
+        1,
+        BTreeMap::from([(3, "a = 2".to_string()), (4, "b = 1".to_string())]),
+    );
+    let h = reconstruct_known(&k, &t, &[]);
+    assert_eq!(h.failures.len(), 1, "{:?}", h.failures);
+    assert_eq!(h.failures[0].write, 1);
+    let after = h.snapshot(2).unwrap().content.as_deref().unwrap();
+    let known: Vec<&str> = after
+        .lines()
+        .filter(|l| !crate::knowledge::is_unknown(l))
+        .collect();
+    assert_eq!(known, ["a = 2", "b = 2"]);
+    // Without the view, both fail.
+    let h = reconstruct_known(&crate::knowledge::FileKnowledge::default(), &t, &[]);
+    assert_eq!(h.failures.len(), 2);
+}

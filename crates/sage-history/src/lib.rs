@@ -3,6 +3,8 @@
 //!
 //! - [`paths`]: the path rule (how a trace's path names a baseline's file).
 //! - [`apply`]: one write applied to an artefact's content, with its editor's tolerance.
+//! - [`knowledge`]: the one store of what is known of the files before the agent writes
+//!   them (a case's baselines, given folders, what the trace shows), whole or by lines.
 //! - [`reconstruct`]: replay every write onto the baselines, giving one snapshot per write.
 //! - [`provenance`]: code provenance and the introducing write of the anchor fragment,
 //!   matched by token streams ([`fragment`]).
@@ -19,6 +21,7 @@ pub mod apply;
 pub mod checks;
 pub mod final_state;
 pub mod fragment;
+pub mod knowledge;
 pub mod origin;
 pub mod paths;
 pub mod provenance;

@@ -149,6 +149,34 @@ pub fn reconstruct_with_final(
     case_finals: &[SuppliedFinal],
     roots: &WorkspaceRoots,
 ) -> ArtefactHistory {
+    replay(baselines, &[], trace, case_finals, roots)
+}
+
+/// [`reconstruct_with_final`] from the one store of file knowledge: its baselines, and its
+/// later views put in, each at its point of the history, where nothing else tells of the
+/// lines they show (a file the trace shows only in snippets after its edits). Paths are
+/// named under the store's workspace roots.
+pub fn reconstruct_known(
+    known: &crate::knowledge::FileKnowledge,
+    trace: &CanonicalTrace,
+    case_finals: &[SuppliedFinal],
+) -> ArtefactHistory {
+    replay(
+        &known.baselines(),
+        known.later_views(),
+        trace,
+        case_finals,
+        known.roots(),
+    )
+}
+
+fn replay(
+    baselines: &BTreeMap<String, String>,
+    later: &[crate::knowledge::LaterView],
+    trace: &CanonicalTrace,
+    case_finals: &[SuppliedFinal],
+    roots: &WorkspaceRoots,
+) -> ArtefactHistory {
     let keys: Vec<String> = baselines.keys().cloned().collect();
     let mut path_matches: BTreeMap<String, String> = BTreeMap::new();
     let mut name_of = |path: &str| -> String {
@@ -175,7 +203,27 @@ pub fn reconstruct_with_final(
         .flat_map(|t| t.writes.iter().map(move |w| (t.index, w)))
         .filter(|(_, w)| !w.final_state)
         .collect();
+    // Later views are put in when the history reaches them: after as many of the trace's own
+    // writes (executed writes, added by the replay, are not the adapter's to count).
+    let mut pending: Vec<&crate::knowledge::LaterView> = later.iter().collect();
+    pending.sort_by_key(|v| v.after_writes);
+    let mut pending = pending.into_iter().peekable();
+    let mut own_writes = 0;
     for (i, (turn, w)) in writes.iter().enumerate() {
+        while let Some(v) = pending.next_if(|v| v.after_writes <= own_writes) {
+            let n = name_of(&v.artefact);
+            let cur = state.get(&n).map(|c| c.as_deref());
+            // A file the trace deleted stays deleted.
+            if cur.is_some_and(|c| c.is_none()) {
+                continue;
+            }
+            if let Some(filled) = crate::knowledge::fill(cur.flatten(), &v.lines) {
+                state.insert(n, Some(filled));
+            }
+        }
+        if !matches!(w.op, sage_trace::WriteOp::Executed { .. }) {
+            own_writes += 1;
+        }
         let name = name_of(&w.artefact);
         let current = state.get(&name).cloned().flatten();
         match apply(current.as_deref(), &w.op) {
@@ -197,9 +245,9 @@ pub fn reconstruct_with_final(
             Err(reason) => failures.push(WriteFailure {
                 write: i + 1,
                 turn: *turn,
+                reason: failure_reason(&reason, state.contains_key(&name), current.as_deref()),
                 artefact: name,
                 op: w.op.kind().to_string(),
-                reason: reason.to_string(),
                 raw: w.raw.clone(),
             }),
         }
@@ -268,6 +316,25 @@ pub fn reconstruct_with_final(
         final_states,
         path_matches,
         roots: roots.clone(),
+    }
+}
+
+/// Why a write failed, saying which knowledge it lacked: a file nothing is known of (no
+/// baseline, never shown, never created by an earlier write) is not a file that "does not
+/// exist", and an edit on a partial baseline may need lines the trace never shows.
+fn failure_reason(e: &ApplyError, known: bool, current: Option<&str>) -> String {
+    match e {
+        ApplyError::Missing(op) if !known => format!(
+            "{op}: nothing is known of the file before this write (no baseline, the trace \
+             shows none of its lines before it, no earlier write creates it); give it in the \
+             case's baseline or with --baseline-dir / --baseline-from"
+        ),
+        _ if current.is_some_and(crate::knowledge::is_partial) => format!(
+            "{e} among the lines the trace shows (only some lines of the file are known: the \
+             edit may need lines the trace never shows; give the file with --baseline-dir / \
+             --baseline-from)"
+        ),
+        _ => e.to_string(),
     }
 }
 
@@ -387,7 +454,13 @@ impl ArtefactHistory {
             "{} (after write {write}, turn {})",
             snap.artefact, snap.turn
         );
-        Some(unified_diff(before, after, &old_name, &new_name))
+        // A partial baseline's placeholders are shown as what they are.
+        Some(unified_diff(
+            &crate::knowledge::readable(before),
+            &crate::knowledge::readable(after),
+            &old_name,
+            &new_name,
+        ))
     }
 
     /// The diff of every applied write to `artefact`: (write, diff).

@@ -343,6 +343,29 @@ pub fn run_commands(
                 if state.get(&name).cloned().flatten() == content {
                     continue;
                 }
+                // A file nothing is known of, which the command appends to, existed in the run
+                // with an earlier content the sandbox did not have: what it holds now is only
+                // the appended text, not the file. Kept out of the history, and said.
+                if !state.contains_key(&name)
+                    && !files.contains_key(rel)
+                    && appends_to(&command, rel)
+                {
+                    per_file
+                        .entry(name.clone())
+                        .or_default()
+                        .push(ExecutedWrite {
+                            turn: turn.index,
+                            command: call.raw.display(),
+                            check: "not kept".into(),
+                            detail: Some(
+                                "the command appends to a file whose earlier content is unknown: \
+                             the sandbox holds only the appended text"
+                                    .into(),
+                            ),
+                        });
+                    *report.writes.entry("not kept".into()).or_default() += 1;
+                    continue;
+                }
                 state.insert(name.clone(), content.clone());
                 line.writes.push(name.clone());
                 *report.writes.entry(check.to_string()).or_default() += 1;
@@ -368,6 +391,30 @@ pub fn run_commands(
         turn.writes.extend(added);
     }
     (report, per_file)
+}
+
+/// Whether `command` appends to the file `rel` (a path relative to the workspace root): a
+/// `>>` redirection, `tee -a`, or Python's `open(..., 'a')` naming the file (by its path or
+/// its file name).
+fn appends_to(command: &str, rel: &str) -> bool {
+    let file = rel.rsplit('/').next().unwrap_or(rel);
+    let names = |s: &str| s.contains(rel) || s.contains(file);
+    let redirect = command.match_indices(">>").any(|(i, _)| {
+        let after = command[i + 2..].trim_start();
+        let target = after
+            .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c| c == '"' || c == '\'');
+        !target.is_empty() && (target.ends_with(rel) || target.ends_with(file))
+    });
+    let tee = command
+        .lines()
+        .any(|l| (l.contains("tee -a ") || l.contains("tee --append ")) && names(l));
+    let python = command
+        .lines()
+        .any(|l| l.contains("open(") && names(l) && (l.contains("'a'") || l.contains("\"a\"")));
+    redirect || tee || python
 }
 
 #[cfg(test)]

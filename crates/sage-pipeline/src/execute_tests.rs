@@ -235,3 +235,42 @@ fn an_ipython_cell_is_run_as_python_code() {
         }
     );
 }
+
+/// An append to a file the trace never shows: in the sandbox the file holds only the appended
+/// text, which is not the file; no write is kept, and the file's executed entry says why. An
+/// append to a file sage knows is a write as any other.
+#[test]
+fn an_append_to_a_file_nobody_knows_is_not_kept() {
+    let _serial = serial();
+    let Some(ex) = on(20) else { return };
+    let mut t = trace(&[
+        ("echo 'x = 1' >> unknown.py", ""),
+        ("echo 'b = 2' >> known.py", ""),
+        ("echo 'new' > created.py", ""),
+    ]);
+    let (r, per) = run_commands(&mut t, &base(&[("known.py", "a = 1\n")]), &ex);
+    assert!(t.turns[0].writes.is_empty(), "{:?}", t.turns[0].writes);
+    assert_eq!(per["unknown.py"][0].check, "not kept", "{per:?}");
+    assert_eq!(r.writes.get("not kept"), Some(&1));
+    assert_eq!(
+        t.turns[1].writes[0].op,
+        WriteOp::Executed {
+            content: Some("a = 1\nb = 2\n".into())
+        }
+    );
+    // A file a command creates whole is a write.
+    assert_eq!(t.turns[2].writes[0].artefact, "created.py");
+}
+
+#[test]
+fn appends_are_told_from_other_writes() {
+    assert!(appends_to("echo x >> notes.txt", "notes.txt"));
+    assert!(appends_to("cd /w && printf 'a' >>\"src/m.py\"", "src/m.py"));
+    assert!(appends_to("echo x | tee -a log/out.txt", "log/out.txt"));
+    assert!(appends_to(
+        "python3 - <<'PY'\nopen('conf.ini', 'a').write('x')\nPY",
+        "conf.ini"
+    ));
+    assert!(!appends_to("echo x > notes.txt", "notes.txt"));
+    assert!(!appends_to("echo x >> other.txt", "notes.txt"));
+}

@@ -170,7 +170,7 @@ pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<St
     let case = Case::load(dir, rules.limits()).map_err(|e| skip(dir, "case", e.to_string()))?;
     let spec = &case.manifest.trace;
     let files = sage_adapters::case_sources(&case.dir, spec);
-    let mut trace = sage_adapters::normalize(
+    let (mut trace, seen) = sage_adapters::normalize_with_seen(
         &files,
         &sage_adapters::NormalizeOptions::of_manifest(spec, &rules.adapters),
     )
@@ -191,12 +191,9 @@ pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<St
     if let Some(x) = &case.manifest.trace.checkout {
         sage_history::strip_checkout(&mut trace, x);
     }
-    let history = sage_history::reconstruct_with_final(
-        &case.baselines,
-        &trace,
-        &supplied_finals(&case),
-        &rules.workspace_roots,
-    );
+    // The case's baselines first, then what the trace shows of the files it does not give.
+    let known = crate::knowledge::of_case_and_trace(&case, &seen, &rules.workspace_roots);
+    let history = sage_history::reconstruct_known(&known, &trace, &supplied_finals(&case));
     anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
     let fragment = sage_history::FragmentStates::of(case.anchor(), &history);
     let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));

@@ -21,6 +21,9 @@
 //! the trace shows.
 
 use sage_adapters::{recorded, support::split_unified_diff, AdapterError, SourceFile};
+use sage_history::knowledge::{
+    differs_on_unknown, is_partial, is_unknown, FileKnowledge, Known, UNKNOWN,
+};
 use sage_history::{match_key, normalize_path, ArtefactHistory};
 use sage_trace::{RawStore, WriteOp};
 use serde::Serialize;
@@ -51,6 +54,15 @@ pub struct ReplayOptions {
     /// How the trace and result files are read (the user's rules, limits and workspace
     /// roots, else the embedded ones).
     pub rules: crate::Rules,
+    /// Files known before any other source (a case's baselines: `sage case check`), trusted
+    /// first in the one store of file knowledge.
+    pub known: FileKnowledge,
+    /// Final files given whole, to compare with (a case's `final_state`): a label, then path
+    /// → content. A file they do not name is not covered by them.
+    pub finals: Vec<(String, BTreeMap<String, String>)>,
+    /// Placeholders of a redacted trace (`data/redactions.toml`): a result kept beside the
+    /// trace equal to the replay up to them matches.
+    pub redactions: crate::redactions::Redactions,
 }
 
 /// Why a trace could not be replayed.
@@ -171,14 +183,6 @@ pub enum FinalView {
 pub struct KnownRun {
     pub first_line: usize,
     pub lines: Vec<String>,
-}
-
-/// A line of a partial baseline that the trace never shows. No edit can match it (it holds
-/// a control character no tool prints), and no patch names it.
-const UNKNOWN: &str = "\u{1}sage-unknown-line";
-
-fn is_unknown(l: &str) -> bool {
-    l.starts_with(UNKNOWN)
 }
 
 fn view(content: Option<&str>) -> FinalView {
@@ -375,21 +379,6 @@ fn old_side(diff: &str) -> BTreeMap<usize, String> {
     out
 }
 
-/// A partial baseline: the known lines, placeholders between and after them.
-fn sparse(lines: &BTreeMap<usize, String>) -> String {
-    let last = lines.keys().last().copied().unwrap_or(0);
-    let mut s = String::new();
-    // Some room after the last known line: an edit there must not reach the end of file.
-    for n in 1..=last + 50 {
-        match lines.get(&n) {
-            Some(l) => s.push_str(l),
-            None => s.push_str(&format!("{UNKNOWN} {n}")),
-        }
-        s.push('\n');
-    }
-    s
-}
-
 /// The first hunk of the diff from `got` to `want`, placeholders shown as such.
 fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
     let d = sage_history::unified_diff(got, want, "replay", want_name);
@@ -420,16 +409,35 @@ fn first_hunk(got: &str, want: &str, want_name: &str) -> String {
     out
 }
 
-/// Whether some line the two states do not share is a placeholder of a partial baseline.
-fn differs_on_unknown(a: &str, b: &str) -> bool {
-    (a.contains(UNKNOWN) || b.contains(UNKNOWN))
-        && sage_history::unified_diff(a, b, "a", "b")
-            .lines()
-            .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
-            .any(|l| (l.starts_with('-') || l.starts_with('+')) && l.contains(UNKNOWN))
+/// Compare the replay's end state with a recorded one.
+/// [`compare`] with a result kept beside the trace, which may keep personal text that the
+/// published trace redacted (`/home/alice/` where the trace has `/home/USER/`): equal up to
+/// the redactions is `matches`, with the redactions named.
+fn compare_redacted(
+    got: Option<&str>,
+    want: Option<&str>,
+    against: &str,
+    redactions: &crate::redactions::Redactions,
+) -> Check {
+    let c = compare(got, want, against);
+    match (c.verdict, got, want) {
+        (Verdict::Differs, Some(g), Some(w)) => match redactions.equal_up_to(g, w) {
+            Some(names) => Check {
+                against: against.to_string(),
+                verdict: Verdict::Matches,
+                hunk: None,
+                reason: Some(format!(
+                    "equal up to the trace's redaction ({}): the published trace replaced \
+                     personal text the result keeps",
+                    names.join(", ")
+                )),
+            },
+            None => c,
+        },
+        _ => c,
+    }
 }
 
-/// Compare the replay's end state with a recorded one.
 fn compare(got: Option<&str>, want: Option<&str>, against: &str) -> Check {
     let (verdict, hunk, reason) = match (got, want) {
         (a, b) if a == b => (Verdict::Matches, None, None),
@@ -527,8 +535,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         framework_from: None,
         rules: opts.rules.adapters.clone(),
     };
-    sage_adapters::normalize(files, &normalize)?;
-    let (mut trace, seen) = sage_adapters::normalize_seen(files, &normalize)?;
+    let (mut trace, seen) = sage_adapters::normalize_with_seen(files, &normalize)?;
     let side: Vec<SideResult> = opts
         .results
         .iter()
@@ -572,9 +579,26 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         }
     }
 
-    // Baselines: the folder, else the whole file the trace shows, else the lines it shows.
-    let mut baselines: BTreeMap<String, String> = BTreeMap::new();
-    let mut origin: BTreeMap<String, String> = BTreeMap::new();
+    // Baselines: the one store of file knowledge, fed in order of trust: the folder, then
+    // what the trace shows (whole files, then lines), then the old sides of the results.
+    let mut known = FileKnowledge::new(&opts.rules.workspace_roots);
+    for name in opts.known.names() {
+        let n = names.find(name).unwrap_or_else(|| names.add(name));
+        match opts.known.get(name) {
+            Some(Known::Whole { content, origin }) => {
+                known.add_whole(&n, content.clone(), origin.clone());
+            }
+            Some(Known::Lines { lines, origins }) => {
+                known.add_lines(&n, lines.clone(), origins.join(", "));
+            }
+            None => {}
+        }
+    }
+    for (_, files) in &opts.finals {
+        for path in files.keys() {
+            names.resolve(path);
+        }
+    }
     if let Some(dir) = &opts.baseline_dir {
         for n in &names.0 {
             let mut forms = sage_history::relative_forms(n, &opts.rules.workspace_roots);
@@ -590,27 +614,14 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                     .map_err(|e| input(&p, format!("cannot read baseline: {e}")))?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| input(&p, "baseline is not UTF-8 text"))?;
-                baselines.insert(n.clone(), text);
-                origin.insert(n.clone(), format!("baseline-dir {}", p.display()));
+                known.add_whole(n, text, format!("baseline-dir {}", p.display()));
                 break;
             }
         }
     }
-    for (a, f) in &seen.full {
-        let n = names.add(a);
-        if !baselines.contains_key(&n) {
-            baselines.insert(n.clone(), f.content.clone());
-            origin.insert(n, format!("shown whole by the trace ({})", f.how));
-        }
-    }
-    let mut known: BTreeMap<String, BTreeMap<usize, String>> = BTreeMap::new();
-    for v in seen.views.iter().filter(|v| v.after_writes == 0) {
-        let n = names.add(&v.artefact);
-        let k = known.entry(n).or_default();
-        for (i, l) in &v.lines {
-            k.entry(*i).or_insert_with(|| l.clone());
-        }
-    }
+    crate::knowledge::learn_from_trace(&mut known, &seen, &|a| {
+        names.find(a).unwrap_or_else(|| normalize_path(a))
+    });
     let mut first_section: BTreeSet<String> = BTreeSet::new();
     for (n, text, is_new) in &sections {
         // Only a file's first section speaks of its baseline (a later commit's old side is
@@ -618,18 +629,13 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         if !first_section.insert(n.clone()) || *is_new {
             continue;
         }
-        let k = known.entry(n.clone()).or_default();
-        for (i, l) in old_side(text) {
-            k.entry(i).or_insert(l);
-        }
+        known.add_lines(n, old_side(text), "the old side of a result's patch");
     }
-    for (n, k) in known {
-        if baselines.contains_key(&n) || k.is_empty() {
-            continue;
-        }
-        origin.insert(n.clone(), format!("partial: {} lines known", k.len()));
-        baselines.insert(n, sparse(&k));
-    }
+    let baselines = known.baselines();
+    let origin: BTreeMap<String, String> = known
+        .names()
+        .filter_map(|n| known.origin(n).map(|o| (n.clone(), o)))
+        .collect();
 
     let (execution, mut executed) = crate::execute::run_commands(
         &mut trace,
@@ -637,7 +643,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         &opts.execution,
         &opts.rules.workspace_roots,
     );
-    let h = sage_history::reconstruct(&baselines, &trace, &opts.rules.workspace_roots);
+    let h = sage_history::reconstruct_known(&known, &trace, &[]);
     let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
     let mut results: Vec<String> = Vec::new();
     let end = |h: &ArtefactHistory, a: &str| h.replayed_final(a).map(str::to_string);
@@ -647,7 +653,7 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         .map(|s| s.artefact.clone())
         .chain(h.failures.iter().map(|f| f.artefact.clone()))
         .collect();
-    let is_partial = |c: Option<&str>| c.is_some_and(|c| c.contains(UNKNOWN));
+    let is_partial = |c: Option<&str>| c.is_some_and(is_partial);
 
     // 1. The submission: its final states, and every other file unchanged.
     if !trace.submissions.is_empty() {
@@ -734,7 +740,18 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
         )),
     }
 
-    // 3. Results kept beside the trace.
+    // 3. Final files given whole (a case's final_state): each file they name.
+    for (label, files) in &opts.finals {
+        results.push(label.clone());
+        for (path, want) in files {
+            let n = names.find(path).unwrap_or_else(|| normalize_path(path));
+            let n = h.resolve_name(&n);
+            let c = compare_redacted(end(&h, &n).as_deref(), Some(want), label, &opts.redactions);
+            checks.entry(n).or_default().push(c);
+        }
+    }
+
+    // 4. Results kept beside the trace.
     for r in &side {
         match r {
             SideResult::FinalDiff { name, .. }
@@ -774,13 +791,26 @@ pub fn replay(files: &[SourceFile], opts: &ReplayOptions) -> Result<TraceReplay,
                 for (n, s) in state {
                     named.insert(n.clone());
                     let c = match s {
-                        Ok(want) => compare(end(&h, &n).as_deref(), want.as_deref(), &against),
-                        Err(e) if h.baseline(&n).is_some_and(|b| !b.contains(UNKNOWN)) => Check {
-                            against: against.clone(),
-                            verdict: Verdict::Differs,
-                            hunk: None,
-                            reason: Some(e),
-                        },
+                        Ok(want) => compare_redacted(
+                            end(&h, &n).as_deref(),
+                            want.as_deref(),
+                            &against,
+                            &opts.redactions,
+                        ),
+                        // A result kept beside the trace is applied to the baseline, not to
+                        // the replay: a section that does not apply to the whole file the
+                        // replay starts from says the result starts from another state of the
+                        // file (other commits, another run), and nothing of the replay.
+                        Err(e) if h.baseline(&n).is_some_and(|b| !b.contains(UNKNOWN)) => {
+                            unverifiable(
+                                &against,
+                                format!(
+                                    "{e}: the result does not start from the file the replay \
+                                     starts from ({}), so it cannot speak for the replay",
+                                    origin.get(&n).map(String::as_str).unwrap_or("its baseline")
+                                ),
+                            )
+                        }
                         Err(e) => unverifiable(
                             &against,
                             format!("{e}; the trace does not show the whole file"),
@@ -1137,6 +1167,7 @@ fn printable(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sage_history::knowledge::sparse;
 
     #[test]
     fn old_side_numbers_context_and_removed_lines_from_the_hunk_start() {

@@ -183,13 +183,11 @@ fn read_item(item: &Item, rules: &crate::Rules) -> Result<Shown, String> {
             )
             .map_err(|e| e.to_string())?;
             trace.separate_submissions();
-            // What the trace shows whole before the agent writes a file is its earlier content.
-            let baselines: BTreeMap<String, String> = seen
-                .full
-                .iter()
-                .map(|(a, f)| (a.clone(), f.content.clone()))
-                .collect();
-            let history = sage_history::reconstruct(&baselines, &trace, &rules.workspace_roots);
+            // What the trace shows of a file before the agent writes it is its earlier
+            // content: whole, or the lines it shows (the one store of file knowledge).
+            let mut known = sage_history::knowledge::FileKnowledge::new(&rules.workspace_roots);
+            crate::knowledge::learn_from_trace(&mut known, &seen, &|a| a.to_string());
+            let history = sage_history::reconstruct_known(&known, &trace, &[]);
             let title = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -201,7 +199,20 @@ fn read_item(item: &Item, rules: &crate::Rules) -> Result<Shown, String> {
                     ("file".into(), path.display().to_string()),
                     (
                         "files shown whole (used as earlier content)".into(),
-                        baselines.len().to_string(),
+                        seen.full.len().to_string(),
+                    ),
+                    (
+                        "files shown only in part (their known lines used)".into(),
+                        known
+                            .names()
+                            .filter(|n| {
+                                matches!(
+                                    known.get(n),
+                                    Some(sage_history::knowledge::Known::Lines { .. })
+                                )
+                            })
+                            .count()
+                            .to_string(),
                     ),
                 ],
                 trace,

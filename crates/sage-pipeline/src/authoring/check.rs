@@ -6,7 +6,9 @@
 //! the trace's own name; the anchor fragment is found in the baseline or some snapshot; the
 //! trace's own views agree with the baseline (before the first write) and with the replay
 //! (after writes); every write to a case artefact applies, and none was left uninterpreted;
-//! the replay gives exactly the case's final file.
+//! the replay gives exactly the case's final file. Then `sage replay`'s verdict per file
+//! (from the same knowledge of the files, against the case's final files and the trace's own
+//! results), with each executed write's output check.
 
 use super::closest;
 use sage_adapters::seen::Seen;
@@ -32,6 +34,91 @@ pub struct CaseCheck {
     pub verified: Vec<String>,
     /// Things not checked, and why.
     pub notes: Vec<String>,
+    /// The replay of the case's trace (`sage replay`'s, from the same knowledge of the files),
+    /// one verdict per file against the case's final files and the trace's own results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayVerdicts>,
+}
+
+/// `sage replay`'s verdicts on a case, file by file.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReplayVerdicts {
+    /// What the files were compared with (`case final files`, `submission (git_patch)`, ...).
+    pub results: Vec<String>,
+    pub counts: crate::trace_replay::Counts,
+    pub files: Vec<FileVerdict>,
+    /// Replay by execution: `on (...)` or `off: WHY`.
+    pub execution: String,
+}
+
+/// One file's verdict.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileVerdict {
+    pub path: String,
+    /// Where its baseline comes from (`case baseline FILE`, `shown whole by the trace (HOW)`,
+    /// `partial: N lines known`, `none`).
+    pub baseline: String,
+    /// `matches`, `differs` or `unverifiable`.
+    pub verdict: crate::trace_replay::Verdict,
+    /// Why (always for `unverifiable`: what is missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its writes that could not be applied, each with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_writes: Vec<String>,
+    /// Its executed writes: `turn N: verified | diverged | not comparable`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub executed: Vec<String>,
+}
+
+/// Replay the case's trace from the case's knowledge of its files, against its final files.
+fn replay_verdicts(
+    case: &Case,
+    rules: &crate::Rules,
+    execution: &crate::execute::Execution,
+) -> Result<ReplayVerdicts, String> {
+    // Named by their paths, so the replay finds the raw records from any working folder.
+    let files: Vec<sage_adapters::SourceFile> =
+        sage_adapters::case_sources(&case.dir, &case.manifest.trace)
+            .into_iter()
+            .map(|f| sage_adapters::SourceFile::new(f.path.display().to_string(), &f.path))
+            .collect();
+    let mut finals = Vec::new();
+    if !case.final_files.is_empty() {
+        finals.push(("case final files".to_string(), case.final_files.clone()));
+    }
+    let opts = crate::trace_replay::ReplayOptions {
+        framework: case.manifest.trace.framework.clone(),
+        run: case.manifest.trace.run,
+        allow_empty: true,
+        execution: execution.clone(),
+        rules: rules.clone(),
+        known: crate::knowledge::of_case(case, &rules.workspace_roots),
+        finals,
+        ..Default::default()
+    };
+    let r = crate::trace_replay::replay(&files, &opts).map_err(|e| e.to_string())?;
+    Ok(ReplayVerdicts {
+        results: r.results,
+        counts: r.counts,
+        files: r
+            .artefacts
+            .into_iter()
+            .map(|a| FileVerdict {
+                path: a.path,
+                baseline: a.baseline,
+                verdict: a.verdict,
+                reason: a.reason,
+                failed_writes: a.failed_writes,
+                executed: a
+                    .executed
+                    .iter()
+                    .map(|e| format!("turn {}: {}", e.turn, e.check))
+                    .collect(),
+            })
+            .collect(),
+        execution: r.execution.state,
+    })
 }
 
 fn problem(what: impl Into<String>, fix: impl Into<String>) -> Problem {
@@ -60,8 +147,13 @@ fn state_after(h: &ArtefactHistory, artefact: &str, k: usize) -> Option<String> 
         .unwrap_or_else(|| h.baselines.get(artefact).cloned())
 }
 
-/// Check the case in `dir`, read by `rules`.
-pub fn check_case(dir: &Path, rules: &crate::Rules) -> CaseCheck {
+/// Check the case in `dir`, read by `rules`; the replay verdicts executed as `execution`
+/// says.
+pub fn check_case(
+    dir: &Path,
+    rules: &crate::Rules,
+    execution: &crate::execute::Execution,
+) -> CaseCheck {
     let mut c = CaseCheck {
         dir: dir.display().to_string(),
         ..CaseCheck::default()
@@ -116,12 +208,19 @@ pub fn check_case(dir: &Path, rules: &crate::Rules) -> CaseCheck {
         ));
         return c;
     }
-    let hist = history::reconstruct(&case.baselines, &trace, &rules.workspace_roots);
+    // The same knowledge of the files as `localize`: the case's baselines, then what the
+    // trace shows of the others.
+    let known = crate::knowledge::of_case_and_trace(&case, &seen, &rules.workspace_roots);
+    let hist = history::reconstruct_known(&known, &trace, &[]);
     check_names(&mut c, &case, &trace, &seen);
     check_fragment(&mut c, &case, &hist);
     check_views(&mut c, &case, &seen, &hist);
     check_writes(&mut c, &case, &trace, &hist);
     check_final(&mut c, &case, &hist);
+    match replay_verdicts(&case, rules, execution) {
+        Ok(r) => c.replay = Some(r),
+        Err(e) => c.notes.push(format!("no per-file replay verdicts: {e}")),
+    }
     c
 }
 
@@ -346,7 +445,7 @@ fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &Arte
             ));
             continue;
         }
-        let has_base = h.baselines.contains_key(a);
+        let has_base = case.baselines.keys().any(|k| h.resolve_name(k) == a);
         c.problems.push(problem(
             format!(
                 "{} write(s) to {a} could not be applied (first: write {} at turn {}, {}: {})",

@@ -442,10 +442,17 @@ pub fn init(o: &InitOptions) -> InitReport {
         if o.anchor.artefact.as_deref() == Some(a) {
             r.errors.push(msg);
         } else {
-            r.warnings.push(format!(
-                "{msg} (the case is written without it; its writes will not replay, and `sage \
-                 case check` reports them)"
-            ));
+            r.warnings.push(if shown.is_empty() {
+                format!(
+                    "{msg} (the case is written without it; its writes will not replay, and \
+                     `sage case check` reports them)"
+                )
+            } else {
+                format!(
+                    "{msg} (the case is written without it; its writes replay on the lines the \
+                     trace shows, and `sage case check` reports any that need another line)"
+                )
+            });
         }
     }
     if let Some(a) = o
@@ -484,7 +491,14 @@ pub fn init(o: &InitOptions) -> InitReport {
         .iter()
         .map(|(k, (c, _))| (k.clone(), c.clone()))
         .collect();
-    let hist = history::reconstruct(&plain, &trace, &o.rules.workspace_roots);
+    // The same knowledge of the files as `localize` will have: these baselines, then what the
+    // trace shows of the other files.
+    let mut known =
+        history::knowledge::FileKnowledge::of_whole(&plain, &o.rules.workspace_roots, |_| {
+            "baseline".into()
+        });
+    crate::knowledge::learn_from_trace(&mut known, &seen, &|a| a.to_string());
+    let hist = history::reconstruct_known(&known, &trace, &[]);
     let mut finals: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (a, (base, _)) in &baselines {
         if let Some(d) = in_patch.get(a.as_str()) {

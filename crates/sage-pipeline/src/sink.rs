@@ -125,6 +125,8 @@ impl<W: Write> ResultsDoc<W> {
         w.write_all(b",\n")?;
         field(&mut w, "sage_version", &env!("CARGO_PKG_VERSION"))?;
         w.write_all(b",\n")?;
+        let judges: Vec<crate::results::schema::JudgeId> =
+            judges.iter().cloned().map(Into::into).collect();
         field(&mut w, "judges", &judges)?;
         w.write_all(b",\n")?;
         field(&mut w, "runs", &runs)?;

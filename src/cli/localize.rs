@@ -92,15 +92,13 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     )?;
     let mut opts = built.opts;
     opts.follow_links = a.follow_links;
+    let mut cases = sage_pipeline::localize::Cases::found(&a.dir, found, &opts);
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) = super::judges::before_run(
-            &a.dir,
-            &a.judge_flags,
-            session,
-            &built.llm,
-            a.follow_links,
-            &opts.kinds,
-        )? {
+        // the forecast reads every case first: the run scores the cases it read
+        let ready = cases.prepare(&opts.kinds);
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&a.dir, ready, &a.judge_flags, session, &built.llm)?
+        {
             return Ok(code);
         }
     }
@@ -116,9 +114,8 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     let runs = opts.runs.get();
     let mut sinks = sinks(&a, &judge_ids, runs)?;
     let mut lines = Lines::default();
-    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
-        &a.dir,
-        found,
+    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_cases_each(
+        cases,
         &opts,
         |results| {
             sinks.case(&results).map_err(sink_error)?;

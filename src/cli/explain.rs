@@ -44,20 +44,17 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         rc,
     )?;
     let mut opts = built.opts;
+    // The case is read once: for the forecast, scoring and the explanation.
+    let ready = sage_pipeline::localize::prepare_all(std::slice::from_ref(&a.case), &opts.rules);
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) = super::judges::before_run(
-            &a.case,
-            &a.judge_flags,
-            session,
-            &built.llm,
-            false,
-            &opts.rules,
-        )? {
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&a.case, &ready, &a.judge_flags, session, &built.llm)?
+        {
             return Ok(code);
         }
     }
     opts.stats = built.session.as_ref().map(|s| s.stats().clone());
-    let out = runtime()?.block_on(sage_pipeline::localize::localize_case(&a.case, &opts));
+    let out = runtime()?.block_on(sage_pipeline::localize::localize_ready(ready, &opts));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }
@@ -77,19 +74,15 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     if a.json || a.out.format == super::TableOrJson::Json {
         text = sage_pipeline::sink::pretty(&out.results);
     } else {
-        let prepared = sage_pipeline::localize::prepare(&a.case, &opts.rules)
-            .ok()
-            .map(|p| p.0);
+        let prepared = out.prepared.as_ref();
         let fold = if a.full { 0 } else { a.fold };
         for r in &out.results {
-            let context = prepared
-                .as_ref()
-                .map(|p| sage_pipeline::report::ExplainContext {
-                    trace: &p.trace,
-                    task: &p.case.task().description,
-                    history: &p.history,
-                    kinds: opts.rules.kinds(),
-                });
+            let context = prepared.map(|p| sage_pipeline::report::ExplainContext {
+                trace: &p.trace,
+                task: &p.case.task().description,
+                history: &p.history,
+                kinds: opts.rules.kinds(),
+            });
             let layout = sage_pipeline::report::Layout {
                 fold,
                 width: if a.out.output.is_none() {

@@ -6,6 +6,7 @@ use super::JudgeFlags;
 use anyhow::Context;
 use sage_judge::concurrent::ScoreItem;
 use sage_judge::spec::{family_warnings, BuiltJudge, JudgeSession};
+use sage_pipeline::localize::Ready;
 use std::io::Write;
 use std::path::Path;
 
@@ -26,13 +27,14 @@ pub enum Before {
     Go,
 }
 
+/// Before an LLM-judged run of the cases under `root`, prepared once for it (`ready`; the
+/// run scores the same prepared cases): preflight, family warnings, batches, the forecast.
 pub fn before_run(
     root: &Path,
+    ready: &[Ready],
     flags: &JudgeFlags,
     session: &JudgeSession,
     llm: &[BuiltJudge],
-    follow_links: bool,
-    rules: &sage_pipeline::Rules,
 ) -> anyhow::Result<Before> {
     // Fatal errors first, once: a missing or refused key, an unknown model or endpoint.
     if !flags.offline && flags.batch_export.is_none() {
@@ -49,14 +51,10 @@ pub fn before_run(
             }
         }
     }
-    // Cases are read here once more for the forecast; localize reports unreadable ones.
-    let mut dirs = sage_trace::case::discover_with(root, follow_links).unwrap_or_default();
-    if let Some(sh) = &flags.shard {
-        dirs.retain(|d| sh.includes_dir(root, d));
-    }
-    let prepared: Vec<_> = dirs
+    // Unreadable cases are reported by the run itself.
+    let prepared: Vec<_> = ready
         .iter()
-        .filter_map(|d| sage_pipeline::localize::prepare(d, rules).ok().map(|p| p.0))
+        .filter_map(|r| r.prepared.as_ref().ok().map(|p| &p.0))
         .collect();
     let items: Vec<ScoreItem> = prepared
         .iter()

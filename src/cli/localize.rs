@@ -3,11 +3,11 @@
 use super::{build_run, runtime, JudgeFlags, EXIT_INPUT_FAILED, EXIT_OK};
 use anyhow::Context;
 use sage_pipeline::results::CaseResult;
-use sage_pipeline::sink::{write_entries, AtomicFile, Entries, ResultsDir, ResultsDoc};
+use sage_pipeline::sink::{
+    ResultSinks, ResultsDir, ResultsFile, ResultsStream, RunEnd, SarifFile, SinkError,
+};
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -92,15 +92,13 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     )?;
     let mut opts = built.opts;
     opts.follow_links = a.follow_links;
+    let mut cases = sage_pipeline::localize::Cases::found(&a.dir, found, &opts);
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) = super::judges::before_run(
-            &a.dir,
-            &a.judge_flags,
-            session,
-            &built.llm,
-            a.follow_links,
-            &opts.rules,
-        )? {
+        // the forecast reads every case first: the run scores the cases it read
+        let ready = cases.prepare(&opts.rules);
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&a.dir, ready, &a.judge_flags, session, &built.llm)?
+        {
             return Ok(code);
         }
     }
@@ -114,12 +112,16 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     // over a corpus of any size).
     let judge_ids: Vec<sage_judge::JudgeId> = opts.judges.iter().map(|j| j.id()).collect();
     let runs = opts.runs.get();
-    let mut out = Outputs::open(&a, &judge_ids, runs, &opts.rules)?;
-    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_found_each(
-        &a.dir,
-        found,
+    let mut sinks = sinks(&a, &judge_ids, runs, &opts.rules)?;
+    let mut lines = Lines::default();
+    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_cases_each(
+        cases,
         &opts,
-        |results| out.case(results),
+        |results| {
+            sinks.case(&results).map_err(sink_error)?;
+            lines.add(&results);
+            anyhow::Ok(())
+        },
     ));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
@@ -128,7 +130,12 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         return Err(e);
     }
     let summaries = tally.summaries();
-    let lines = out.finish(&tally, &summaries)?;
+    let end = RunEnd {
+        skipped: &tally.skipped,
+        problems: &tally.problems,
+        summaries: &summaries,
+    };
+    sinks.finish(&end).map_err(sink_error)?;
 
     if a.format == Format::Table {
         for s in &summaries {
@@ -187,56 +194,52 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     })
 }
 
-/// Where the results go while the run goes: the results folder, `--output`, the JSON on
-/// stdout (`--format json`) and the SARIF view, plus the few lines printed at the end.
-struct Outputs {
-    dir: Option<ResultsDir>,
-    /// `--output`, renamed into place at the end.
-    file: Option<(PathBuf, ResultsDoc<AtomicFile>)>,
-    stdout: Option<
-        ResultsDoc<PipeGuard<super::TerminalWriter<BufWriter<std::io::StdoutLock<'static>>>>>,
-    >,
-    /// Set when the reader of stdout went away (`| head`).
-    stdout_closed: Arc<AtomicBool>,
-    sarif: Option<(PathBuf, sage_pipeline::sarif_view::SarifLog)>,
-    out_dir: PathBuf,
-    lines: Lines,
-}
-
-/// Stdout for the streamed JSON: when its reader goes away (`sage localize … | head`), the
-/// rest is dropped instead of failing the write, so one result is never left half written
-/// to the other outputs that share its serialization, and the results folder and
-/// `--output` are still finished.
-struct PipeGuard<W> {
-    inner: W,
-    closed: Arc<AtomicBool>,
-}
-
-impl<W: std::io::Write> std::io::Write for PipeGuard<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.closed.load(Ordering::Relaxed) {
-            return Ok(buf.len());
-        }
-        match self.inner.write(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed.store(true, Ordering::Relaxed);
-                Ok(buf.len())
-            }
-            r => r,
-        }
+/// The outputs the flags ask for, as the pipeline's sinks: the results folder, `--output`,
+/// the JSON on stdout (`--format json`) and the SARIF view.
+fn sinks(
+    a: &Args,
+    judges: &[sage_judge::JudgeId],
+    runs: u32,
+    rules: &sage_pipeline::Rules,
+) -> anyhow::Result<ResultSinks> {
+    let root = run_folder();
+    let root = root.as_deref();
+    let mut sinks = ResultSinks::default();
+    if !a.no_write {
+        sinks.push(
+            ResultsDir::create_at(&a.out_dir, judges, runs, root)
+                .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
+        );
     }
+    if let Some(path) = &a.output {
+        sinks.push(
+            ResultsFile::create(path, judges, runs, root)
+                .with_context(|| format!("writing {}", path.display()))?,
+        );
+    }
+    if a.format == Format::Json {
+        let stdout =
+            super::TerminalWriter::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
+        sinks.push(ResultsStream::begin(
+            "standard output",
+            stdout,
+            judges,
+            runs,
+            root,
+        )?);
+    }
+    if let Some(path) = &a.sarif {
+        sinks.push(SarifFile::new(path, rules));
+    }
+    Ok(sinks)
+}
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        match self.inner.flush() {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed.store(true, Ordering::Relaxed);
-                Ok(())
-            }
-            r => r,
-        }
+/// A sink's error as the CLI reports it: the output it names, then the cause; a closed pipe
+/// as itself (it ends the run quietly).
+fn sink_error(e: SinkError) -> anyhow::Error {
+    match e.context {
+        Some(c) => anyhow::Error::new(e.io).context(c),
+        None => e.io.into(),
     }
 }
 
@@ -249,138 +252,6 @@ struct Lines {
     flags: Vec<String>,
     /// `--verbose`: one line per result.
     verbose: Vec<String>,
-}
-
-impl Outputs {
-    fn open(
-        a: &Args,
-        judges: &[sage_judge::JudgeId],
-        runs: u32,
-        rules: &sage_pipeline::Rules,
-    ) -> anyhow::Result<Outputs> {
-        let dir = if a.no_write {
-            None
-        } else {
-            Some(
-                ResultsDir::create_at(&a.out_dir, judges, runs, run_folder().as_deref())
-                    .with_context(|| format!("writing results to {}", a.out_dir.display()))?,
-            )
-        };
-        let file = match &a.output {
-            Some(path) => {
-                let doc = AtomicFile::create(path)
-                    .and_then(|f| ResultsDoc::begin_at(f, judges, runs, run_folder().as_deref()))
-                    .with_context(|| format!("writing {}", path.display()))?;
-                Some((path.clone(), doc))
-            }
-            None => None,
-        };
-        let stdout_closed = Arc::new(AtomicBool::new(false));
-        let stdout = match a.format {
-            Format::Json => Some(ResultsDoc::begin_at(
-                PipeGuard {
-                    inner: super::TerminalWriter::new(BufWriter::with_capacity(
-                        1 << 16,
-                        std::io::stdout().lock(),
-                    )),
-                    closed: stdout_closed.clone(),
-                },
-                judges,
-                runs,
-                run_folder().as_deref(),
-            )?),
-            Format::Table => None,
-        };
-        Ok(Outputs {
-            dir,
-            file,
-            stdout,
-            stdout_closed,
-            sarif: a
-                .sarif
-                .clone()
-                .map(|p| (p, sage_pipeline::sarif_view::SarifLog::new(rules))),
-            out_dir: a.out_dir.clone(),
-            lines: Lines::default(),
-        })
-    }
-
-    /// One case's results, written to every output (serialized once for all).
-    fn case(&mut self, results: Vec<CaseResult>) -> anyhow::Result<()> {
-        let Some(first) = results.first() else {
-            return Ok(());
-        };
-        let mut others: Vec<&mut dyn Entries> = Vec::new();
-        if let Some((_, doc)) = self.file.as_mut() {
-            others.push(doc);
-        }
-        if let Some(doc) = self.stdout.as_mut() {
-            others.push(doc);
-        }
-        let written = match self.dir.as_mut() {
-            Some(d) => d.case(&first.case_id, &results, &mut others),
-            None => write_entries(&results, &mut others),
-        };
-        if let Err(e) = written {
-            // Name the output that failed; a closed stdout stays a broken pipe (quiet).
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Err(e.into());
-            }
-            let mut names: Vec<String> = Vec::new();
-            if self.dir.is_some() {
-                names.push(self.out_dir.display().to_string());
-            }
-            if let Some((p, _)) = &self.file {
-                names.push(p.display().to_string());
-            }
-            if self.stdout.is_some() {
-                names.push("standard output".into());
-            }
-            return Err(anyhow::Error::new(e).context(format!("writing {}", names.join(", "))));
-        }
-        if let Some((_, log)) = self.sarif.as_mut() {
-            for r in &results {
-                log.add(r);
-            }
-        }
-        self.lines.add(&results);
-        // With nothing but a closed stdout to write to, the run has no reader left.
-        let others = self.dir.is_some() || self.file.is_some() || self.sarif.is_some();
-        if !others && self.stdout_closed.load(Ordering::Relaxed) {
-            return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
-        }
-        Ok(())
-    }
-
-    /// Close every output: the folder's summary and `results.json`, `--output` renamed into
-    /// place, stdout's document, the SARIF view.
-    fn finish(
-        mut self,
-        tally: &sage_pipeline::results::RunTally,
-        summaries: &[sage_pipeline::results::Summary],
-    ) -> anyhow::Result<Lines> {
-        if let Some(d) = self.dir.take() {
-            d.finish(&tally.skipped, &tally.problems, summaries)
-                .with_context(|| format!("writing results to {}", self.out_dir.display()))?;
-        }
-        if let Some((path, doc)) = self.file.take() {
-            doc.finish(&tally.skipped, &tally.problems, summaries)
-                .and_then(AtomicFile::commit)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        if let Some(doc) = self.stdout.take() {
-            doc.finish(&tally.skipped, &tally.problems, summaries)?;
-        }
-        // The other outputs are whole; a closed stdout still ends the run quietly.
-        if self.stdout_closed.load(Ordering::Relaxed) {
-            return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
-        }
-        if let Some((path, log)) = self.sarif.take() {
-            std::fs::write(&path, sage_pipeline::sink::pretty(&log.finish()))
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        Ok(std::mem::take(&mut self.lines))
-    }
 }
 
 impl Lines {

@@ -314,15 +314,13 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         rc,
     )?;
     let mut opts = built.opts;
+    let mut run_cases = sage_pipeline::localize::Cases::discover(&cases, &opts);
     if let Some(session) = &built.session {
-        if let super::judges::Before::Exit(code) = super::judges::before_run(
-            &cases,
-            &a.judge_flags,
-            session,
-            &built.llm,
-            false,
-            &opts.rules,
-        )? {
+        // the forecast reads every case first: the run scores the cases it read
+        let ready = run_cases.prepare(&opts.rules);
+        if let super::judges::Before::Exit(code) =
+            super::judges::before_run(&cases, ready, &a.judge_flags, session, &built.llm)?
+        {
             return Ok(code);
         }
     }
@@ -332,7 +330,7 @@ fn run_study(a: &Args, rc: &super::RunConfig) -> Result<super::ExitStatus> {
     }
     opts.stats = stats;
     let primary = opts.judges.first().map(|j| j.id().to_string());
-    let mut set = runtime()?.block_on(sage_pipeline::localize::localize_dir(&cases, &opts));
+    let mut set = runtime()?.block_on(sage_pipeline::localize::localize_cases(run_cases, &opts));
     if let Some(session) = &built.session {
         super::judges::after_run(session);
     }

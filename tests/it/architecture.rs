@@ -1096,3 +1096,50 @@ fn no_library_crate_holds_configuration_in_a_process_global() {
     assert_eq!(process_statics(planted), vec![(5, "CURRENT".to_string())]);
     assert!(!allowed("sage-adapters/src/rules.rs", "CURRENT"));
 }
+
+/// Where a results type serializes other than through its published record in
+/// `results::schema` (issue 30): every serde derive of `results.rs` is `into`/`from` a schema
+/// type, and no field carries a serde attribute of its own.
+fn results_serde_outside_schema(text: &str) -> Vec<String> {
+    // an attribute that rustfmt split over several lines, as one
+    let mut lines: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in text.lines() {
+        match lines.last_mut() {
+            Some(last) if open => last.push_str(l.trim()),
+            _ => lines.push(l.to_string()),
+        }
+        open = lines
+            .last()
+            .is_some_and(|x| x.contains("#[") && !x.contains(")]"));
+    }
+    let mut bad = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let through_schema =
+            |l: &str| l.contains("into = \"schema::") && l.contains("from = \"schema::");
+        if line.contains("#[derive(") && line.contains("Serialize") {
+            if !lines.get(i + 1).is_some_and(|n| through_schema(n)) {
+                bad.push(line.trim().to_string());
+            }
+        } else if line.contains("#[serde(") && !through_schema(line) {
+            bad.push(line.trim().to_string());
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_published_results_format_is_its_own_types() {
+    let path = Path::new(ROOT).join("crates/sage-pipeline/src/results.rs");
+    let text = library_part(&std::fs::read_to_string(&path).unwrap());
+    let bad = results_serde_outside_schema(&text);
+    assert!(
+        bad.is_empty(),
+        "results.rs serializes outside results::schema (add the field to its published \
+         record there): {bad:?}"
+    );
+    let planted = "#[derive(Debug, Serialize)]\npub struct Row {\n    #[serde(rename = \"n\")]\n    pub count: usize,\n}\n";
+    assert_eq!(results_serde_outside_schema(planted).len(), 2);
+    let through = "#[derive(Clone, Serialize, Deserialize)]\n#[serde(into = \"schema::Row\", from = \"schema::Row\")]\npub struct Row;\n";
+    assert!(results_serde_outside_schema(through).is_empty());
+}

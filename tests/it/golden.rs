@@ -1,6 +1,7 @@
 //! Golden outputs of the bundled corpus (issue 30): `sage localize corpora/` under the default
 //! lexicon judge, pinned byte for byte as insta snapshots: `results.json` (`sage.results/1`),
-//! `summary.json`, the SARIF view, Table 5 as printed, and the HTML site of `sage view`.
+//! `summary.json`, the SARIF view, Table 5 as printed, the HTML site of `sage view` and the
+//! annotation packets of `sage annotate export`.
 //! A change to any published output fails here and shows the difference for review
 //! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
 //!
@@ -121,4 +122,29 @@ fn the_bundled_corpus_localizes_to_its_golden_outputs() {
         }
     }
     snapshot("view_real_case_pages_sha256", &digests);
+
+    // The annotation packets of the run (`sage.annotation-packet/1`): the sheet whole, the
+    // packets (4 MB, mostly the traces) and the key by SHA-256.
+    let ann = tmp.path().join("annotate");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .args(["annotate", "export"])
+        .arg(&out)
+        .args(["--annotator", "R1", "--out"])
+        .arg(&ann)
+        .assert()
+        .success();
+    snapshot("annotate_sheet_csv", &read(&ann.join("packet/sheet.csv")));
+    let mut digests = String::new();
+    let packet_files = [ann.join("key.json"), ann.join("packet/packets.json")];
+    for f in packet_files
+        .into_iter()
+        .chain(files(&ann.join("packet/cases")))
+    {
+        let masked = mask(&read(&f));
+        let sha = hex::encode(Sha256::digest(masked.as_bytes()));
+        let name = f.strip_prefix(&ann).unwrap().display().to_string();
+        digests.push_str(&format!("{name}  {sha}  {} bytes\n", masked.len()));
+    }
+    snapshot("annotate_packets_sha256", &digests);
 }

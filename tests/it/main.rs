@@ -9,6 +9,7 @@
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
 //! - `golden`: the bundled corpus's results, SARIF, Table 5 and HTML, pinned (issue 30)
+//! - `results_compat`: a results file written before the published types still reads
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
@@ -38,6 +39,7 @@ mod need;
 mod overrides;
 mod reliability;
 mod replay_fidelity;
+mod results_compat;
 mod screen;
 mod security;
 mod support;

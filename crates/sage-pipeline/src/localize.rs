@@ -165,8 +165,19 @@ fn anchor_touched(
     ))
 }
 
+/// How many times each case folder was prepared, in this crate's tests: a command prepares a
+/// case once and carries it to every consumer.
+#[cfg(test)]
+pub(crate) static PREPARED: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
 /// Load, normalize and reconstruct one case, read by `rules`.
 pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<String>), Skipped> {
+    #[cfg(test)]
+    {
+        let mut n = PREPARED.lock().unwrap_or_else(|p| p.into_inner());
+        *n.entry(dir.to_path_buf()).or_default() += 1;
+    }
     let case = Case::load(dir, rules.limits()).map_err(|e| skip(dir, "case", e.to_string()))?;
     let spec = &case.manifest.trace;
     let files = sage_adapters::case_sources(&case.dir, spec);
@@ -394,11 +405,82 @@ pub(crate) fn compare_expected(
     })
 }
 
-/// Everything one case produced: results per judge run, or why it was skipped.
+/// Everything one case produced: results per judge run, or why it was skipped, and the case
+/// as it was prepared (for a consumer that shows it, e.g. `sage explain`).
 pub struct CaseOutput {
     pub results: Vec<CaseResult>,
     pub skipped: Option<Skipped>,
     pub problems: Vec<Problem>,
+    pub prepared: Option<PreparedCase>,
+}
+
+/// A case folder and what preparing it gave: the case read, normalized and reconstructed
+/// (with its problems), or why it was skipped. A command prepares each case once and carries
+/// it to every consumer: the cost forecast, scoring, the origin rule, the explanation.
+pub struct Ready {
+    pub dir: PathBuf,
+    pub prepared: Result<(PreparedCase, Vec<String>), Skipped>,
+}
+
+/// Prepare case folders on all cores, in order (a panic is recorded as a skipped case).
+pub fn prepare_all(dirs: &[PathBuf], rules: &crate::Rules) -> Vec<Ready> {
+    use rayon::prelude::*;
+    dirs.par_iter()
+        .map(|d| Ready {
+            dir: d.clone(),
+            prepared: prepare_caught(d, rules),
+        })
+        .collect()
+}
+
+/// The cases of a localize run: the folders found under its root (this run's shard of them),
+/// prepared as each batch comes, or all at once ahead of the run ([`Cases::prepare`]) for a
+/// consumer that needs them before (the cost forecast), which the run then scores without
+/// reading them again.
+pub struct Cases {
+    root: PathBuf,
+    /// Why the root could not be searched (reported as a skipped case).
+    error: Option<Skipped>,
+    found_any: bool,
+    dirs: Vec<PathBuf>,
+    ready: Option<Vec<Ready>>,
+}
+
+impl Cases {
+    /// The case folders found under `root`, kept to `opts.shard`.
+    pub fn found(root: &Path, mut dirs: Vec<PathBuf>, opts: &Options) -> Cases {
+        let found_any = !dirs.is_empty();
+        if let Some(sh) = &opts.shard {
+            // A shard may hold no case of a small corpus; that is not an input failure.
+            dirs.retain(|x| sh.includes_dir(root, x));
+        }
+        Cases {
+            root: root.to_path_buf(),
+            error: None,
+            found_any,
+            dirs,
+            ready: None,
+        }
+    }
+
+    /// The case folders under `root` (`opts.follow_links`), kept to `opts.shard`.
+    pub fn discover(root: &Path, opts: &Options) -> Cases {
+        match sage_trace::case::discover_with(root, opts.follow_links) {
+            Ok(dirs) => Cases::found(root, dirs, opts),
+            Err(e) => Cases {
+                error: Some(skip(root, "case", e.to_string())),
+                ..Cases::found(root, Vec::new(), opts)
+            },
+        }
+    }
+
+    /// Prepare every case now; the run then uses them as they are.
+    pub fn prepare(&mut self, rules: &crate::Rules) -> &[Ready] {
+        if self.ready.is_none() {
+            self.ready = Some(prepare_all(&self.dirs, rules));
+        }
+        self.ready.as_deref().unwrap_or_default()
+    }
 }
 
 /// Cases prepared and scored together: enough to keep every request slot of a large
@@ -437,10 +519,39 @@ fn prepare_caught(
 pub async fn localize_dirs_each(
     dirs: &[PathBuf],
     opts: &Options,
+    each: impl FnMut(CaseOutput) -> ControlFlow<()>,
+) {
+    let batches = dirs
+        .chunks(batch_size(opts))
+        .map(|dirs| prepare_all(dirs, &opts.rules));
+    localize_batches(batches, opts, each).await
+}
+
+/// Cases prepared and scored together (see [`CASES_PER_BATCH`]).
+fn batch_size(opts: &Options) -> usize {
+    CASES_PER_BATCH.max(opts.concurrency.get().saturating_mul(2))
+}
+
+/// [`localize_dirs_each`] over cases already prepared: none is read again.
+pub async fn localize_ready_each(
+    mut ready: Vec<Ready>,
+    opts: &Options,
+    each: impl FnMut(CaseOutput) -> ControlFlow<()>,
+) {
+    let n = batch_size(opts);
+    let batches = std::iter::from_fn(move || {
+        (!ready.is_empty()).then(|| ready.drain(..n.min(ready.len())).collect())
+    });
+    localize_batches(batches, opts, each).await
+}
+
+/// Score and conclude batches of prepared cases; see [`localize_dirs_each`].
+async fn localize_batches(
+    batches: impl Iterator<Item = Vec<Ready>>,
+    opts: &Options,
     mut each: impl FnMut(CaseOutput) -> ControlFlow<()>,
 ) {
     use rayon::prelude::*;
-    let chunk = CASES_PER_BATCH.max(opts.concurrency.get().saturating_mul(2));
     let runs = opts.runs;
     let score_opts = sage_judge::concurrent::ScoreOptions {
         concurrency: opts.concurrency,
@@ -452,14 +563,10 @@ pub async fn localize_dirs_each(
     };
     // Compiled once for the run, not once per case.
     let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
-    for dirs in dirs.chunks(chunk) {
-        let prepared: Vec<Result<(PreparedCase, Vec<String>), Skipped>> = dirs
-            .par_iter()
-            .map(|d| prepare_caught(d, &opts.rules))
-            .collect();
-        let ready: Vec<&PreparedCase> = prepared
+    for cases in batches {
+        let ready: Vec<&PreparedCase> = cases
             .iter()
-            .filter_map(|p| p.as_ref().ok().map(|(p, _)| p))
+            .filter_map(|r| r.prepared.as_ref().ok().map(|(p, _)| p))
             .collect();
         let items: Vec<sage_judge::concurrent::ScoreItem> = ready
             .iter()
@@ -475,16 +582,15 @@ pub async fn localize_dirs_each(
                 .await;
         let stopped = batch.stopped.as_ref().map(|e| e.to_string());
         let mut scored = batch.scores.into_iter();
-        let work: Vec<_> = dirs
-            .iter()
-            .zip(prepared)
-            .map(|(dir, p)| {
-                let slots = if p.is_ok() {
+        let work: Vec<_> = cases
+            .into_iter()
+            .map(|r| {
+                let slots = if r.prepared.is_ok() {
                     scored.next().unwrap_or_default()
                 } else {
                     Vec::new()
                 };
-                (dir, p, slots)
+                (r.dir, r.prepared, slots)
             })
             .collect();
         // The origin rule and the checks of every case of the batch on all cores (in order:
@@ -499,6 +605,7 @@ pub async fn localize_dirs_each(
                                 results: vec![],
                                 skipped: Some(s),
                                 problems: vec![],
+                                prepared: None,
                             }
                         }
                     };
@@ -526,7 +633,7 @@ pub async fn localize_dirs_each(
                         .collect();
                     let skipped = (!unscored.is_empty()).then(|| {
                         skip(
-                            dir,
+                            &dir,
                             "judge",
                             format!(
                                 "{}: not every turn was scored: {}",
@@ -539,6 +646,7 @@ pub async fn localize_dirs_each(
                         results,
                         skipped,
                         problems,
+                        prepared: Some(p),
                     }
                 })
                 .collect();
@@ -552,13 +660,23 @@ pub async fn localize_dirs_each(
 
 /// Run one case through the whole pipeline with every judge and run.
 pub async fn localize_case(dir: &Path, opts: &Options) -> CaseOutput {
+    localize_ready(prepare_all(&[dir.to_path_buf()], &opts.rules), opts).await
+}
+
+/// [`localize_case`] of a case already prepared (`ready` holds one case).
+pub async fn localize_ready(ready: Vec<Ready>, opts: &Options) -> CaseOutput {
     let mut out = None;
-    localize_dirs_each(&[dir.to_path_buf()], opts, |o| {
+    localize_ready_each(ready, opts, |o| {
         out = Some(o);
         ControlFlow::Break(())
     })
     .await;
-    out.expect("one output per case folder")
+    out.unwrap_or_else(|| CaseOutput {
+        results: vec![],
+        skipped: Some(skip(Path::new(""), "case", "no case given")),
+        problems: vec![],
+        prepared: None,
+    })
 }
 
 impl RunTally {
@@ -577,8 +695,13 @@ impl RunTally {
 
 /// Run every case found under `root`, keeping every result: the [`ResultSet`].
 pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
+    localize_cases(Cases::discover(root, opts), opts).await
+}
+
+/// Run every case of `cases`, keeping every result: the [`ResultSet`].
+pub async fn localize_cases(cases: Cases, opts: &Options) -> ResultSet {
     let mut results = Vec::new();
-    let (tally, _) = localize_dir_each(root, opts, |rs: Vec<CaseResult>| {
+    let (tally, _) = localize_cases_each(cases, opts, |rs: Vec<CaseResult>| {
         results.extend(rs);
         Ok::<(), std::convert::Infallible>(())
     })
@@ -596,33 +719,24 @@ pub async fn localize_dir_each<E>(
     opts: &Options,
     each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
-    match sage_trace::case::discover_with(root, opts.follow_links) {
-        Ok(dirs) => localize_found_each(root, dirs, opts, each).await,
-        Err(e) => {
-            let mut tally = RunTally::new(opts);
-            tally.skipped.push(skip(root, "case", e.to_string()));
-            (tally, None)
-        }
-    }
+    localize_cases_each(Cases::discover(root, opts), opts, each).await
 }
 
-/// [`localize_dir_each`] over the case folders already found under `root`, so a caller that
-/// looked for them first does not walk the corpus twice.
-pub async fn localize_found_each<E>(
-    root: &Path,
-    mut dirs: Vec<PathBuf>,
+/// [`localize_dir_each`] over the cases already found (and perhaps prepared) under their
+/// root, so a caller that looked for them first does not walk or read the corpus twice.
+pub async fn localize_cases_each<E>(
+    cases: Cases,
     opts: &Options,
     mut each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
     let mut tally = RunTally::new(opts);
-    let found_any = !dirs.is_empty();
-    if let Some(sh) = &opts.shard {
-        // A shard may hold no case of a small corpus; that is not an input failure.
-        dirs.retain(|x| sh.includes_dir(root, x));
+    if let Some(e) = cases.error {
+        tally.skipped.push(e);
+        return (tally, None);
     }
-    if !found_any {
+    if !cases.found_any {
         tally.skipped.push(skip(
-            root,
+            &cases.root,
             "case",
             "no case found (a case is a folder holding case.json)",
         ));
@@ -632,7 +746,7 @@ pub async fn localize_found_each<E>(
     // silent overwrite of the first case's result file and page.
     let mut owners: std::collections::BTreeMap<String, (String, String)> = Default::default();
     let mut error = None;
-    localize_dirs_each(&dirs, opts, |o| {
+    let on_case = |o: CaseOutput| {
         if let Some(r) = o.results.first() {
             let key = sage_trace::safe::file_stem(&r.case_id).to_ascii_lowercase();
             match owners.get(&key) {
@@ -666,8 +780,11 @@ pub async fn localize_found_each<E>(
                 ControlFlow::Break(())
             }
         }
-    })
-    .await;
+    };
+    match cases.ready {
+        Some(ready) => localize_ready_each(ready, opts, on_case).await,
+        None => localize_dirs_each(&cases.dirs, opts, on_case).await,
+    }
     (tally, error)
 }
 
@@ -683,4 +800,81 @@ fn framework_of(
         .clone()
         .or_else(|| spec.framework.clone())
         .unwrap_or_else(|| trace.framework.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two bundled cases copied into a fresh folder (the preparation counts are per folder).
+    fn corpus() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpora");
+        for c in ["ag2-fig1a-aes-ecb", "aider-inherited-pip"] {
+            copy(&corpora.join(c), &tmp.path().join(c));
+        }
+        tmp
+    }
+
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let p = e.unwrap().path();
+            let dest = to.join(p.file_name().unwrap());
+            if p.is_dir() {
+                copy(&p, &dest);
+            } else {
+                std::fs::copy(&p, dest).unwrap();
+            }
+        }
+    }
+
+    fn preparations(root: &Path) -> Vec<usize> {
+        let counts = PREPARED.lock().unwrap();
+        let mut v: Vec<usize> = counts
+            .iter()
+            .filter(|(d, _)| d.starts_with(root))
+            .map(|(_, n)| *n)
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn cases_prepared_ahead_of_the_run_are_read_once_and_localize_as_the_run_would() {
+        let (plain, ahead) = (corpus(), corpus());
+        let opts = Options::default();
+        let by_itself = futures::executor::block_on(localize_dir(plain.path(), &opts));
+        assert_eq!(preparations(plain.path()), vec![1, 1]);
+        // as `sage localize` with an LLM judge: the forecast reads every case first
+        let mut cases = Cases::discover(ahead.path(), &opts);
+        assert_eq!(cases.prepare(&opts.rules).len(), 2);
+        let set = futures::executor::block_on(localize_cases(cases, &opts));
+        assert_eq!(preparations(ahead.path()), vec![1, 1]);
+        let text = |s: &ResultSet, root: &Path| {
+            crate::sink::pretty(s).replace(&root.display().to_string(), "[ROOT]")
+        };
+        assert_eq!(text(&set, ahead.path()), text(&by_itself, plain.path()));
+    }
+
+    #[test]
+    fn a_case_is_shown_from_the_preparation_it_was_localized_from() {
+        let tmp = corpus();
+        let opts = Options::default();
+        let dir = tmp.path().join("ag2-fig1a-aes-ecb");
+        let out = futures::executor::block_on(localize_ready(
+            prepare_all(std::slice::from_ref(&dir), &opts.rules),
+            &opts,
+        ));
+        assert_eq!(out.results.len(), 1);
+        let p = out.prepared.expect("the prepared case comes back");
+        assert_eq!(p.case.id, out.results[0].case_id);
+        assert_eq!(preparations(tmp.path()), vec![1]);
+    }
+
+    #[test]
+    fn no_case_given_is_a_skipped_case_not_a_panic() {
+        let out = futures::executor::block_on(localize_ready(Vec::new(), &Options::default()));
+        assert!(out.results.is_empty() && out.skipped.is_some());
+    }
 }

@@ -1,6 +1,9 @@
 //! The results of a localize run, as `results.json` (`sage.results/1`, documented in
 //! `docs/results.md`) holds them: one [`CaseResult`] per case and judge run, the cases that
 //! were skipped, and one Table-5 [`Summary`] per judge run.
+//!
+//! These are the values the pipeline works with; their published form is [`schema`], which
+//! every one of them is serialized and read through.
 
 use sage_history::origin::OriginResult;
 use sage_history::{Check, ProvenanceResult, ReconstructionCondition, WriteFailure};
@@ -11,34 +14,34 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub mod schema;
+
 /// Version tag of result files.
 pub const RESULTS_VERSION: &str = "sage.results/1";
 
 /// One turn, as results and reports list it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::TurnInfo", from = "schema::TurnInfo")]
 pub struct TurnInfo {
     pub turn: usize,
     pub actor: Actor,
     pub kind: TurnKind,
     /// Positions (1-based, trace order) of the writes this turn holds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<usize>,
 }
 
 /// The outcome of one case under one judge run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::CaseResult", from = "schema::CaseResult")]
 pub struct CaseResult {
     pub case_id: String,
     pub case_dir: String,
     pub task_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_cwe: Option<String>,
     /// The CVE the task was cut from, when the case names one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_cve: Option<String>,
     /// The task statement the agent was given, so a reader can see when the task itself
     /// asked for the risky behaviour.
-    #[serde(default)]
     pub task_description: String,
     pub metadata: Metadata,
     pub anchor: FailureAnchor,
@@ -47,12 +50,10 @@ pub struct CaseResult {
     pub framework: String,
     /// The adapter that read the trace, when it is not the framework's name (an OpenHands
     /// run recorded in Claude's stream format is `openhands` read as `claude-stream`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_format: Option<String>,
     pub counts: TraceCounts,
     pub turns: Vec<TurnInfo>,
     pub reconstruction_condition: ReconstructionCondition,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write_failures: Vec<WriteFailure>,
     pub provenance: ProvenanceResult,
     pub judge: JudgeId,
@@ -63,15 +64,12 @@ pub struct CaseResult {
     pub checks: Vec<Check>,
     /// How the history read the trace where a reader should know: trace paths matched to the
     /// case's artefact keys by the path rule.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// How the result compares with the case's stated expectations, when it states them for
     /// this judge.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<ExpectedComparison>,
     /// Turns whose text addresses the judge (prompt injection), by the rules of
     /// `crates/sage-judge/rubrics/injection.toml`; their text is never accepted as a quote.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub injection: Vec<sage_judge::injection::InjectionFlag>,
 }
 
@@ -83,14 +81,18 @@ impl CaseResult {
 
 /// The comparison of a result with the `expected` block of its case manifest.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(
+    into = "schema::ExpectedComparison",
+    from = "schema::ExpectedComparison"
+)]
 pub struct ExpectedComparison {
     pub matched: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mismatches: Vec<String>,
 }
 
 /// A case that could not be processed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::Skipped", from = "schema::Skipped")]
 pub struct Skipped {
     /// The case folder.
     pub case: String,
@@ -101,6 +103,7 @@ pub struct Skipped {
 
 /// A problem in a case that was still processed (e.g. a write that could not be applied).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::Problem", from = "schema::Problem")]
 pub struct Problem {
     pub case: String,
     pub message: String,
@@ -108,6 +111,7 @@ pub struct Problem {
 
 /// Everything `sage localize` produced for a folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::ResultSet", from = "schema::ResultSet")]
 pub struct ResultSet {
     pub version: String,
     pub sage_version: String,
@@ -115,7 +119,6 @@ pub struct ResultSet {
     pub runs: u32,
     /// The folder `sage localize` ran in (absolute): the results' case folders (`case_dir`,
     /// relative to it) are found from there wherever the results are opened from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_root: Option<String>,
     pub results: Vec<CaseResult>,
     pub skipped: Vec<Skipped>,
@@ -158,6 +161,7 @@ impl ResultSet {
 
 /// A count and its share of the group, as the paper's tables print them.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::Count", from = "schema::Count")]
 pub struct Count {
     pub n: usize,
     /// Percentage of the group (0 when the group is empty).
@@ -180,12 +184,12 @@ impl Count {
 /// Table 5 of the paper for one judge run: (a) code provenance, (b) origin type, (c) origin
 /// timing for agent-introduced code, (d) missed detection opportunities.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::Summary", from = "schema::Summary")]
 pub struct Summary {
     pub judge: JudgeId,
     pub run: u32,
     /// `real` or `constructed` when the run mixes cases of both kinds (`metadata.trace_source`),
     /// which are then summarized apart; absent for a summary of every case.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subset: Option<String>,
     /// Cases with a result.
     pub cases: usize,
@@ -198,21 +202,15 @@ pub struct Summary {
     /// Results with at least one failed automatic check.
     pub failed_checks: usize,
     /// Failed checks by name (how many results failed each).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_check_names: BTreeMap<String, usize>,
     /// Turns over the group's results: scored, scoring failures, administrative (not scored).
-    #[serde(default)]
     pub turns_scored: usize,
-    #[serde(default)]
     pub turns_failed: usize,
-    #[serde(default)]
     pub turns_administrative: usize,
     /// Results with at least one turn addressing the judge (see `injection` per result).
-    #[serde(default)]
     pub injection_flagged: usize,
     /// Every case summarized is a constructed one (`metadata.trace_source`): written for the
     /// lexicon's rule, so its table carries no baseline notice. Not published.
-    #[serde(skip)]
     pub constructed_only: bool,
 }
 

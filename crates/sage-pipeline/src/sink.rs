@@ -125,6 +125,8 @@ impl<W: Write> ResultsDoc<W> {
         w.write_all(b",\n")?;
         field(&mut w, "sage_version", &env!("CARGO_PKG_VERSION"))?;
         w.write_all(b",\n")?;
+        let judges: Vec<crate::results::schema::JudgeId> =
+            judges.iter().cloned().map(Into::into).collect();
         field(&mut w, "judges", &judges)?;
         w.write_all(b",\n")?;
         field(&mut w, "runs", &runs)?;
@@ -292,6 +294,8 @@ pub struct ResultsDir {
     cases: PathBuf,
     written: BTreeSet<String>,
     doc: ResultsDoc<AtomicFile>,
+    /// The case file being written (as a [`ResultSink`]).
+    current: Option<CaseFile>,
     /// `DIR/.sage.lock`, locked for as long as the folder is written (released by the
     /// system when the process ends, however it ends).
     _lock: std::fs::File,
@@ -352,6 +356,7 @@ impl ResultsDir {
             cases,
             written: BTreeSet::new(),
             doc: ResultsDoc::begin_at(file, judges, runs, case_root)?,
+            current: None,
             _lock: lock,
         })
     }
@@ -396,6 +401,330 @@ impl ResultsDir {
         }
         write_atomic(&self.dir.join("summary.json"), pretty(summaries).as_bytes())?;
         self.doc.finish(skipped, problems, summaries)?.commit()
+    }
+}
+
+/// Where a localize run's results go as each case finishes: the results folder
+/// ([`ResultsDir`]), a results document in a file ([`ResultsFile`]) or on a stream whose
+/// reader may go away ([`ResultsStream`]), the SARIF view ([`SarifFile`]). The caller
+/// chooses the sinks and hands each case's results to all of them at once through
+/// [`ResultSinks`].
+pub trait ResultSink {
+    /// The output's name in an error ("writing NAME, NAME"), for a sink that writes results
+    /// documents; `None` for one that takes the results another way.
+    fn name(&self) -> Option<String>;
+    /// Open the case's outputs and give the results documents its results are appended to
+    /// (each result is serialized once for every sink's documents).
+    fn documents(&mut self, case_id: &str) -> io::Result<Vec<&mut dyn Entries>>;
+    /// The case's results were appended to the documents: close the case's own files, or
+    /// take the results another way.
+    fn case_done(&mut self, results: &[CaseResult]) -> io::Result<()>;
+    /// The run ended: write what comes last and put the output in place.
+    fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError>;
+    /// The output's reader went away (a closed pipe): what is written to it is dropped.
+    fn gone(&self) -> bool {
+        false
+    }
+}
+
+/// What a results document holds after its results, known only when the run ends.
+pub struct RunEnd<'a> {
+    pub skipped: &'a [Skipped],
+    pub problems: &'a [Problem],
+    pub summaries: &'a [Summary],
+}
+
+/// An output that could not be written; `context` names it (`writing NAME`), absent for a
+/// closed pipe, which ends a run quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", context.as_deref().unwrap_or("writing the results"))]
+pub struct SinkError {
+    pub context: Option<String>,
+    #[source]
+    pub io: io::Error,
+}
+
+impl SinkError {
+    fn writing(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> SinkError {
+        move |io| SinkError {
+            context: Some(format!("writing {what}")),
+            io,
+        }
+    }
+
+    fn bare(io: io::Error) -> SinkError {
+        SinkError { context: None, io }
+    }
+
+    fn closed() -> SinkError {
+        SinkError::bare(io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+/// Every sink of a run, fed together: each case's results are serialized once for all their
+/// documents, then handed to the sinks that take them otherwise.
+#[derive(Default)]
+pub struct ResultSinks {
+    sinks: Vec<Box<dyn ResultSink>>,
+}
+
+impl ResultSinks {
+    pub fn push(&mut self, sink: impl ResultSink + 'static) {
+        self.sinks.push(Box::new(sink));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+
+    /// One case's results (every judge run), to every sink.
+    pub fn case(&mut self, results: &[CaseResult]) -> Result<(), SinkError> {
+        let Some(first) = results.first() else {
+            return Ok(());
+        };
+        // A failure names every document output: they share one serialization.
+        let names: Vec<String> = self.sinks.iter().filter_map(|s| s.name()).collect();
+        let failed = |e: io::Error| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                SinkError::bare(e)
+            } else {
+                SinkError::writing(names.join(", "))(e)
+            }
+        };
+        let mut docs: Vec<&mut dyn Entries> = Vec::new();
+        for s in self.sinks.iter_mut() {
+            docs.extend(s.documents(&first.case_id).map_err(&failed)?);
+        }
+        if !docs.is_empty() {
+            write_entries(results, &mut docs).map_err(&failed)?;
+        }
+        for s in self.sinks.iter_mut() {
+            s.case_done(results).map_err(&failed)?;
+        }
+        // With nothing but outputs whose reader went away, the run has no reader left.
+        if !self.sinks.is_empty() && self.sinks.iter().all(|s| s.gone()) {
+            return Err(SinkError::closed());
+        }
+        Ok(())
+    }
+
+    /// Finish every sink, in the order they were added. An output whose reader went away
+    /// ends the run quietly once it is finished; the sinks before it are whole.
+    pub fn finish(self, end: &RunEnd<'_>) -> Result<(), SinkError> {
+        for s in self.sinks {
+            let gone = s.gone();
+            s.finish(end)?;
+            if gone {
+                return Err(SinkError::closed());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ResultSink for ResultsDir {
+    fn name(&self) -> Option<String> {
+        Some(self.dir.display().to_string())
+    }
+
+    fn documents(&mut self, case_id: &str) -> io::Result<Vec<&mut dyn Entries>> {
+        let file = self.open_case(case_id)?;
+        let file = self.current.insert(file);
+        Ok(vec![file, &mut self.doc])
+    }
+
+    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+        match self.current.take() {
+            Some(file) => file.commit(),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError> {
+        let context = SinkError::writing(format!("results to {}", self.dir.display()));
+        ResultsDir::finish(*self, end.skipped, end.problems, end.summaries).map_err(context)
+    }
+}
+
+/// A results document written to a file (`--output`), renamed into place when the run ends.
+pub struct ResultsFile {
+    path: PathBuf,
+    doc: ResultsDoc<AtomicFile>,
+}
+
+impl ResultsFile {
+    pub fn create(
+        path: &Path,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
+        let doc = ResultsDoc::begin_at(AtomicFile::create(path)?, judges, runs, case_root)?;
+        Ok(ResultsFile {
+            path: path.to_path_buf(),
+            doc,
+        })
+    }
+}
+
+impl ResultSink for ResultsFile {
+    fn name(&self) -> Option<String> {
+        Some(self.path.display().to_string())
+    }
+
+    fn documents(&mut self, _: &str) -> io::Result<Vec<&mut dyn Entries>> {
+        Ok(vec![&mut self.doc])
+    }
+
+    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError> {
+        let context = SinkError::writing(self.path.display());
+        self.doc
+            .finish(end.skipped, end.problems, end.summaries)
+            .and_then(AtomicFile::commit)
+            .map_err(context)
+    }
+}
+
+/// A results document written to a stream whose reader may go away (standard output
+/// piped to `head`): then the rest is dropped instead of failing the write, so one result
+/// is never left half written to the other outputs that share its serialization.
+pub struct ResultsStream<W: Write> {
+    name: String,
+    doc: ResultsDoc<PipeGuard<W>>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<W: Write> ResultsStream<W> {
+    /// Begin the document on `w`, named `name` in errors.
+    pub fn begin(
+        name: &str,
+        w: W,
+        judges: &[JudgeId],
+        runs: u32,
+        case_root: Option<&str>,
+    ) -> io::Result<Self> {
+        let closed = std::sync::Arc::<std::sync::atomic::AtomicBool>::default();
+        let guard = PipeGuard {
+            inner: w,
+            closed: closed.clone(),
+        };
+        Ok(ResultsStream {
+            name: name.to_string(),
+            doc: ResultsDoc::begin_at(guard, judges, runs, case_root)?,
+            closed,
+        })
+    }
+}
+
+impl<W: Write> ResultSink for ResultsStream<W> {
+    fn name(&self) -> Option<String> {
+        Some(self.name.clone())
+    }
+
+    fn documents(&mut self, _: &str) -> io::Result<Vec<&mut dyn Entries>> {
+        Ok(vec![&mut self.doc])
+    }
+
+    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError> {
+        self.doc
+            .finish(end.skipped, end.problems, end.summaries)
+            .map(drop)
+            .map_err(SinkError::bare)
+    }
+
+    fn gone(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A writer whose reader may go away: a broken pipe sets `closed` and drops what follows.
+struct PipeGuard<W> {
+    inner: W,
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<W: Write> PipeGuard<W> {
+    fn closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl<W: Write> Write for PipeGuard<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed() {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.close();
+                Ok(buf.len())
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed() {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.close();
+                Ok(())
+            }
+            r => r,
+        }
+    }
+}
+
+/// The SARIF view of the run (`--sarif`), written when the run ends.
+pub struct SarifFile {
+    path: PathBuf,
+    log: crate::sarif_view::SarifLog,
+}
+
+impl SarifFile {
+    /// The SARIF view written to `path`, its trace regions read by `rules`.
+    pub fn new(path: &Path, rules: &crate::Rules) -> SarifFile {
+        SarifFile {
+            path: path.to_path_buf(),
+            log: crate::sarif_view::SarifLog::new(rules),
+        }
+    }
+}
+
+impl ResultSink for SarifFile {
+    fn name(&self) -> Option<String> {
+        None
+    }
+
+    fn documents(&mut self, _: &str) -> io::Result<Vec<&mut dyn Entries>> {
+        Ok(Vec::new())
+    }
+
+    fn case_done(&mut self, results: &[CaseResult]) -> io::Result<()> {
+        for r in results {
+            self.log.add(r);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: &RunEnd<'_>) -> Result<(), SinkError> {
+        std::fs::write(&self.path, pretty(&self.log.finish()))
+            .map_err(SinkError::writing(self.path.display()))
     }
 }
 
@@ -627,6 +956,85 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.starts_with(".tmp-")), "{names:?}");
+    }
+
+    /// A reader that goes away after `left` bytes (`| head -c N`).
+    struct Head {
+        left: usize,
+        got: std::rc::Rc<std::cell::RefCell<Vec<u8>>>,
+    }
+
+    impl Write for Head {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            self.got.borrow_mut().extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_sink_of_a_run_holds_the_whole_set_and_a_reader_that_went_away_ends_it_last() {
+        let s = set();
+        let dir = tempfile::tempdir().unwrap();
+        let (out, file, sarif) = (
+            dir.path().join("out"),
+            dir.path().join("o.json"),
+            dir.path().join("s.sarif"),
+        );
+        let got = std::rc::Rc::default();
+        let head = Head {
+            left: 100,
+            got: std::rc::Rc::clone(&got),
+        };
+        let mut sinks = ResultSinks::default();
+        sinks.push(ResultsDir::create(&out, &s.judges, s.runs).unwrap());
+        sinks.push(ResultsFile::create(&file, &s.judges, s.runs, None).unwrap());
+        sinks.push(SarifFile::new(&sarif, &crate::Rules::default()));
+        sinks.push(ResultsStream::begin("standard output", head, &s.judges, s.runs, None).unwrap());
+        for (_, rs) in results_by_case(&s).unwrap() {
+            let rs: Vec<CaseResult> = rs.into_iter().cloned().collect();
+            sinks.case(&rs).unwrap();
+        }
+        let end = RunEnd {
+            skipped: &s.skipped,
+            problems: &s.problems,
+            summaries: &s.summaries,
+        };
+        let e = sinks.finish(&end).unwrap_err();
+        assert_eq!(e.io.kind(), io::ErrorKind::BrokenPipe);
+        assert!(e.context.is_none());
+        // by case id, as fed; the set's own order may differ
+        let mut by_id = s.clone();
+        by_id.results.sort_by(|a, b| a.case_id.cmp(&b.case_id));
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        assert_eq!(read(&out.join("results.json")), pretty(&by_id));
+        assert_eq!(read(&file), pretty(&by_id));
+        let sarif_log = crate::sarif_view::to_sarif(&by_id, &crate::Rules::default());
+        assert_eq!(read(&sarif), pretty(&sarif_log));
+        assert_eq!(*got.borrow(), pretty(&by_id).as_bytes()[..100]);
+    }
+
+    #[test]
+    fn with_only_a_reader_that_went_away_the_run_stops_at_the_next_case() {
+        let s = set();
+        let head = Head {
+            left: 10,
+            got: Default::default(),
+        };
+        let mut sinks = ResultSinks::default();
+        sinks.push(ResultsStream::begin("standard output", head, &s.judges, s.runs, None).unwrap());
+        let e = sinks.case(&s.results[..1]).unwrap_err();
+        assert_eq!(e.io.kind(), io::ErrorKind::BrokenPipe);
+        // no sink at all is no reader gone
+        ResultSinks::default().case(&s.results[..1]).unwrap();
     }
 
     #[test]

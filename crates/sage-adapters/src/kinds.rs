@@ -8,6 +8,7 @@
 //! documented in that file and in `docs/design.md`.
 
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use sage_trace::pattern::AsciiPatterns;
 use sage_trace::text::{basename, names_file, TermSet};
 use sage_trace::{CanonicalTrace, ToolCall, Turn, TurnKind};
 use serde::Deserialize;
@@ -68,6 +69,8 @@ pub struct Classifier {
 struct AnyOf {
     patterns: Vec<String>,
     compiled: OnceLock<Compiled>,
+    /// The same list for ASCII text (most tool calls): it compiles several times faster.
+    ascii: AsciiPatterns,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +87,7 @@ impl AnyOf {
         let a = AnyOf {
             patterns: list.to_vec(),
             compiled: OnceLock::new(),
+            ascii: AsciiPatterns::new(list, true, true),
         };
         if eager {
             let c = a
@@ -127,6 +131,9 @@ impl AnyOf {
     }
 
     fn is_match(&self, text: &str) -> bool {
+        if let Some(m) = self.ascii.is_match(text) {
+            return m;
+        }
         match self.get() {
             Compiled::Set(s) => s.is_match(text),
             Compiled::Each(res) => res.iter().any(|r| r.is_match(text)),

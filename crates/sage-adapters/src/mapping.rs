@@ -297,6 +297,17 @@ struct CompiledRule {
 struct Pattern {
     src: String,
     re: std::sync::Arc<std::sync::OnceLock<Regex>>,
+    /// The pattern for ASCII text (it compiles several times faster): most names and
+    /// messages need no other.
+    ascii: sage_trace::pattern::AsciiPatterns,
+}
+
+impl Pattern {
+    fn is_match(&self, text: &str) -> bool {
+        self.ascii
+            .is_match(text)
+            .unwrap_or_else(|| (**self).is_match(text))
+    }
 }
 
 impl std::ops::Deref for Pattern {
@@ -332,6 +343,7 @@ impl Mapping {
                     Ok(Pattern {
                         src: p.to_string(),
                         re: std::sync::Arc::new(cell),
+                        ascii: sage_trace::pattern::AsciiPatterns::new(&[p], false, false),
                     })
                 })
                 .transpose()

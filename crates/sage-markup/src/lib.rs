@@ -52,10 +52,7 @@ fn push_visible(o: &mut String, c: char) {
 /// writes C0 controls escaped already and the rest (DEL, C1, overrides) only inside strings,
 /// so applying this to a JSON document leaves it valid and equal in value.
 pub fn terminal(s: &str) -> Cow<'_, str> {
-    if !s
-        .chars()
-        .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c))
-    {
+    if !has_unsafe(s) {
         return Cow::Borrowed(s);
     }
     let mut o = String::with_capacity(s.len() + 16);
@@ -67,6 +64,31 @@ pub fn terminal(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(o)
+}
+
+/// Whether [`terminal`] would change `s`: ASCII is tested byte by byte (megabytes of JSON
+/// are almost all ASCII), only other characters are decoded.
+fn has_unsafe(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii() {
+            if b[i] != b'\n' && b[i] != b'\t' && b[i].is_ascii_control() {
+                return true;
+            }
+            i += 1;
+        } else {
+            // `i` is at a character boundary: ASCII bytes never sit inside a character
+            let Some(c) = s[i..].chars().next() else {
+                break;
+            };
+            if is_unsafe_char(c) {
+                return true;
+            }
+            i += c.len_utf8();
+        }
+    }
+    false
 }
 
 /// `c` (a BMP character) as a JSON string escape, `\u001b`.
@@ -387,6 +409,28 @@ fn is_bidi_control(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_byte_scan_finds_what_the_character_scan_finds() {
+        for s in [
+            "",
+            "plain\n\ttext",
+            "a\u{1b}[31m",
+            "\r",
+            "é\u{7f}",
+            "caf\u{e9}",
+            "x\u{85}y",
+            "\u{202e}evil",
+            "日本\n",
+            "\u{9b}",
+            "tab\tend\u{0}",
+        ] {
+            let by_char = s
+                .chars()
+                .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c));
+            assert_eq!(has_unsafe(s), by_char, "{s:?}");
+        }
+    }
 
     #[test]
     fn terminal_text_is_what_a_terminal_shows_and_nothing_acts() {

@@ -52,14 +52,18 @@ pub(crate) fn parse_porcelain(text: &str) -> Result<Blame, String> {
             let Some((sha, orig, fin)) = current.take() else {
                 return Err(format!("line {}: content line without a header", i + 1));
             };
-            let meta = blame.commits.get(&sha).cloned().unwrap_or_default();
+            // the commit's file name and boundary flag, not a copy of all its metadata
+            let (orig_path, boundary) = blame
+                .commits
+                .get(&sha)
+                .map_or((String::new(), false), |m| (m.filename.clone(), m.boundary));
             blame.lines.push(BlameLine {
                 final_line: fin,
                 commit: sha,
                 orig_line: orig,
-                orig_path: meta.filename.clone(),
+                orig_path,
                 content: content.to_string(),
-                boundary: meta.boundary,
+                boundary,
             });
             continue;
         }
@@ -79,11 +83,18 @@ pub(crate) fn parse_porcelain(text: &str) -> Result<Blame, String> {
                 if sha.len() < 40 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
                     return Err(format!("line {}: bad commit id in {line:?}", i + 1));
                 }
-                blame.commits.entry(sha.to_string()).or_default();
+                if !blame.commits.contains_key(sha) {
+                    blame
+                        .commits
+                        .insert(sha.to_string(), BlameCommit::default());
+                }
                 current = Some((sha.to_string(), orig, fin));
             }
             Some((sha, _, _)) => {
-                let meta = blame.commits.entry(sha.clone()).or_default();
+                // (inserted with the header)
+                let Some(meta) = blame.commits.get_mut(sha) else {
+                    continue;
+                };
                 let (key, value) = line.split_once(' ').unwrap_or((line, ""));
                 match key {
                     "author-time" => meta.author_time = value.parse().unwrap_or(0),

@@ -248,7 +248,8 @@ pub fn candidates(git: &Git, lines: &[(String, BlameLine)]) -> Result<Vec<Candid
 pub struct LineFilter {
     skip_blank: bool,
     skip_comments: bool,
-    masks: HashMap<(String, String), Vec<bool>>,
+    /// commit → path → comment mask (looked up by `&str`: no key built per line).
+    masks: HashMap<String, HashMap<String, Vec<bool>>>,
     comments: usize,
     blanks: usize,
 }
@@ -273,15 +274,24 @@ impl LineFilter {
         if !self.skip_comments || !crate::comments::supported(&l.orig_path) {
             return Ok(false);
         }
-        let key = (l.commit.clone(), l.orig_path.clone());
-        if !self.masks.contains_key(&key) {
+        let known = self
+            .masks
+            .get(&l.commit)
+            .is_some_and(|m| m.contains_key(&l.orig_path));
+        if !known {
             let mask = match git.file_at(&l.commit, &l.orig_path)? {
                 Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
                 None => Vec::new(),
             };
-            self.masks.insert(key.clone(), mask);
+            self.masks
+                .entry(l.commit.clone())
+                .or_default()
+                .insert(l.orig_path.clone(), mask);
         }
-        let is_comment = self.masks[&key].get(l.orig_line).copied().unwrap_or(false);
+        let is_comment = self.masks[&l.commit][&l.orig_path]
+            .get(l.orig_line)
+            .copied()
+            .unwrap_or(false);
         if is_comment {
             self.comments += 1;
         }
@@ -640,20 +650,22 @@ impl Hist {
 }
 
 /// The deleted lines of one commit's change of one path, in order, where each distinct
-/// text occurs, and which lines hold each 3-gram of characters.
+/// text occurs, and which lines hold each 4-gram (and, when asked, 3-gram) of characters.
 struct FileDeleted {
     lines: Vec<Deleted>,
-    exact: HashMap<Vec<char>, Vec<usize>>,
-    /// 3-gram → the lines holding it (each line once, ascending).
-    grams: HashMap<[char; Q], Vec<u32>>,
+    /// A line's text stripped of whitespace → where it occurs (keyed by the UTF-8 text: one
+    /// hash write per key, not one per character).
+    exact: HashMap<String, Vec<usize>>,
+    /// 4-gram → the lines holding it: rarer than 3-grams, so fewer lines to count.
+    grams: Grams,
+    /// 3-gram → the lines holding it, built the first time a text is too short (or too
+    /// far from its best line) for 4-grams to narrow the search.
+    grams3: std::cell::OnceCell<Grams>,
     /// [`FileDeleted::candidates`]' tally of hits per line (zeros between calls).
     scratch: std::cell::RefCell<Vec<u16>>,
 }
 
 type DeletedLines = Option<FileDeleted>;
-
-/// The q of the q-gram filter in [`FileDeleted::best`].
-const Q: usize = 3;
 
 /// A candidate's rank: higher ratio, then nearer, then earlier in the change.
 type Ranked = (f64, usize, usize); // (ratio, distance, index)
@@ -676,21 +688,16 @@ impl FileDeleted {
                 }
             })
             .collect();
-        let mut exact: HashMap<Vec<char>, Vec<usize>> = HashMap::new();
-        let mut grams: HashMap<[char; Q], Vec<u32>> = HashMap::new();
+        let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, l) in lines.iter().enumerate() {
-            exact.entry(l.chars.clone()).or_default().push(i);
-            for w in l.chars.windows(Q) {
-                let g = grams.entry([w[0], w[1], w[2]]).or_default();
-                if g.last() != Some(&(i as u32)) {
-                    g.push(i as u32);
-                }
-            }
+            exact.entry(l.chars.iter().collect()).or_default().push(i);
         }
+        let grams = Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
         FileDeleted {
             lines,
             exact,
             grams,
+            grams3: Default::default(),
             scratch: Default::default(),
         }
     }
@@ -700,17 +707,18 @@ impl FileDeleted {
     /// An identical line (ratio 1, the maximum) is looked up. Otherwise the lines nearest to
     /// `line` are compared first, which sets a ratio `t` the answer must reach; a line that
     /// reaches it is within `D` insertions and deletions of `text`, so it holds one of any
-    /// `Q·D + 1` of `text`'s 3-grams (each edit breaks at most `Q`): only the lines holding
+    /// `Q·D + 1` of `text`'s Q-grams (each edit breaks at most `Q`): only the lines holding
     /// one of the rarest such grams are compared. A line whose length or character counts
     /// bound its ratio below the best so far (or the threshold) is skipped.
     fn best(&self, text: &str, line: usize) -> Option<usize> {
-        let a = strip_ws(text);
-        if let Some(same) = self.exact.get(&a) {
+        let stripped: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if let Some(same) = self.exact.get(&stripped) {
             return same
                 .iter()
                 .map(|&i| self.lines[i].line)
                 .min_by_key(|n| n.abs_diff(line));
         }
+        let a: Vec<char> = stripped.chars().collect();
         let ha = Hist::of(&a);
         // the ASCII characters `a` holds: the bound sums over these only (the same sum)
         let present: Vec<usize> = (0..128).filter(|&c| ha.ascii[c] > 0).collect();
@@ -748,26 +756,17 @@ impl FileDeleted {
         for i in near {
             consider(i, &mut best);
         }
-        // the posting lists of `a`'s grams, rarest first
-        let empty: &[u32] = &[];
-        let mut lists: Vec<&[u32]> = a
-            .windows(Q)
-            .map(|w| {
-                self.grams
-                    .get(&[w[0], w[1], w[2]])
-                    .map_or(empty, Vec::as_slice)
-            })
-            .collect();
-        lists.sort_by_key(|l| l.len());
+        // the posting lists of `a`'s 4-grams, rarest first
+        let lists = self.grams.lists(&a);
         let t = |best: Option<Ranked>| best.map_or(0.75, |b| b.0.max(0.75));
-        let mut narrowed = self.candidates(&a, &lists, t(best));
+        let mut narrowed = self.narrow(&a, &lists, t(best));
         if narrowed.is_none() {
             // a few lines sharing its rarest grams (where an edited line moved) may set a
             // ratio high enough to narrow the search
             for &i in lists.iter().flat_map(|l| l.iter()).take(16) {
                 consider(i as usize, &mut best);
             }
-            narrowed = self.candidates(&a, &lists, t(best));
+            narrowed = self.narrow(&a, &lists, t(best));
         }
         match narrowed {
             Some(c) => c.into_iter().for_each(|i| consider(i as usize, &mut best)),
@@ -776,20 +775,31 @@ impl FileDeleted {
         best.filter(|b| b.0 > 0.75).map(|b| self.lines[b.2].line)
     }
 
+    /// [`FileDeleted::candidates`] by 4-grams (`lists`), else by 3-grams, which narrow the
+    /// search for shorter texts and more edits (each edit breaks fewer of them).
+    fn narrow(&self, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
+        self.candidates(4, a, lists, t).or_else(|| {
+            let g3 = self
+                .grams3
+                .get_or_init(|| Grams::new(3, self.lines.iter().map(|l| l.chars.as_slice())));
+            self.candidates(3, a, &g3.lists(a), t)
+        })
+    }
+
     /// The lines that can reach ratio `t` with `a` (a superset, ascending), or `None` when
     /// the grams cannot narrow the search (then every line is a candidate). `lists`: the
-    /// lines holding each of `a`'s grams, rarest first.
+    /// lines holding each of `a`'s `q`-grams, rarest first.
     ///
-    /// Of any `k` of `a`'s gram positions, at most `Q·D` are broken by `D` edits, so a line
-    /// within `D` edits holds the grams of at least `k - Q·D` of them: the `k` rarest are
-    /// taken (as many as stay cheap, at least `Q·D + 1`) and lines with fewer hits dropped.
-    fn candidates(&self, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
-        if a.len() < Q {
+    /// Of any `k` of `a`'s gram positions, at most `q·D` are broken by `D` edits, so a line
+    /// within `D` edits holds the grams of at least `k - q·D` of them: the `k` rarest are
+    /// taken (as many as stay cheap, at least `q·D + 1`) and lines with fewer hits dropped.
+    fn candidates(&self, q: usize, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
+        if a.len() < q {
             return None;
         }
         // ratio ≥ t bounds the other length to a·(2-t)/t, and the edits to (1-t)·(|a|+|b|)
         let d_max = ((1.0 - t) * 2.0 * a.len() as f64 / t + 1e-9).floor() as usize;
-        let broken = Q.checked_mul(d_max)?;
+        let broken = q.checked_mul(d_max)?;
         let need = broken.checked_add(1)?;
         // (the tally below counts to `k` ≤ u16::MAX)
         if need > lists.len() || need > usize::from(u16::MAX) {
@@ -826,6 +836,70 @@ impl FileDeleted {
             }
         }
         Some(c)
+    }
+}
+
+/// Which lines hold each q-gram, as one table sorted by gram: built by one sort instead of
+/// a hash map entry per gram occurrence, looked up by binary search (and no hash an
+/// adversarial file could make collide).
+struct Grams {
+    q: usize,
+    /// The distinct grams, ascending ([`gram_key`]).
+    keys: Vec<u64>,
+    /// `lines[starts[i]..starts[i + 1]]` hold `keys[i]`.
+    starts: Vec<u32>,
+    /// Line indices, ascending within each gram, each line once.
+    lines: Vec<u32>,
+}
+
+/// A gram as one number, 16 bits a character: exact for the Basic Multilingual Plane;
+/// characters beyond it are folded, so two grams may share a key, which only adds lines to
+/// a posting list (the filter stays a superset: the answer does not change).
+fn gram_key(w: &[char]) -> u64 {
+    w.iter().fold(0u64, |k, &c| {
+        let c = u32::from(c);
+        (k << 16) | u64::from((c ^ (c >> 16)) & 0xffff)
+    })
+}
+
+impl Grams {
+    fn new<'a>(q: usize, lines: impl Iterator<Item = &'a [char]>) -> Grams {
+        let mut pairs: Vec<(u64, u32)> = Vec::new();
+        for (i, chars) in lines.enumerate() {
+            pairs.extend(chars.windows(q).map(|w| (gram_key(w), i as u32)));
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut g = Grams {
+            q,
+            keys: Vec::new(),
+            starts: Vec::new(),
+            lines: Vec::with_capacity(pairs.len()),
+        };
+        for (k, i) in pairs {
+            if g.keys.last() != Some(&k) {
+                g.keys.push(k);
+                g.starts.push(g.lines.len() as u32);
+            }
+            g.lines.push(i);
+        }
+        g.starts.push(g.lines.len() as u32);
+        g
+    }
+
+    /// The lines holding each of `a`'s grams, rarest first.
+    fn lists(&self, a: &[char]) -> Vec<&[u32]> {
+        let mut lists: Vec<&[u32]> = a.windows(self.q).map(|w| self.lines(w)).collect();
+        lists.sort_by_key(|l| l.len());
+        lists
+    }
+
+    /// The lines holding the gram `w` (empty when none does).
+    fn lines(&self, w: &[char]) -> &[u32] {
+        match self.keys.binary_search(&gram_key(w)) {
+            Ok(i) => &self.lines[self.starts[i] as usize..self.starts[i + 1] as usize],
+            Err(_) => &[],
+        }
     }
 }
 

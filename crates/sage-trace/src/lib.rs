@@ -11,6 +11,7 @@ pub mod archive;
 mod canonical;
 pub mod case;
 pub mod json;
+pub mod pattern;
 mod rawjson;
 pub mod run;
 pub mod safe;

@@ -326,16 +326,9 @@ fn case_check_on_the_shared_cases() {
             .all(|l| l.contains(": ")),
         "{out}"
     );
-    // Writes to files outside the case replay on what the trace shows of them; those to a
-    // file it shows nothing of before editing it are noted, not problems.
-    assert!(
-        out.contains("1 write(s) to tests/test_session_dict.py do not replay"),
-        "{out}"
-    );
-    assert!(
-        !out.contains("write(s) to wagtail/admin/rich_text/converters/html_ruleset.py do not"),
-        "the trace shows html_ruleset.py whole before its write: {out}"
-    );
+    // Writes to files outside the case replay on what the trace shows of them: a file shown
+    // whole before its edit, and one shown only in the snippets after each edit.
+    assert!(!out.contains(" do not replay "), "{out}");
     // A broken copy of a real case: its baseline loses a line the trace's view shows.
     let tmp = tempfile::tempdir().unwrap();
     let src = root

@@ -767,3 +767,28 @@ fn a_later_view_lets_the_next_write_apply() {
     let h = reconstruct_known(&crate::knowledge::FileKnowledge::default(), &t, &[]);
     assert_eq!(h.failures.len(), 2);
 }
+
+/// An insert into a file nothing is known of, which the trace shows after it (the editor's
+/// snippet): it needs only its position, so it lands after that many unknown lines; without
+/// a later view the file may not exist, and the insert fails.
+#[test]
+fn an_insert_into_a_file_shown_only_later_lands_at_its_line() {
+    let ins = WriteOp::Insert {
+        after_line: 2,
+        text: "x = 1\n".into(),
+    };
+    let t = trace(vec![w("t.py", ins)]);
+    let mut k = crate::knowledge::FileKnowledge::default();
+    k.add_later_view(
+        "t.py",
+        1,
+        BTreeMap::from([(2, "import os".to_string()), (3, "x = 1".to_string())]),
+    );
+    let h = reconstruct_known(&k, &t, &[]);
+    assert!(h.failures.is_empty(), "{:?}", h.failures);
+    let after = h.snapshot(1).unwrap().content.as_deref().unwrap();
+    assert_eq!(after.lines().nth(2), Some("x = 1"));
+    assert!(crate::knowledge::is_unknown(after.lines().nth(1).unwrap()));
+    let h = reconstruct_known(&crate::knowledge::FileKnowledge::default(), &t, &[]);
+    assert_eq!(h.failures.len(), 1);
+}

@@ -45,6 +45,15 @@ pub fn sparse(lines: &BTreeMap<usize, String>) -> String {
     s
 }
 
+/// A file none of whose lines is known, with at least `lines` lines (and room after them).
+pub fn unknown_file(lines: usize) -> String {
+    let mut s = String::new();
+    for n in 1..=lines + ROOM_AFTER {
+        s.push_str(&format!("{UNKNOWN} {n}\n"));
+    }
+    s
+}
+
 /// `content` with each placeholder line written as `[a line the trace never shows]`, for
 /// anything a reader sees (diffs, pages).
 pub fn readable(content: &str) -> String {

@@ -226,7 +226,19 @@ fn replay(
         }
         let name = name_of(&w.artefact);
         let current = state.get(&name).cloned().flatten();
-        match apply(current.as_deref(), &w.op) {
+        let mut result = apply(current.as_deref(), &w.op);
+        // An insert needs only its position: into a file nothing is known of, but that the
+        // trace shows later (so it exists), it lands after that many unknown lines.
+        if let (Err(ApplyError::Missing(_)), sage_trace::WriteOp::Insert { after_line, .. }) =
+            (&result, &w.op)
+        {
+            let shown_later = later.iter().any(|v| name_of(&v.artefact) == name);
+            if !state.contains_key(&name) && shown_later {
+                let unknown = crate::knowledge::unknown_file(*after_line);
+                result = apply(Some(&unknown), &w.op);
+            }
+        }
+        match result {
             Ok(applied) => {
                 state.insert(name.clone(), applied.content.clone());
                 snapshots.push(Snapshot {

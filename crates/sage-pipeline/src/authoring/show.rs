@@ -22,7 +22,10 @@ pub fn show(
     diff: bool,
     rules: &crate::Rules,
 ) -> Result<String, crate::InputError> {
-    show_text(dir, at, artefact, diff, rules).map_err(crate::InputError)
+    // A partly known file's placeholders are shown as what they are.
+    show_text(dir, at, artefact, diff, rules)
+        .map(|t| sage_history::knowledge::readable(&t))
+        .map_err(crate::InputError)
 }
 
 fn show_text(

@@ -9,7 +9,7 @@
 
 use sage_history::{match_key, normalize_path, parse_workspace_roots, DEFAULT_WORKSPACE_ROOTS};
 use sage_sandbox::{Change, Decision, Job, OutputCheck, Rules, Sandbox};
-use sage_trace::{CanonicalTrace, Write, WriteOp};
+use sage_trace::{CanonicalTrace, ToolCall, Write, WriteOp};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -350,34 +350,18 @@ pub fn run_commands(
                     && !files.contains_key(rel)
                     && appends_to(&command, rel)
                 {
-                    per_file
-                        .entry(name.clone())
-                        .or_default()
-                        .push(ExecutedWrite {
-                            turn: turn.index,
-                            command: call.raw.display(),
-                            check: "not kept".into(),
-                            detail: Some(
-                                "the command appends to a file whose earlier content is unknown: \
-                             the sandbox holds only the appended text"
-                                    .into(),
-                            ),
-                        });
-                    *report.writes.entry("not kept".into()).or_default() += 1;
+                    let why = "the command appends to a file whose earlier content is \
+                               unknown: the sandbox holds only the appended text";
+                    let e = executed(turn.index, call, "not kept", Some(why.into()));
+                    *report.writes.entry(e.check.clone()).or_default() += 1;
+                    per_file.entry(name).or_default().push(e);
                     continue;
                 }
                 state.insert(name.clone(), content.clone());
                 line.writes.push(name.clone());
-                *report.writes.entry(check.to_string()).or_default() += 1;
-                per_file
-                    .entry(name.clone())
-                    .or_default()
-                    .push(ExecutedWrite {
-                        turn: turn.index,
-                        command: call.raw.display(),
-                        check: check.to_string(),
-                        detail: detail.clone(),
-                    });
+                let e = executed(turn.index, call, check, detail.clone());
+                *report.writes.entry(e.check.clone()).or_default() += 1;
+                per_file.entry(name.clone()).or_default().push(e);
                 added.push(Write {
                     artefact: name,
                     op: WriteOp::Executed { content },
@@ -391,6 +375,16 @@ pub fn run_commands(
         turn.writes.extend(added);
     }
     (report, per_file)
+}
+
+/// One executed write of `call` at `turn`, with its output check.
+fn executed(turn: usize, call: &ToolCall, check: &str, detail: Option<String>) -> ExecutedWrite {
+    ExecutedWrite {
+        turn,
+        command: call.raw.display(),
+        check: check.to_string(),
+        detail,
+    }
 }
 
 /// Whether `command` appends to the file `rel` (a path relative to the workspace root): a

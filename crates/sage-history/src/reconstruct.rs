@@ -149,7 +149,7 @@ pub fn reconstruct_with_final(
     case_finals: &[SuppliedFinal],
     roots: &WorkspaceRoots,
 ) -> ArtefactHistory {
-    replay(baselines, &[], trace, case_finals, roots)
+    reconstruct_from(baselines, &[], trace, case_finals, roots)
 }
 
 /// [`reconstruct_with_final`] from the one store of file knowledge: its baselines, and its
@@ -161,7 +161,7 @@ pub fn reconstruct_known(
     trace: &CanonicalTrace,
     case_finals: &[SuppliedFinal],
 ) -> ArtefactHistory {
-    replay(
+    reconstruct_from(
         &known.baselines(),
         known.later_views(),
         trace,
@@ -170,7 +170,7 @@ pub fn reconstruct_known(
     )
 }
 
-fn replay(
+fn reconstruct_from(
     baselines: &BTreeMap<String, String>,
     later: &[crate::knowledge::LaterView],
     trace: &CanonicalTrace,

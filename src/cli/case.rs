@@ -218,10 +218,11 @@ fn run_init(a: InitArgs, rc: &super::RunConfig) -> super::ExitStatus {
         return EXIT_INPUT_FAILED;
     }
     outln!("case written to {}", a.out.display());
-    let todo = r
-        .manifest
-        .as_ref()
-        .is_some_and(|m| m.anchor.artefact == init::TODO || m.anchor.description == init::TODO);
+    let todo = r.manifest.as_ref().is_some_and(|m| {
+        m.anchor
+            .as_ref()
+            .is_none_or(|a| a.artefact == init::TODO || a.description == init::TODO)
+    });
     if todo {
         outln!(
             "next: fill in the failure anchor in {} (the fields marked TODO), then run `sage case check {}`",

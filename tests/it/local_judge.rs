@@ -291,7 +291,7 @@ fn local_model_judges_three_formats_prefix_only_with_verified_quotes() {
         let dir = corpus.join(id);
         let (prepared, _) = sage_pipeline::localize::prepare(&dir, &Default::default())
             .unwrap_or_else(|e| panic!("{id}: {e:?}"));
-        let fragment = prepared.case.anchor().fragment.clone().unwrap_or_default();
+        let fragment = prepared.anchor.fragment.clone().unwrap_or_default();
         let marks = sentinels(&prepared);
         assert!(
             marks.iter().skip(1).any(Option::is_some),

@@ -184,15 +184,11 @@ fn the_replay_gives_every_final_file_exactly() {
             let dir = e.unwrap().path();
             let (p, _) = sage_pipeline::localize::prepare(&dir, &Default::default())
                 .unwrap_or_else(|s| panic!("{s:?}"));
-            let checks: Vec<_> = sage_history::independent_checks(
-                p.case.anchor(),
-                &p.history,
-                &p.trace,
-                &p.provenance,
-            )
-            .into_iter()
-            .filter(|c| c.name == "final-state-matches-replay")
-            .collect();
+            let checks: Vec<_> =
+                sage_history::independent_checks(&p.anchor, &p.history, &p.trace, &p.provenance)
+                    .into_iter()
+                    .filter(|c| c.name == "final-state-matches-replay")
+                    .collect();
             assert_eq!(checks.len(), p.case.final_files.len(), "{}", dir.display());
             for c in checks {
                 assert!(c.passed, "{}: {}", dir.display(), c.detail);

@@ -4,7 +4,7 @@
 //! `final-state-matches-replay` check is [`crate::independent_checks`].)
 
 use crate::ArtefactHistory;
-use sage_trace::case::Case;
+use sage_trace::case::{Case, FailureAnchor};
 
 /// The content of `artefact` after the last applied write that is the trace's own (not a
 /// final-state write a case or a submission supplied), or the baseline when the trace never
@@ -60,9 +60,14 @@ pub fn first_difference(got: &str, want: &str) -> Option<(usize, String, String)
 /// one the trace's applied writes do change (so the failure is not a misnamed anchor). Such a
 /// write is kept in the result's `write_failures` but is not a problem of the case: the file is
 /// context the case does not ask about (a scratch or test file the trace edits without ever
-/// showing it whole).
-pub fn outside_case(case: &Case, history: &ArtefactHistory, artefact: &str) -> bool {
-    let anchor = history.resolve_name(&case.anchor().artefact);
+/// showing it whole). `anchor` is the case's (a run has none to be outside of).
+pub fn outside_case(
+    case: &Case,
+    anchor: &FailureAnchor,
+    history: &ArtefactHistory,
+    artefact: &str,
+) -> bool {
+    let anchor = history.resolve_name(&anchor.artefact);
     let name = history.resolve_name(artefact);
     name != anchor
         && !case
@@ -144,13 +149,23 @@ mod tests {
         // A scratch file the case has no baseline for, while app.py is written: outside.
         let (case, h) = case_and_history("notes/scratch.py", "app.py");
         assert_eq!(h.failures.len(), 1);
-        assert!(outside_case(&case, &h, "notes/scratch.py"));
+        assert!(outside_case(
+            &case,
+            case.anchor().unwrap(),
+            &h,
+            "notes/scratch.py"
+        ));
         // A failure on the anchor's own artefact is never outside.
-        assert!(!outside_case(&case, &h, "app.py"));
+        assert!(!outside_case(&case, case.anchor().unwrap(), &h, "app.py"));
         // The trace writes src/app.py only: the anchor's app.py is never written (misnamed),
         // so the failures stay problems.
         let (case, h) = case_and_history("src/app.py", "src/app.py");
         assert_eq!(h.failures.len(), 2);
-        assert!(!outside_case(&case, &h, "src/app.py"));
+        assert!(!outside_case(
+            &case,
+            case.anchor().unwrap(),
+            &h,
+            "src/app.py"
+        ));
     }
 }

@@ -181,7 +181,7 @@ pub(crate) fn build_packet(
 ) -> Result<Packet, String> {
     let (p, _) =
         prepare(case_dir, rules).map_err(|s| format!("{} ({}): {}", s.case, s.stage, s.message))?;
-    let anchor = p.case.anchor();
+    let anchor = &p.anchor;
     let mut writes = Vec::new();
     for s in &p.history.snapshots {
         writes.push(PacketWrite {

@@ -15,9 +15,9 @@ use sage_reliability::stats::{self, AgreementWeights, Coded, KappaWeights, Label
 use sage_screen::propose::Proposal;
 use sage_screen::{CaseResult, Report};
 use sage_trace::case::{
-    self, CaseManifest, DeficiencyCategory, FailureAnchor, CASE_SCHEMA, MANIFEST_NAME,
+    Case, CaseManifest, DeficiencyCategory, FailureAnchor, CASE_SCHEMA, MANIFEST_NAME,
+    RUN_MANIFEST_NAME,
 };
-use sage_trace::run::{Run, RUN_MANIFEST_NAME};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,7 +124,7 @@ fn numbered(src: &str) -> String {
 
 /// The packet of one run as Markdown: every value from the run goes through `sage_markup`'s
 /// Markdown helpers (escaped text, code spans and fenced blocks no line can close).
-fn packet_markdown(pid: &str, run: &Run, c: &CaseResult, unit: &sage_screen::Unit) -> String {
+fn packet_markdown(pid: &str, run: &Case, c: &CaseResult, unit: &sage_screen::Unit) -> String {
     use sage_markup::{markdown as md, markdown_block as block, markdown_code as code};
     let mut s = String::new();
     let _ = writeln!(s, "# Packet {pid}\n");
@@ -268,8 +268,8 @@ pub fn export(
             continue;
         }
         let dir = Path::new(&c.source);
-        let run =
-            Run::load(dir, opts.rules.limits()).map_err(|e| ConfirmError::Input(e.to_string()))?;
+        let run = Case::load_run(dir, opts.rules.limits())
+            .map_err(|e| ConfirmError::Input(e.to_string()))?;
         let unit = crate::replay::unit_from_run(&run, &opts.rules).map_err(ConfirmError::Input)?;
         let pid = packet_id(&c.id);
         let pdir = out.join(&pid);
@@ -531,7 +531,7 @@ fn anchor_of<'a>(
         .ok_or_else(|| bad("no description".into()))?;
     // The anchor must stand in the run's final file.
     let run =
-        Run::load(Path::new(&entry.source), rules.limits()).map_err(|e| bad(e.to_string()))?;
+        Case::load_run(Path::new(&entry.source), rules.limits()).map_err(|e| bad(e.to_string()))?;
     if !run.baselines.contains_key(&artefact) {
         return Err(bad(format!(
             "artefact {artefact:?} is not in the run's baseline (known: {})",
@@ -630,7 +630,7 @@ pub fn import(
         *summary.by_label.entry(r.label.clone()).or_default() += 1;
         let Some(anchor) = &r.anchor else { continue };
         let entry = by_id[r.packet.as_str()];
-        let run = Run::load(Path::new(&entry.source), rules.limits())
+        let run = Case::load_run(Path::new(&entry.source), rules.limits())
             .map_err(|e| ConfirmError::Input(e.to_string()))?;
         // the run's id comes from its manifest: never a path (`../x`, `/etc`)
         let dst = out.join(sage_trace::safe::file_stem(&run.id));
@@ -658,15 +658,15 @@ pub fn import(
                 }
             }
         }
+        // The run confirmed: its anchor added, what only a run holds dropped (a case
+        // loaded as a run loses what it expected of another anchor).
         let manifest = CaseManifest {
             schema: CASE_SCHEMA.into(),
             id: run.id.clone(),
-            trace: m.trace,
-            baseline: m.baseline,
             final_state,
-            task: m.task,
-            anchor: anchor.clone(),
-            metadata: m.metadata,
+            patch: None,
+            anchor: Some(anchor.clone()),
+            excluded: None,
             expected: None,
             note: Some(format!(
                 "confirmed {} by {who} (sage confirm import, packet {}, {} line {})",
@@ -675,7 +675,7 @@ pub fn import(
                 sheet.display(),
                 r.line
             )),
-            tests: m.tests,
+            ..m
         };
         let mp = dst.join(MANIFEST_NAME);
         std::fs::write(
@@ -684,7 +684,7 @@ pub fn import(
         )
         .map_err(|e| io(&mp, e))?;
         // The folder must load as a case, or the import is wrong.
-        case::Case::load(&dst, rules.limits()).map_err(|e| ConfirmError::Input(e.to_string()))?;
+        Case::load(&dst, rules.limits()).map_err(|e| ConfirmError::Input(e.to_string()))?;
         summary.cases.push(dst);
     }
     Ok(summary)

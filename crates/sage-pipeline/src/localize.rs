@@ -8,7 +8,7 @@ use crate::results::*;
 use sage_history::origin::{self, RuleInput};
 use sage_history::{self, ArtefactHistory, ProvenanceResult};
 use sage_judge::{self, Judge, TraceScores};
-use sage_trace::case::Case;
+use sage_trace::case::{Case, FailureAnchor};
 use sage_trace::{CanonicalTrace, RawStore};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,8 @@ impl Default for Options {
 /// A case read and reconstructed, ready for scoring.
 pub struct PreparedCase {
     pub case: Case,
+    /// The case's failure anchor (a run, which has none yet, is never prepared).
+    pub anchor: FailureAnchor,
     pub trace: CanonicalTrace,
     pub store: RawStore,
     pub history: ArtefactHistory,
@@ -118,11 +120,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// artefacts the trace does touch. "Touches": a write or a submission resolves to it under
 /// the path rule, the case supplies its final file, or some turn's text names the file.
 fn anchor_touched(
-    case: &Case,
+    anchor: &FailureAnchor,
     trace: &CanonicalTrace,
     history: &ArtefactHistory,
 ) -> Result<(), String> {
-    let anchor = history.resolve_name(&case.anchor().artefact);
+    let artefact = &anchor.artefact;
+    let anchor = history.resolve_name(artefact);
     let written: Vec<String> = trace
         .writes()
         .map(|(_, w)| w.artefact.clone())
@@ -153,7 +156,7 @@ fn anchor_touched(
     Err(format!(
         "the anchor names artefact {:?}, which the trace never touches (no write, submission, \
          final file or mention of {base}); {}",
-        case.anchor().artefact,
+        artefact,
         if candidates.is_empty() {
             "the trace writes no file at all".to_string()
         } else {
@@ -179,6 +182,10 @@ pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<St
         *n.entry(dir.to_path_buf()).or_default() += 1;
     }
     let case = Case::load(dir, rules.limits()).map_err(|e| skip(dir, "case", e.to_string()))?;
+    let anchor = case
+        .anchor()
+        .map_err(|e| skip(dir, "case", e.to_string()))?
+        .clone();
     let spec = &case.manifest.trace;
     let files = sage_adapters::case_sources(&case.dir, spec);
     let (mut trace, seen) = sage_adapters::normalize_with_seen(
@@ -205,13 +212,13 @@ pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<St
     // The case's baselines first, then what the trace shows of the files it does not give.
     let known = crate::knowledge::of_case_and_trace(&case, &seen, &rules.workspace_roots);
     let history = sage_history::reconstruct_known(&known, &trace, &supplied_finals(&case));
-    anchor_touched(&case, &trace, &history).map_err(|e| skip(dir, "case", e))?;
-    let fragment = sage_history::FragmentStates::of(case.anchor(), &history);
+    anchor_touched(&anchor, &trace, &history).map_err(|e| skip(dir, "case", e))?;
+    let fragment = sage_history::FragmentStates::of(&anchor, &history);
     let provenance = sage_history::provenance_from(&fragment, &history, Some(&trace));
     let problems = history
         .failures
         .iter()
-        .filter(|f| !sage_history::final_state::outside_case(&case, &history, &f.artefact))
+        .filter(|f| !sage_history::final_state::outside_case(&case, &anchor, &history, &f.artefact))
         .map(|f| {
             format!(
                 "{}: write {} at turn {} ({}) could not be applied to {}: {}",
@@ -227,6 +234,7 @@ pub fn prepare(dir: &Path, rules: &crate::Rules) -> Result<(PreparedCase, Vec<St
     Ok((
         PreparedCase {
             case,
+            anchor,
             trace,
             store,
             history,
@@ -245,7 +253,7 @@ pub(crate) fn conclude(
     vocabulary: &origin::WeaknessVocabulary,
     injection: &[sage_judge::injection::InjectionFlag],
 ) -> CaseResult {
-    let anchor = p.case.anchor();
+    let anchor = &p.anchor;
     let weakness_terms = lexicon.cwe_terms(Some(&anchor.cwe)).to_vec();
     let origin = origin::localize(&RuleInput {
         trace: &p.trace,

@@ -111,7 +111,7 @@ impl CaseLocator {
 /// A folder holding a case (or run) manifest.
 fn is_case(p: &Path) -> bool {
     p.join(sage_trace::case::MANIFEST_NAME).is_file()
-        || p.join(sage_trace::run::RUN_MANIFEST_NAME).is_file()
+        || p.join(sage_trace::case::RUN_MANIFEST_NAME).is_file()
 }
 
 #[cfg(test)]

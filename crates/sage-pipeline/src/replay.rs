@@ -3,7 +3,6 @@
 
 use sage_screen::{TestsInput, Unit};
 use sage_trace::case::{self, Case};
-use sage_trace::run::{self, Run};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
@@ -18,7 +17,7 @@ pub fn units_from_cases(
     let mut errors = Vec::new();
     for dir in case::discover(root)? {
         match Case::load(&dir, rules.limits()) {
-            Ok(c) => match unit_from_run(&Run::from_case(c), rules) {
+            Ok(c) => match unit_from_run(&c, rules) {
                 Ok(u) => units.push(u),
                 Err(e) => errors.push(e),
             },
@@ -28,8 +27,8 @@ pub fn units_from_cases(
     Ok((units, errors))
 }
 
-/// Load every run under `root` (folders with `run.json`, and case folders seen as runs with
-/// their anchors ignored), read by `rules`; each run that cannot be loaded is reported by
+/// Load every run under `root` (folders with `run.json`, and case folders, whose anchors
+/// screening does not read), read by `rules`; each run that cannot be loaded is reported by
 /// message.
 pub fn units_from_runs(
     root: &Path,
@@ -50,11 +49,11 @@ pub fn units_from_runs(
 pub(crate) fn load_runs(
     root: &Path,
     limits: &sage_trace::safe::Limits,
-) -> Result<(Vec<Run>, Vec<String>), case::CaseError> {
+) -> Result<(Vec<Case>, Vec<String>), case::CaseError> {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
-    for dir in run::discover(root)? {
-        match Run::load(&dir, limits) {
+    for dir in case::discover_runs(root)? {
+        match Case::load_run(&dir, limits) {
             Ok(r) => runs.push(r),
             Err(e) => errors.push(e.to_string()),
         }
@@ -66,7 +65,7 @@ pub(crate) fn load_runs(
 /// order. A section that does not apply to a baseline is an error naming the patch and the
 /// file. A section that edits a file the run does not hold (the run keeps only part of the
 /// repository) cannot be applied and is returned as a note; new files are kept.
-pub(crate) fn apply_patch(r: &Run, patch: &str) -> Result<(Finals, Vec<String>), String> {
+pub(crate) fn apply_patch(r: &Case, patch: &str) -> Result<(Finals, Vec<String>), String> {
     let name = r.manifest.patch.as_deref().unwrap_or("patch");
     let parsed = sage_adapters::edits::unified_diffs(patch);
     if let Some(u) = parsed.uninterpreted.first() {
@@ -117,7 +116,7 @@ type Finals = BTreeMap<String, Option<String>>;
 /// The final snapshot of every artefact, by replaying the trace: the adapter normalizes it
 /// into a canonical trace and `history::reconstruct` applies every write to the baselines.
 /// Writes that could not be applied are returned as notes (the final state may be off).
-fn replay_final(c: &Run, rules: &crate::Rules) -> Result<(Finals, Vec<String>), String> {
+fn replay_final(c: &Case, rules: &crate::Rules) -> Result<(Finals, Vec<String>), String> {
     let spec = &c.manifest.trace;
     let files = sage_adapters::case_sources(&c.dir, spec);
     let trace = sage_adapters::normalize(
@@ -150,7 +149,7 @@ fn replay_final(c: &Run, rules: &crate::Rules) -> Result<(Finals, Vec<String>), 
 
 /// One run as a screening unit: its final state (submitted files, else the patch applied to
 /// the baselines, else the replayed trace, read by `rules`) next to its baselines.
-pub(crate) fn unit_from_run(c: &Run, rules: &crate::Rules) -> Result<Unit, String> {
+pub(crate) fn unit_from_run(c: &Case, rules: &crate::Rules) -> Result<Unit, String> {
     let mut unit = Unit {
         id: c.id.clone(),
         source: c.dir.display().to_string(),

@@ -10,7 +10,7 @@
 
 use crate::results::{CaseResult, ResultSet};
 use sage_screen::sarif::{cwe_relationship, cwe_taxonomy, srcroot_base, SRCROOT};
-use sage_trace::run::Run;
+use sage_trace::case::Case;
 use sage_trace::{CanonicalTrace, Locator, RawRef};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -83,7 +83,7 @@ fn write_raw(trace: &CanonicalTrace, n: usize) -> Option<&RawRef> {
 }
 
 /// The anchor fragment's 1-based line span in the final artefact.
-fn anchor_lines(run: &Run, r: &CaseResult, rules: &crate::Rules) -> Option<(usize, usize)> {
+fn anchor_lines(run: &Case, r: &CaseResult, rules: &crate::Rules) -> Option<(usize, usize)> {
     let frag = r.anchor.fragment.as_deref()?;
     let unit = crate::replay::unit_from_run(run, rules).ok()?;
     let fin = unit
@@ -178,7 +178,7 @@ impl SarifLog {
             base.clone(),
             json!({"uri": file_uri(Path::new(&r.case_dir))}),
         );
-        let run = Run::load(Path::new(&r.case_dir), self.rules.limits()).ok();
+        let run = Case::load_run(Path::new(&r.case_dir), self.rules.limits()).ok();
         let trace = run.as_ref().and_then(|run| {
             let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
             let how = sage_adapters::NormalizeOptions {

@@ -51,7 +51,7 @@ const MAX_FILES: usize = 5_000;
 
 fn is_case_dir(p: &Path) -> bool {
     p.join(sage_trace::case::MANIFEST_NAME).is_file()
-        || p.join(sage_trace::run::RUN_MANIFEST_NAME).is_file()
+        || p.join(sage_trace::case::RUN_MANIFEST_NAME).is_file()
 }
 
 fn is_results_file(p: &Path) -> bool {
@@ -157,11 +157,11 @@ fn read_item(item: &Item, rules: &crate::Rules) -> Result<Shown, String> {
                 ("case folder".to_string(), dir.display().to_string()),
                 ("task".into(), p.case.task().id.clone()),
                 ("failure anchor".into(), {
-                    let a = p.case.anchor();
+                    let a = &p.anchor;
                     format!("{} · {} · {}", a.artefact, a.category.as_str(), a.cwe)
                 }),
             ];
-            if let Some(f) = &p.case.anchor().fragment {
+            if let Some(f) = &p.anchor.fragment {
                 about.push(("fragment".into(), f.clone()));
             }
             Ok(Shown {

@@ -13,7 +13,6 @@ pub mod case;
 pub mod json;
 pub mod pattern;
 mod rawjson;
-pub mod run;
 pub mod safe;
 pub mod score;
 pub mod text;

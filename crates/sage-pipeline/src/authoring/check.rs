@@ -13,7 +13,7 @@
 use super::closest;
 use sage_adapters::seen::Seen;
 use sage_history::{self as history, ArtefactHistory};
-use sage_trace::case::Case;
+use sage_trace::case::{Case, FailureAnchor};
 use sage_trace::CanonicalTrace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -180,6 +180,16 @@ pub fn check_case(
             return c;
         }
     };
+    let anchor = match case.anchor() {
+        Ok(a) => a,
+        Err(e) => {
+            c.problems.push(problem(
+                e.to_string(),
+                "fill in the failure anchor in case.json (docs/case.md)",
+            ));
+            return c;
+        }
+    };
     let files = sage_adapters::case_sources(&case.dir, &case.manifest.trace);
     let how = sage_adapters::NormalizeOptions {
         framework: case.manifest.trace.framework.clone(),
@@ -212,10 +222,10 @@ pub fn check_case(
     // trace shows of the others.
     let known = crate::knowledge::of_case_and_trace(&case, &seen, &rules.workspace_roots);
     let hist = history::reconstruct_known(&known, &trace, &[]);
-    check_names(&mut c, &case, &trace, &seen);
-    check_fragment(&mut c, &case, &hist);
+    check_names(&mut c, &case, anchor, &trace, &seen);
+    check_fragment(&mut c, &case, anchor, &hist);
     check_views(&mut c, &case, &seen, &hist);
-    check_writes(&mut c, &case, &trace, &hist);
+    check_writes(&mut c, &case, anchor, &trace, &hist);
     check_final(&mut c, &case, &hist);
     match replay_verdicts(&case, rules, execution) {
         Ok(r) => c.replay = Some(r),
@@ -225,7 +235,13 @@ pub fn check_case(
 }
 
 /// Artefact names: the anchor's and every baseline key must be names the trace uses.
-fn check_names(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, seen: &Seen) {
+fn check_names(
+    c: &mut CaseCheck,
+    case: &Case,
+    anchor: &FailureAnchor,
+    trace: &CanonicalTrace,
+    seen: &Seen,
+) {
     let written: BTreeSet<String> = trace
         .writes()
         .map(|(_, w)| history::normalize_path(&w.artefact))
@@ -258,7 +274,7 @@ fn check_names(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, seen: &Se
             )
         }
     };
-    let anchor = &case.anchor().artefact;
+    let anchor = &anchor.artefact;
     if !known(anchor) {
         let near = closest(anchor, &touched, 3);
         c.problems.push(problem(
@@ -300,8 +316,7 @@ fn check_names(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, seen: &Se
 }
 
 /// The anchor fragment must be somewhere along the history.
-fn check_fragment(c: &mut CaseCheck, case: &Case, h: &ArtefactHistory) {
-    let a = case.anchor();
+fn check_fragment(c: &mut CaseCheck, case: &Case, a: &FailureAnchor, h: &ArtefactHistory) {
     let Some(f) = a.fragment.as_deref().filter(|f| !f.trim().is_empty()) else {
         c.notes
             .push("no anchor fragment (no identifiable code location)".into());
@@ -428,14 +443,20 @@ fn check_views(c: &mut CaseCheck, case: &Case, seen: &Seen, h: &ArtefactHistory)
 }
 
 /// Writes to case artefacts must apply, and none may be left uninterpreted.
-fn check_writes(c: &mut CaseCheck, case: &Case, trace: &CanonicalTrace, h: &ArtefactHistory) {
+fn check_writes(
+    c: &mut CaseCheck,
+    case: &Case,
+    anchor: &FailureAnchor,
+    trace: &CanonicalTrace,
+    h: &ArtefactHistory,
+) {
     let mut by: BTreeMap<&str, Vec<&history::WriteFailure>> = BTreeMap::new();
     for f in &h.failures {
         by.entry(f.artefact.as_str()).or_default().push(f);
     }
     for (a, fs) in by {
         let f = fs[0];
-        if sage_history::final_state::outside_case(case, h, a) {
+        if sage_history::final_state::outside_case(case, anchor, h, a) {
             c.notes.push(format!(
                 "{} write(s) to {a} do not replay (first: write {}, {}): the case has no \
                  baseline for it; it is outside the case and does not affect the anchor",

@@ -693,13 +693,14 @@ pub fn init(o: &InitOptions) -> InitReport {
             .keys()
             .map(|a| (a.clone(), file_of("final", a)))
             .collect(),
+        patch: None,
         task: TaskContext {
             id: task_id.clone(),
             description,
             cwe: o.cwe.clone(),
             cve: o.cve.clone(),
         },
-        anchor,
+        anchor: Some(anchor),
         metadata: Metadata {
             framework: Some(
                 seen.agent
@@ -711,6 +712,7 @@ pub fn init(o: &InitOptions) -> InitReport {
             dataset: o.dataset.clone(),
             trace_source: Some(o.trace_source),
         },
+        excluded: None,
         expected: None,
         note: Some(note),
         tests: None,

@@ -2,7 +2,6 @@
 //! diff that write or turn made.
 
 use sage_history::ArtefactHistory;
-use sage_trace::case::Case;
 use std::path::Path;
 
 /// What to show.
@@ -37,7 +36,6 @@ fn show_text(
 ) -> Result<String, String> {
     let (prepared, _) =
         crate::localize::prepare(dir, rules).map_err(|s| format!("{}: {}", s.case, s.message))?;
-    let case: &Case = &prepared.case;
     let h: &ArtefactHistory = &prepared.history;
     let name = |a: &str| h.resolve_name(a);
     match at {
@@ -92,7 +90,7 @@ fn show_text(
                     prepared.trace.turns.len()
                 ));
             }
-            let a = name(artefact.unwrap_or(&case.anchor().artefact));
+            let a = name(artefact.unwrap_or(&prepared.anchor.artefact));
             let before = h
                 .snapshots
                 .iter()

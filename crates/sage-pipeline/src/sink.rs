@@ -406,7 +406,8 @@ impl ResultsDir {
 
 /// Where a localize run's results go as each case finishes: the results folder
 /// ([`ResultsDir`]), a results document in a file ([`ResultsFile`]) or on a stream whose
-/// reader may go away ([`ResultsStream`]), the SARIF view ([`SarifFile`]). The caller
+/// reader may go away ([`ResultsStream`]), the SARIF view ([`SarifFile`]), the HTML view
+/// ([`crate::view::ViewSite`]). The caller
 /// chooses the sinks and hands each case's results to all of them at once through
 /// [`ResultSinks`].
 pub trait ResultSink {
@@ -417,8 +418,8 @@ pub trait ResultSink {
     /// (each result is serialized once for every sink's documents).
     fn documents(&mut self, case_id: &str) -> io::Result<Vec<&mut dyn Entries>>;
     /// The case's results were appended to the documents: close the case's own files, or
-    /// take the results another way.
-    fn case_done(&mut self, results: &[CaseResult]) -> io::Result<()>;
+    /// take the results another way (an error names the output that failed).
+    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), SinkError>;
     /// The run ended: write what comes last and put the output in place.
     fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError>;
     /// The output's reader went away (a closed pipe): what is written to it is dropped.
@@ -445,7 +446,7 @@ pub struct SinkError {
 }
 
 impl SinkError {
-    fn writing(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> SinkError {
+    pub(crate) fn writing(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> SinkError {
         move |io| SinkError {
             context: Some(format!("writing {what}")),
             io,
@@ -499,7 +500,7 @@ impl ResultSinks {
             write_entries(results, &mut docs).map_err(&failed)?;
         }
         for s in self.sinks.iter_mut() {
-            s.case_done(results).map_err(&failed)?;
+            s.case_done(results)?;
         }
         // With nothing but outputs whose reader went away, the run has no reader left.
         if !self.sinks.is_empty() && self.sinks.iter().all(|s| s.gone()) {
@@ -533,9 +534,12 @@ impl ResultSink for ResultsDir {
         Ok(vec![file, &mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
         match self.current.take() {
-            Some(file) => file.commit(),
+            Some(file) => file.commit().map_err(SinkError::writing(format!(
+                "results to {}",
+                self.dir.display()
+            ))),
             None => Ok(()),
         }
     }
@@ -576,7 +580,7 @@ impl ResultSink for ResultsFile {
         Ok(vec![&mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -629,7 +633,7 @@ impl<W: Write> ResultSink for ResultsStream<W> {
         Ok(vec![&mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> io::Result<()> {
+    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -715,7 +719,7 @@ impl ResultSink for SarifFile {
         Ok(Vec::new())
     }
 
-    fn case_done(&mut self, results: &[CaseResult]) -> io::Result<()> {
+    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), SinkError> {
         for r in results {
             self.log.add(r);
         }

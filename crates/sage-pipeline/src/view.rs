@@ -216,23 +216,82 @@ fn turn_set(r: &CaseResult) -> std::collections::BTreeSet<usize> {
     r.turns.iter().map(|t| t.turn).collect()
 }
 
-/// The index page.
-pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> String {
+/// What the index shows of one result: kept for the index while the result itself (its
+/// scores and turns, megabytes for a long trace) is dropped once its case page is written.
+struct IndexRow {
+    case_id: String,
+    trace: &'static str,
+    constructed: bool,
+    framework: String,
+    cwe: String,
+    provenance: &'static str,
+    /// The introducing write's cell (a link to its turn, `none` or `cannot-determine`).
+    introducing_write: String,
+    /// The origin's cell: `turn N` linked to the turn, or `undetermined`.
+    origin: String,
+    /// The origin type or the reason it is undetermined.
+    origin_type: String,
+    missed: usize,
+    failed_checks: usize,
+    injection_turns: usize,
+    /// `NAME run N`.
+    judge: String,
+}
+
+impl IndexRow {
+    fn of(r: &CaseResult) -> IndexRow {
+        let (origin, origin_type) = origin_label(r);
+        let page = format!("cases/{}", case_file(&r.case_id));
+        IndexRow {
+            case_id: r.case_id.clone(),
+            trace: trace_kind(r),
+            constructed: r.metadata.trace_source.map(|t| t.as_str()) == Some("constructed"),
+            framework: r.framework.clone(),
+            cwe: r.anchor.cwe.clone(),
+            provenance: r.provenance.provenance.as_str(),
+            introducing_write: match r.provenance.introducing_write {
+                Some(w) => format!(
+                    "<a href=\"cases/{}#turn-{t}\">turn {t}</a>",
+                    esc(&case_file(&r.case_id)),
+                    t = w.turn
+                ),
+                None if r.provenance.introducing_write_cannot_determine => {
+                    "cannot-determine".into()
+                }
+                None => "none".into(),
+            },
+            origin: link_turns(&origin, &page, &turn_set(r)),
+            origin_type,
+            missed: r.origin.missed_opportunities.len(),
+            failed_checks: r.failed_checks().len(),
+            injection_turns: r
+                .injection
+                .iter()
+                .map(|f| f.turn)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            judge: format!("{} run {}", r.judge.name, r.run),
+        }
+    }
+}
+
+/// The index page: the Table-5 summaries, then a row per result.
+fn index_html(
+    judges: &[sage_judge::JudgeId],
+    summaries: &[crate::results::Summary],
+    rows: &[IndexRow],
+    texts: &BTreeMap<String, String>,
+) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
         "<header><h1>sage — localization results</h1><div class=\"mut\">{} case result(s); judges: {}</div></header><main>",
-        set.results.len(),
-        esc(&set.judges.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "))
+        rows.len(),
+        esc(&judges.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "))
     );
-    for s in &set.summaries {
+    for s in summaries {
         let constructed_only = s.subset.as_deref() == Some("constructed")
-            || (s.subset.is_none()
-                && !set.results.is_empty()
-                && set
-                    .results
-                    .iter()
-                    .all(|r| r.metadata.trace_source.map(|t| t.as_str()) == Some("constructed")));
+            || (s.subset.is_none() && !rows.is_empty() && rows.iter().all(|r| r.constructed));
         if sage_judge::lexicon::is_lexicon(&s.judge) && !constructed_only {
             let _ = write!(
                 b,
@@ -262,26 +321,26 @@ pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> S
         block("(d) Missed opportunities", &s.missed_opportunities);
         b.push_str("</table>");
     }
-    let distinct = |f: &dyn Fn(&CaseResult) -> String| {
-        let mut v: Vec<String> = set.results.iter().map(f).collect();
+    let distinct = |f: &dyn Fn(&IndexRow) -> String| {
+        let mut v: Vec<String> = rows.iter().map(f).collect();
         v.sort();
         v.dedup();
         v
     };
     let filters: [(&str, &str, Vec<String>); 5] = [
-        ("trace", "trace", distinct(&|r| trace_kind(r).to_string())),
+        ("trace", "trace", distinct(&|r| r.trace.to_string())),
         ("framework", "framework", distinct(&|r| r.framework.clone())),
         (
             "provenance",
             "code provenance",
-            distinct(&|r| r.provenance.provenance.as_str().to_string()),
+            distinct(&|r| r.provenance.to_string()),
         ),
-        ("origin", "origin type", distinct(&|r| origin_label(r).1)),
         (
-            "judge",
-            "judge",
-            distinct(&|r| format!("{} run {}", r.judge.name, r.run)),
+            "origin",
+            "origin type",
+            distinct(&|r| r.origin_type.clone()),
         ),
+        ("judge", "judge", distinct(&|r| r.judge.clone())),
     ];
     b.push_str("<h2>Cases</h2><div class=filters><input id=q type=search placeholder=\"search message text\" size=40>");
     for (key, label, values) in &filters {
@@ -293,26 +352,24 @@ pub(crate) fn index_html(set: &ResultSet, texts: &BTreeMap<String, String>) -> S
     }
     b.push_str("<span class=mut><span id=shown></span> shown</span></div>");
     b.push_str("<table id=cases><tr><th>case</th><th>trace</th><th>framework</th><th>CWE</th><th>code provenance</th><th>introducing write</th><th>origin turn</th><th>origin type / reason</th><th>missed detection opportunities</th><th>automatic checks</th><th>addresses the judge</th><th>judge</th></tr>");
-    for r in &set.results {
-        let (origin, ty) = origin_label(r);
-        let failed = r.failed_checks().len();
+    for r in rows {
         let _ = write!(
             b,
             "<tr class=case data-id=\"{id}\" data-trace=\"{tk}\" data-framework=\"{fw}\" data-provenance=\"{pv}\" data-origin=\"{ty}\" data-judge=\"{jd}\">\
              <td><a href=\"cases/{file}\">{id}</a></td><td>{tk}</td><td>{fw}</td><td>{cwe}</td><td>{pv}</td><td>{iw}</td><td>{origin}</td><td>{ty}</td><td>{missed}</td><td>{checks}</td><td>{inj}</td><td>{jd}</td></tr>",
             id = esc(&r.case_id),
             file = esc(&case_file(&r.case_id)),
-            tk = trace_kind(r),
+            tk = r.trace,
             fw = esc(&r.framework),
-            cwe = esc(&r.anchor.cwe),
-            pv = r.provenance.provenance.as_str(),
-            iw = r.provenance.introducing_write.map(|w| format!("<a href=\"cases/{}#turn-{t}\">turn {t}</a>", esc(&case_file(&r.case_id)), t = w.turn)).unwrap_or_else(|| if r.provenance.introducing_write_cannot_determine { "cannot-determine".into() } else { "none".into() }),
-            origin = link_turns(&origin, &format!("cases/{}", case_file(&r.case_id)), &turn_set(r)),
-            ty = esc(&ty),
-            missed = r.origin.missed_opportunities.len(),
-            checks = if failed == 0 { "<span class=check-ok>all passed</span>".to_string() } else { format!("<span class=check-fail>{failed} failed</span>") },
-            jd = esc(&format!("{} run {}", r.judge.name, r.run)),
-            inj = if r.injection.is_empty() { "-".to_string() } else { format!("<span class=inject>{} turn(s)</span>", r.injection.iter().map(|f| f.turn).collect::<std::collections::BTreeSet<_>>().len()) },
+            cwe = esc(&r.cwe),
+            pv = r.provenance,
+            iw = r.introducing_write,
+            origin = r.origin,
+            ty = esc(&r.origin_type),
+            missed = r.missed,
+            checks = if r.failed_checks == 0 { "<span class=check-ok>all passed</span>".to_string() } else { format!("<span class=check-fail>{} failed</span>", r.failed_checks) },
+            jd = esc(&r.judge),
+            inj = if r.injection_turns == 0 { "-".to_string() } else { format!("<span class=inject>{} turn(s)</span>", r.injection_turns) },
         );
     }
     b.push_str("</table>");
@@ -618,34 +675,112 @@ pub struct ViewReport {
 
 /// Write the site: `OUT/index.html` and `OUT/cases/<case>.html` (the first judge run of each
 /// case; the index lists every run), cases read again by `rules`, tool calls shown as their
-/// classifier reads them.
+/// classifier reads them. The set goes through a [`ViewSite`] result by result.
 pub fn write_site(
     set: &ResultSet,
     locator: &crate::locate::CaseLocator,
     out: &Path,
     rules: &crate::Rules,
 ) -> std::io::Result<ViewReport> {
-    // One id, one case folder, one page: a collision is an error, not a shared page.
+    // One id, one case folder, one page: a collision is an error before any page is written.
     crate::sink::results_by_case(set)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-    let cases: PathBuf = out.join("cases");
-    std::fs::create_dir_all(&cases)?;
-    let mut report = ViewReport::default();
-    let mut texts = BTreeMap::new();
-    let mut done = std::collections::BTreeSet::new();
+    let mut site = ViewSite::create(out, &set.judges, locator, rules)?;
     for r in &set.results {
-        if !done.insert(r.case_id.clone()) {
-            continue;
+        site.add(std::slice::from_ref(r))?;
+    }
+    site.finish_site(&set.summaries)
+}
+
+/// The view as a [`ResultSink`]: each case's page is written as its results arrive (the
+/// first judge run's, the case folder read again for its trace and diffs); the index lists
+/// every result, so the site keeps a small row per result and writes the index last.
+pub struct ViewSite {
+    out: PathBuf,
+    cases: PathBuf,
+    judges: Vec<sage_judge::JudgeId>,
+    locator: crate::locate::CaseLocator,
+    rules: crate::Rules,
+    rows: Vec<IndexRow>,
+    /// Each case's message text, for the index's search.
+    texts: BTreeMap<String, String>,
+    /// Case id → its folder: one id is one folder and one page.
+    folders: BTreeMap<String, String>,
+    /// A page's file name, lowercased → the case id whose page it is.
+    files: BTreeMap<String, String>,
+    report: ViewReport,
+}
+
+impl ViewSite {
+    /// Start the site in `out` for a run of `judges`; case folders are found by `locator`
+    /// and read by `rules`.
+    pub fn create(
+        out: &Path,
+        judges: &[sage_judge::JudgeId],
+        locator: &crate::locate::CaseLocator,
+        rules: &crate::Rules,
+    ) -> std::io::Result<ViewSite> {
+        let cases = out.join("cases");
+        std::fs::create_dir_all(&cases)?;
+        Ok(ViewSite {
+            out: out.to_path_buf(),
+            cases,
+            judges: judges.to_vec(),
+            locator: locator.clone(),
+            rules: rules.clone(),
+            rows: Vec::new(),
+            texts: BTreeMap::new(),
+            folders: BTreeMap::new(),
+            files: BTreeMap::new(),
+            report: ViewReport::default(),
+        })
+    }
+
+    /// One case's results: its page, if it has none yet, and their rows in the index.
+    pub fn add(&mut self, results: &[CaseResult]) -> std::io::Result<()> {
+        let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+        for r in results {
+            match self.folders.get(&r.case_id) {
+                Some(dir) if *dir != r.case_dir => {
+                    return Err(invalid(format!(
+                        "case id {:?} names two case folders ({dir} and {}); give each case its \
+                         own id",
+                        r.case_id, r.case_dir
+                    )))
+                }
+                Some(_) => {}
+                None => {
+                    let file = case_file(&r.case_id).to_ascii_lowercase();
+                    if let Some(other) = self.files.get(&file) {
+                        return Err(invalid(format!(
+                            "case ids {other:?}, {:?} differ only in letter case and would share \
+                             a file; rename one",
+                            r.case_id
+                        )));
+                    }
+                    self.page(r)?;
+                    self.files.insert(file, r.case_id.clone());
+                    self.folders.insert(r.case_id.clone(), r.case_dir.clone());
+                }
+            }
+            self.rows.push(IndexRow::of(r));
         }
-        let prepared = match locator.locate(&r.case_dir) {
+        Ok(())
+    }
+
+    /// The page of `r`'s case, with its trace and diffs when its folder can be read again.
+    fn page(&mut self, r: &CaseResult) -> std::io::Result<()> {
+        let prepared = match self.locator.locate(&r.case_dir) {
             Err(m) => {
-                report.warnings.push(m.0);
+                self.report.warnings.push(m.0);
                 None
             }
-            Ok(dir) => match prepare(&dir, rules) {
+            Ok(dir) => match prepare(&dir, &self.rules) {
                 Ok((p, _)) => Some(p),
                 Err(s) => {
-                    report.warnings.push(format!("{}: {}", s.case, s.message));
+                    self.report
+                        .warnings
+                        .push(format!("{}: {}", s.case, s.message));
                     None
                 }
             },
@@ -663,24 +798,58 @@ pub fn write_site(
                 .iter()
                 .filter_map(|t| t.message.as_ref().map(|m| m.text.clone()))
                 .collect();
-            texts.insert(
+            self.texts.insert(
                 r.case_id.clone(),
                 sage_trace::normalize_ws(&text.join(" ").to_lowercase()),
             );
         }
         std::fs::write(
-            cases.join(case_file(&r.case_id)),
+            self.cases.join(case_file(&r.case_id)),
             case_html(
                 r,
                 prepared.as_ref().map(|p| &p.trace),
                 &diffs,
-                rules.kinds(),
+                self.rules.kinds(),
             ),
         )?;
-        report.pages += 1;
+        self.report.pages += 1;
+        Ok(())
     }
-    std::fs::write(out.join("index.html"), index_html(set, &texts))?;
-    Ok(report)
+
+    /// Write the index, which ends the site, and say what was written.
+    pub fn finish_site(self, summaries: &[crate::results::Summary]) -> std::io::Result<ViewReport> {
+        let index = index_html(&self.judges, summaries, &self.rows, &self.texts);
+        std::fs::write(self.out.join("index.html"), index)?;
+        Ok(self.report)
+    }
+}
+
+impl crate::sink::ResultSink for ViewSite {
+    fn name(&self) -> Option<String> {
+        None
+    }
+
+    fn documents(&mut self, _: &str) -> std::io::Result<Vec<&mut dyn crate::sink::Entries>> {
+        Ok(Vec::new())
+    }
+
+    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), crate::sink::SinkError> {
+        let pages = self.cases.display().to_string();
+        self.add(results)
+            .map_err(crate::sink::SinkError::writing(pages))
+    }
+
+    /// The index; the pages written without trace text are not reported this way (a caller
+    /// that shows them uses [`ViewSite::finish_site`]).
+    fn finish(
+        self: Box<Self>,
+        end: &crate::sink::RunEnd<'_>,
+    ) -> Result<(), crate::sink::SinkError> {
+        let index = self.out.join("index.html");
+        self.finish_site(end.summaries)
+            .map(drop)
+            .map_err(crate::sink::SinkError::writing(index.display()))
+    }
 }
 
 #[cfg(test)]
@@ -692,6 +861,50 @@ mod tests {
         let h = highlight("Use <AES>   in\nECB mode.", &["<AES> in ECB"]);
         assert_eq!(h, "Use <mark>&lt;AES&gt;   in\nECB</mark> mode.");
         assert_eq!(highlight("a & b", &[]), "a &amp; b");
+    }
+
+    #[test]
+    fn the_view_as_a_sink_writes_the_site_write_site_writes() {
+        use crate::sink::{ResultSinks, RunEnd};
+        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpora/ag2-fig1a-aes-ecb");
+        let opts = crate::localize::Options::default();
+        let mut set = futures::executor::block_on(crate::localize::localize_dir(&case, &opts));
+        assert_eq!(set.results.len(), 1, "{:?}", set.skipped);
+        // a second judge run of the case: one page, two rows
+        let mut again = set.results[0].clone();
+        again.run = 1;
+        set.results.push(again);
+        let rules = crate::Rules::default();
+        let locator = crate::locate::CaseLocator::default();
+        let (whole, streamed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let report = write_site(&set, &locator, whole.path(), &rules).unwrap();
+        assert_eq!((report.pages, report.warnings.len()), (1, 0));
+        let mut sinks = ResultSinks::default();
+        sinks.push(ViewSite::create(streamed.path(), &set.judges, &locator, &rules).unwrap());
+        sinks.case(&set.results).unwrap();
+        let end = RunEnd {
+            skipped: &set.skipped,
+            problems: &set.problems,
+            summaries: &set.summaries,
+        };
+        sinks.finish(&end).unwrap();
+        let page = format!("cases/{}", case_file(&set.results[0].case_id));
+        for f in ["index.html", page.as_str()] {
+            let read = |d: &Path| std::fs::read_to_string(d.join(f)).unwrap();
+            assert_eq!(read(whole.path()), read(streamed.path()), "{f}");
+        }
+        assert!(std::fs::read_to_string(whole.path().join("index.html"))
+            .unwrap()
+            .contains("2 case result(s)"));
+
+        // fed on its own, the site still refuses one id for two case folders
+        let other = tempfile::tempdir().unwrap();
+        let mut site = ViewSite::create(other.path(), &set.judges, &locator, &rules).unwrap();
+        site.add(&set.results[..1]).unwrap();
+        let mut moved = set.results[0].clone();
+        moved.case_dir = "elsewhere".into();
+        let e = site.add(&[moved]).unwrap_err();
+        assert!(e.to_string().contains("names two case folders"), "{e}");
     }
 
     #[test]

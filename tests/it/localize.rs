@@ -447,6 +447,57 @@ fn version_names_the_commit_and_a_closed_pipe_is_quiet() {
     assert!(cases > 20, "{cases} case files");
 }
 
+/// `sage localize … --format json --sarif F | head -c0` (or a reader that leaves after a few
+/// kilobytes): with stdout gone, every file the run writes is still written whole (the
+/// results folder, `--output` and the SARIF view, which is finished last and was lost), and
+/// the run ends quietly with status 0.
+#[test]
+fn a_closed_stdout_loses_no_output_file() {
+    use std::io::Read;
+    let json = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    for read_first in [0, 4096] {
+        let d = tempfile::tempdir().unwrap();
+        let (res, output, sarif) = (
+            d.path().join("res"),
+            d.path().join("o.json"),
+            d.path().join("s.sarif"),
+        );
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sage"))
+            .args(["localize", "corpora", "--format", "json", "--out-dir"])
+            .arg(&res)
+            .arg("--output")
+            .arg(&output)
+            .arg("--sarif")
+            .arg(&sarif)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut head = vec![0; read_first];
+        stdout.read_exact(&mut head).unwrap();
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{stderr}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let doc = std::fs::read(&output).unwrap();
+        assert!(doc.starts_with(&head), "stdout was the document's start");
+        assert_eq!(std::fs::read(res.join("results.json")).unwrap(), doc);
+        let n = json(&output)["results"].as_array().unwrap().len();
+        assert!(n > 20, "{n} results");
+        let log = json(&sarif);
+        assert_eq!(log["version"], "2.1.0");
+        assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), n);
+    }
+}
+
 /// `trace.run` in a case manifest reads the Nth run of a file that holds several: the
 /// resolver's `output.jsonl` holds two runs, and only the second (dark mode) writes
 /// `src/PullRequestViewer.tsx`, the anchor's artefact. The baseline is built from the old

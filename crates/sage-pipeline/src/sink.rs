@@ -509,17 +509,24 @@ impl ResultSinks {
         Ok(())
     }
 
-    /// Finish every sink, in the order they were added. An output whose reader went away
-    /// ends the run quietly once it is finished; the sinks before it are whole.
+    /// Finish every sink, in the order they were added, whichever fails: an output that
+    /// cannot be written or whose reader went away loses no other (the SARIF file after a
+    /// closed stdout is written). The first error is returned; an output whose reader went
+    /// away, when nothing else failed, ends the run quietly.
     pub fn finish(self, end: &RunEnd<'_>) -> Result<(), SinkError> {
+        let mut first = None;
+        let mut gone = false;
         for s in self.sinks {
-            let gone = s.gone();
-            s.finish(end)?;
-            if gone {
-                return Err(SinkError::closed());
+            gone |= s.gone();
+            if let Err(e) = s.finish(end) {
+                first.get_or_insert(e);
             }
         }
-        Ok(())
+        match first {
+            Some(e) => Err(e),
+            None if gone => Err(SinkError::closed()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -999,10 +1006,11 @@ mod tests {
             got: std::rc::Rc::clone(&got),
         };
         let mut sinks = ResultSinks::default();
+        // the stream first: the sinks after it are finished all the same
+        sinks.push(ResultsStream::begin("standard output", head, &s.judges, s.runs, None).unwrap());
         sinks.push(ResultsDir::create(&out, &s.judges, s.runs).unwrap());
         sinks.push(ResultsFile::create(&file, &s.judges, s.runs, None).unwrap());
         sinks.push(SarifFile::new(&sarif, &crate::Rules::default()));
-        sinks.push(ResultsStream::begin("standard output", head, &s.judges, s.runs, None).unwrap());
         for (_, rs) in results_by_case(&s).unwrap() {
             let rs: Vec<CaseResult> = rs.into_iter().cloned().collect();
             sinks.case(&rs).unwrap();

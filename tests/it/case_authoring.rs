@@ -624,3 +624,32 @@ fn an_anchor_in_a_file_the_agent_created_is_a_case() {
         .success()
         .stdout(predicates::str::contains("ok (fragment located)"));
 }
+
+/// The fixture's trace is named `run.json`, as a run's manifest is: the SARIF view of its
+/// case reads the case (`case.json`), so the anchor keeps its lines and the origin turn and
+/// the introducing write their places in the trace (before, the trace was read as a run
+/// manifest, failed, and the log lost all three).
+#[test]
+fn sarif_of_a_case_whose_trace_is_named_run_json_keeps_its_locations() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("case");
+    init_full(&out).success();
+    assert!(out.join("run.json").is_file() && out.join("case.json").is_file());
+    let sarif = d.path().join("s.sarif");
+    sage()
+        .args(["localize", "--no-write", "--sarif"])
+        .arg(&sarif)
+        .arg(&out)
+        .assert()
+        .success();
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let r = &log["runs"][0]["results"][0];
+    let region = &r["locations"][0]["physicalLocation"]["region"];
+    assert!(region["startLine"].as_u64().is_some(), "{r:#}");
+    let related = r["relatedLocations"].as_array().unwrap();
+    assert_eq!(related.len(), 2, "{r:#}");
+    for l in related {
+        assert_eq!(l["physicalLocation"]["artifactLocation"]["uri"], "run.json");
+    }
+}

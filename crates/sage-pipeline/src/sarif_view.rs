@@ -83,9 +83,9 @@ fn write_raw(trace: &CanonicalTrace, n: usize) -> Option<&RawRef> {
 }
 
 /// The anchor fragment's 1-based line span in the final artefact.
-fn anchor_lines(run: &Case, r: &CaseResult, rules: &crate::Rules) -> Option<(usize, usize)> {
+fn anchor_lines(case: &Case, r: &CaseResult, rules: &crate::Rules) -> Option<(usize, usize)> {
     let frag = r.anchor.fragment.as_deref()?;
-    let unit = crate::replay::unit_from_run(run, rules).ok()?;
+    let unit = crate::replay::unit_from_run(case, rules).ok()?;
     let fin = unit
         .artefacts
         .iter()
@@ -178,9 +178,11 @@ impl SarifLog {
             base.clone(),
             json!({"uri": file_uri(Path::new(&r.case_dir))}),
         );
-        let run = Case::load_run(Path::new(&r.case_dir), self.rules.limits()).ok();
-        let trace = run.as_ref().and_then(|run| {
-            let files = sage_adapters::case_sources(&run.dir, &run.manifest.trace);
+        // A result is a confirmed case's: its case.json, never a trace that happens to be
+        // named run.json beside it.
+        let case = Case::load(Path::new(&r.case_dir), self.rules.limits()).ok();
+        let trace = case.as_ref().and_then(|case| {
+            let files = sage_adapters::case_sources(&case.dir, &case.manifest.trace);
             let how = sage_adapters::NormalizeOptions {
                 rules: self.rules.adapters.clone(),
                 ..sage_adapters::NormalizeOptions::framework(Some(&r.framework))
@@ -188,9 +190,9 @@ impl SarifLog {
             sage_adapters::normalize(&files, &how).ok()
         });
         let mut region = None;
-        if let Some((s, e)) = run
+        if let Some((s, e)) = case
             .as_ref()
-            .and_then(|run| anchor_lines(run, r, &self.rules))
+            .and_then(|case| anchor_lines(case, r, &self.rules))
         {
             region = Some(json!({"startLine": s, "endLine": e}));
         }

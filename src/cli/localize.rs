@@ -6,6 +6,7 @@ use sage_pipeline::results::CaseResult;
 use sage_pipeline::sink::{
     ResultSinks, ResultsDir, ResultsFile, ResultsStream, RunEnd, SarifFile, SinkError,
 };
+use sage_pipeline::view::ViewSite;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
@@ -35,6 +36,10 @@ pub struct Args {
     /// origin turn and the introducing write as related locations into the trace.
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
+    /// Also write the HTML view (as `sage view` writes it from the results) into DIR: each
+    /// case's page as the case finishes, the index when the run ends.
+    #[arg(long, value_name = "DIR")]
+    pub view: Option<PathBuf>,
     /// Folder for per-case results (`cases/<id>.json`), `results.json` and `summary.json`.
     #[arg(long, value_name = "DIR", default_value = "sage-results")]
     pub out_dir: PathBuf,
@@ -135,6 +140,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         problems: &tally.problems,
         summaries: &summaries,
     };
+    let warnings = sinks.warnings();
     sinks.finish(&end).map_err(sink_error)?;
 
     if a.format == Format::Table {
@@ -147,6 +153,9 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         if !a.no_write && !super::quiet() {
             outln!("per-case results written to {}", a.out_dir.display());
         }
+        if let Some(v) = a.view.as_ref().filter(|_| !super::quiet()) {
+            outln!("view written to {}", v.join("index.html").display());
+        }
     }
     for s in &tally.skipped {
         errln!(
@@ -158,6 +167,9 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     }
     for p in &tally.problems {
         errln!("sage: problem: {}", scrub(&p.message));
+    }
+    for w in &warnings {
+        errln!("sage: page without trace text: {}", scrub(w));
     }
     // A fatal judge error (a dead endpoint, a refused key) stops the run: whatever finished
     // is written and in the ledger, and the exit status says the run did not complete.
@@ -187,15 +199,17 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
              `error` in the results)"
         );
     }
-    Ok(if tally.all_ok() && turns_failed == 0 {
-        EXIT_OK
-    } else {
-        EXIT_INPUT_FAILED
-    })
+    Ok(
+        if tally.all_ok() && turns_failed == 0 && warnings.is_empty() {
+            EXIT_OK
+        } else {
+            EXIT_INPUT_FAILED
+        },
+    )
 }
 
 /// The outputs the flags ask for, as the pipeline's sinks: the results folder, `--output`,
-/// the JSON on stdout (`--format json`) and the SARIF view.
+/// the JSON on stdout (`--format json`), the SARIF view and the HTML view.
 fn sinks(
     a: &Args,
     judges: &[sage_judge::JudgeId],
@@ -230,6 +244,14 @@ fn sinks(
     }
     if let Some(path) = &a.sarif {
         sinks.push(SarifFile::new(path, rules));
+    }
+    if let Some(dir) = &a.view {
+        // the case folders as this run was given them, from the folder it runs in
+        let locator = sage_pipeline::locate::CaseLocator::default();
+        sinks.push(
+            ViewSite::create(dir, judges, &locator, rules)
+                .with_context(|| format!("writing the view to {}", dir.display()))?,
+        );
     }
     Ok(sinks)
 }

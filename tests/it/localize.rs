@@ -449,8 +449,8 @@ fn version_names_the_commit_and_a_closed_pipe_is_quiet() {
 
 /// `sage localize … --format json --sarif F | head -c0` (or a reader that leaves after a few
 /// kilobytes): with stdout gone, every file the run writes is still written whole (the
-/// results folder, `--output` and the SARIF view, which is finished last and was lost), and
-/// the run ends quietly with status 0.
+/// results folder, `--output`, the SARIF view, which was lost, and the HTML view), and the
+/// run ends quietly with status 0.
 #[test]
 fn a_closed_stdout_loses_no_output_file() {
     use std::io::Read;
@@ -471,6 +471,8 @@ fn a_closed_stdout_loses_no_output_file() {
             .arg(&output)
             .arg("--sarif")
             .arg(&sarif)
+            .arg("--view")
+            .arg(d.path().join("view"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -495,6 +497,8 @@ fn a_closed_stdout_loses_no_output_file() {
         let log = json(&sarif);
         assert_eq!(log["version"], "2.1.0");
         assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), n);
+        let index = std::fs::read_to_string(d.path().join("view/index.html")).unwrap();
+        assert!(index.contains(&format!("{n} case result(s)")), "{index}");
     }
 }
 

@@ -58,6 +58,67 @@ fn site() -> (tempfile::TempDir, PathBuf) {
     (d, out)
 }
 
+/// `sage localize --view DIR` writes the view as the run goes (each case's page as the case
+/// finishes, the index at the end): the same bytes as `sage view` of the run's results.
+#[test]
+fn localize_writes_the_view_sage_view_writes() {
+    let d = tempfile::tempdir().unwrap();
+    let (results, live) = (d.path().join("results"), d.path().join("live"));
+    let a = Command::cargo_bin("sage")
+        .unwrap()
+        .args(["localize", "corpora", "--out-dir"])
+        .arg(&results)
+        .arg("--view")
+        .arg(&live)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(stdout.contains("view written to"), "{stdout}");
+    let later = d.path().join("later");
+    Command::cargo_bin("sage")
+        .unwrap()
+        .arg("view")
+        .arg(&results)
+        .arg("--out")
+        .arg(&later)
+        .assert()
+        .success();
+    let files = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v: Vec<(PathBuf, Vec<u8>)> = ["index.html", "cases"]
+            .iter()
+            .flat_map(|n| {
+                let p = root.join(n);
+                if p.is_dir() {
+                    std::fs::read_dir(&p)
+                        .unwrap()
+                        .map(|e| e.unwrap().path())
+                        .collect()
+                } else {
+                    vec![p]
+                }
+            })
+            .map(|p| {
+                (
+                    p.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (live, later) = (files(&live), files(&later));
+    assert!(live.len() > 20, "{} files", live.len());
+    assert_eq!(
+        live.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        later.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    for ((name, a), (_, b)) in live.iter().zip(&later) {
+        assert!(a == b, "{} differs", name.display());
+    }
+}
+
 fn url(p: &Path, query: &str) -> String {
     format!("file://{}{}", p.display(), query)
 }

@@ -426,6 +426,11 @@ pub trait ResultSink {
     fn gone(&self) -> bool {
         false
     }
+    /// What the sink wrote less of than asked without failing (the view's pages without
+    /// trace text), known once the last case is done.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What a results document holds after its results, known only when the run ends.
@@ -507,6 +512,11 @@ impl ResultSinks {
             return Err(SinkError::closed());
         }
         Ok(())
+    }
+
+    /// Every sink's warnings so far, in the order the sinks were added.
+    pub fn warnings(&self) -> Vec<String> {
+        self.sinks.iter().flat_map(|s| s.warnings()).collect()
     }
 
     /// Finish every sink, in the order they were added, whichever fails: an output that

@@ -839,8 +839,11 @@ impl crate::sink::ResultSink for ViewSite {
             .map_err(crate::sink::SinkError::writing(pages))
     }
 
-    /// The index; the pages written without trace text are not reported this way (a caller
-    /// that shows them uses [`ViewSite::finish_site`]).
+    fn warnings(&self) -> Vec<String> {
+        self.report.warnings.clone()
+    }
+
+    /// The index (the pages written without trace text are the sink's `warnings`).
     fn finish(
         self: Box<Self>,
         end: &crate::sink::RunEnd<'_>,

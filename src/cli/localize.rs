@@ -122,8 +122,8 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_cases_each(
         cases,
         &opts,
-        |results| {
-            sinks.case(&results).map_err(sink_error)?;
+        |results, prepared| {
+            sinks.case(&results, prepared).map_err(sink_error)?;
             lines.add(&results);
             anyhow::Ok(())
         },

@@ -709,7 +709,7 @@ pub async fn localize_dir(root: &Path, opts: &Options) -> ResultSet {
 /// Run every case of `cases`, keeping every result: the [`ResultSet`].
 pub async fn localize_cases(cases: Cases, opts: &Options) -> ResultSet {
     let mut results = Vec::new();
-    let (tally, _) = localize_cases_each(cases, opts, |rs: Vec<CaseResult>| {
+    let (tally, _) = localize_cases_each(cases, opts, |rs: Vec<CaseResult>, _| {
         results.extend(rs);
         Ok::<(), std::convert::Infallible>(())
     })
@@ -718,14 +718,15 @@ pub async fn localize_cases(cases: Cases, opts: &Options) -> ResultSet {
 }
 
 /// Run every case found under `root`, handing each case's results (every judge run) to `each`
-/// as the case finishes and keeping only what the summaries need ([`RunTally`]): a corpus of
-/// any size, or a trace of any length, is never held as a whole result set. An error from
+/// as the case finishes, with the prepared case they came from, and keeping only what the
+/// summaries need ([`RunTally`]): a corpus of any size, or a trace of any length, is never
+/// held as a whole result set. An error from
 /// `each` (a results file that cannot be written) stops the run; it is returned with the
 /// tally of what finished.
 pub async fn localize_dir_each<E>(
     root: &Path,
     opts: &Options,
-    each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
+    each: impl FnMut(Vec<CaseResult>, Option<&PreparedCase>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
     localize_cases_each(Cases::discover(root, opts), opts, each).await
 }
@@ -735,7 +736,7 @@ pub async fn localize_dir_each<E>(
 pub async fn localize_cases_each<E>(
     cases: Cases,
     opts: &Options,
-    mut each: impl FnMut(Vec<CaseResult>) -> Result<(), E>,
+    mut each: impl FnMut(Vec<CaseResult>, Option<&PreparedCase>) -> Result<(), E>,
 ) -> (RunTally, Option<E>) {
     let mut tally = RunTally::new(opts);
     if let Some(e) = cases.error {
@@ -781,7 +782,7 @@ pub async fn localize_cases_each<E>(
         if o.results.is_empty() {
             return ControlFlow::Continue(());
         }
-        match each(o.results) {
+        match each(o.results, o.prepared.as_ref()) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 error = Some(e);

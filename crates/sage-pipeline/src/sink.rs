@@ -11,6 +11,7 @@
 //! at its own nesting depth ([`write_entries`]): no result is ever held as text, which for a
 //! long trace runs to tens of megabytes.
 
+use crate::localize::PreparedCase;
 use crate::results::{CaseResult, Problem, ResultSet, Skipped, Summary, RESULTS_VERSION};
 use sage_judge::JudgeId;
 use sage_llm::secrets::ScrubWriter;
@@ -418,8 +419,14 @@ pub trait ResultSink {
     /// (each result is serialized once for every sink's documents).
     fn documents(&mut self, case_id: &str) -> io::Result<Vec<&mut dyn Entries>>;
     /// The case's results were appended to the documents: close the case's own files, or
-    /// take the results another way (an error names the output that failed).
-    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), SinkError>;
+    /// take the results another way (an error names the output that failed). `prepared` is
+    /// the case the results were computed from, when the run still holds it (a sink that
+    /// needs the trace or the history reads the case again without it).
+    fn case_done(
+        &mut self,
+        results: &[CaseResult],
+        prepared: Option<&PreparedCase>,
+    ) -> Result<(), SinkError>;
     /// The run ended: write what comes last and put the output in place.
     fn finish(self: Box<Self>, end: &RunEnd<'_>) -> Result<(), SinkError>;
     /// The output's reader went away (a closed pipe): what is written to it is dropped.
@@ -483,8 +490,13 @@ impl ResultSinks {
         self.sinks.is_empty()
     }
 
-    /// One case's results (every judge run), to every sink.
-    pub fn case(&mut self, results: &[CaseResult]) -> Result<(), SinkError> {
+    /// One case's results (every judge run), to every sink, with the case they were
+    /// computed from when the run holds it.
+    pub fn case(
+        &mut self,
+        results: &[CaseResult],
+        prepared: Option<&PreparedCase>,
+    ) -> Result<(), SinkError> {
         let Some(first) = results.first() else {
             return Ok(());
         };
@@ -505,7 +517,7 @@ impl ResultSinks {
             write_entries(results, &mut docs).map_err(&failed)?;
         }
         for s in self.sinks.iter_mut() {
-            s.case_done(results)?;
+            s.case_done(results, prepared)?;
         }
         // With nothing but outputs whose reader went away, the run has no reader left.
         if !self.sinks.is_empty() && self.sinks.iter().all(|s| s.gone()) {
@@ -551,7 +563,7 @@ impl ResultSink for ResultsDir {
         Ok(vec![file, &mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
+    fn case_done(&mut self, _: &[CaseResult], _: Option<&PreparedCase>) -> Result<(), SinkError> {
         match self.current.take() {
             Some(file) => file.commit().map_err(SinkError::writing(format!(
                 "results to {}",
@@ -597,7 +609,7 @@ impl ResultSink for ResultsFile {
         Ok(vec![&mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
+    fn case_done(&mut self, _: &[CaseResult], _: Option<&PreparedCase>) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -650,7 +662,7 @@ impl<W: Write> ResultSink for ResultsStream<W> {
         Ok(vec![&mut self.doc])
     }
 
-    fn case_done(&mut self, _: &[CaseResult]) -> Result<(), SinkError> {
+    fn case_done(&mut self, _: &[CaseResult], _: Option<&PreparedCase>) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -736,7 +748,11 @@ impl ResultSink for SarifFile {
         Ok(Vec::new())
     }
 
-    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), SinkError> {
+    fn case_done(
+        &mut self,
+        results: &[CaseResult],
+        _: Option<&PreparedCase>,
+    ) -> Result<(), SinkError> {
         for r in results {
             self.log.add(r);
         }
@@ -1023,7 +1039,7 @@ mod tests {
         sinks.push(SarifFile::new(&sarif, &crate::Rules::default()));
         for (_, rs) in results_by_case(&s).unwrap() {
             let rs: Vec<CaseResult> = rs.into_iter().cloned().collect();
-            sinks.case(&rs).unwrap();
+            sinks.case(&rs, None).unwrap();
         }
         let end = RunEnd {
             skipped: &s.skipped,
@@ -1053,10 +1069,10 @@ mod tests {
         };
         let mut sinks = ResultSinks::default();
         sinks.push(ResultsStream::begin("standard output", head, &s.judges, s.runs, None).unwrap());
-        let e = sinks.case(&s.results[..1]).unwrap_err();
+        let e = sinks.case(&s.results[..1], None).unwrap_err();
         assert_eq!(e.io.kind(), io::ErrorKind::BrokenPipe);
         // no sink at all is no reader gone
-        ResultSinks::default().case(&s.results[..1]).unwrap();
+        ResultSinks::default().case(&s.results[..1], None).unwrap();
     }
 
     #[test]

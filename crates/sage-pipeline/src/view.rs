@@ -738,6 +738,16 @@ impl ViewSite {
 
     /// One case's results: its page, if it has none yet, and their rows in the index.
     pub fn add(&mut self, results: &[CaseResult]) -> std::io::Result<()> {
+        self.add_prepared(results, None)
+    }
+
+    /// [`ViewSite::add`] with the case the results were computed from, when the caller holds
+    /// it (a localize run): the page needs its trace and history, read again without it.
+    pub fn add_prepared(
+        &mut self,
+        results: &[CaseResult],
+        prepared: Option<&crate::localize::PreparedCase>,
+    ) -> std::io::Result<()> {
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
         for r in results {
             match self.folders.get(&r.case_id) {
@@ -758,7 +768,7 @@ impl ViewSite {
                             r.case_id
                         )));
                     }
-                    self.page(r)?;
+                    self.page(r, prepared)?;
                     self.files.insert(file, r.case_id.clone());
                     self.folders.insert(r.case_id.clone(), r.case_dir.clone());
                 }
@@ -768,25 +778,37 @@ impl ViewSite {
         Ok(())
     }
 
-    /// The page of `r`'s case, with its trace and diffs when its folder can be read again.
-    fn page(&mut self, r: &CaseResult) -> std::io::Result<()> {
-        let prepared = match self.locator.locate(&r.case_dir) {
-            Err(m) => {
-                self.report.warnings.push(m.0);
-                None
+    /// The page of `r`'s case, with its trace and diffs: from the case as `given`, else
+    /// when its folder can be read again.
+    fn page(
+        &mut self,
+        r: &CaseResult,
+        given: Option<&crate::localize::PreparedCase>,
+    ) -> std::io::Result<()> {
+        let read;
+        let prepared = match given {
+            Some(p) => Some(p),
+            None => {
+                read = match self.locator.locate(&r.case_dir) {
+                    Err(m) => {
+                        self.report.warnings.push(m.0);
+                        None
+                    }
+                    Ok(dir) => match prepare(&dir, &self.rules) {
+                        Ok((p, _)) => Some(p),
+                        Err(s) => {
+                            self.report
+                                .warnings
+                                .push(format!("{}: {}", s.case, s.message));
+                            None
+                        }
+                    },
+                };
+                read.as_ref()
             }
-            Ok(dir) => match prepare(&dir, &self.rules) {
-                Ok((p, _)) => Some(p),
-                Err(s) => {
-                    self.report
-                        .warnings
-                        .push(format!("{}: {}", s.case, s.message));
-                    None
-                }
-            },
         };
         let mut diffs = BTreeMap::new();
-        if let Some(p) = &prepared {
+        if let Some(p) = prepared {
             for s in &p.history.snapshots {
                 if let Some(d) = p.history.write_diff(s.write) {
                     diffs.insert(s.write, d);
@@ -805,12 +827,7 @@ impl ViewSite {
         }
         std::fs::write(
             self.cases.join(case_file(&r.case_id)),
-            case_html(
-                r,
-                prepared.as_ref().map(|p| &p.trace),
-                &diffs,
-                self.rules.kinds(),
-            ),
+            case_html(r, prepared.map(|p| &p.trace), &diffs, self.rules.kinds()),
         )?;
         self.report.pages += 1;
         Ok(())
@@ -833,9 +850,13 @@ impl crate::sink::ResultSink for ViewSite {
         Ok(Vec::new())
     }
 
-    fn case_done(&mut self, results: &[CaseResult]) -> Result<(), crate::sink::SinkError> {
+    fn case_done(
+        &mut self,
+        results: &[CaseResult],
+        prepared: Option<&crate::localize::PreparedCase>,
+    ) -> Result<(), crate::sink::SinkError> {
         let pages = self.cases.display().to_string();
-        self.add(results)
+        self.add_prepared(results, prepared)
             .map_err(crate::sink::SinkError::writing(pages))
     }
 
@@ -869,10 +890,30 @@ mod tests {
     #[test]
     fn the_view_as_a_sink_writes_the_site_write_site_writes() {
         use crate::sink::{ResultSinks, RunEnd};
-        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpora/ag2-fig1a-aes-ecb");
+        fn copy(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for e in std::fs::read_dir(from).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    copy(&e.path(), &to.join(e.file_name()));
+                } else {
+                    std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+                }
+            }
+        }
+        // a folder of this test's own, so the count of its preparations is this test's
+        let tmp = tempfile::tempdir().unwrap();
+        let case = tmp.path().join("ag2-fig1a-aes-ecb");
+        copy(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpora/ag2-fig1a-aes-ecb"),
+            &case,
+        );
+        let prepared = || crate::localize::PREPARED.lock().unwrap()[&case];
         let opts = crate::localize::Options::default();
         let mut set = futures::executor::block_on(crate::localize::localize_dir(&case, &opts));
         assert_eq!(set.results.len(), 1, "{:?}", set.skipped);
+        let run = futures::executor::block_on(crate::localize::localize_case(&case, &opts));
+        assert_eq!(prepared(), 2);
         // a second judge run of the case: one page, two rows
         let mut again = set.results[0].clone();
         again.run = 1;
@@ -880,17 +921,21 @@ mod tests {
         let rules = crate::Rules::default();
         let locator = crate::locate::CaseLocator::default();
         let (whole, streamed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let report = write_site(&set, &locator, whole.path(), &rules).unwrap();
-        assert_eq!((report.pages, report.warnings.len()), (1, 0));
+        // the case as the run prepared it: the page is made from it, the case is not read again
         let mut sinks = ResultSinks::default();
         sinks.push(ViewSite::create(streamed.path(), &set.judges, &locator, &rules).unwrap());
-        sinks.case(&set.results).unwrap();
+        sinks.case(&set.results, run.prepared.as_ref()).unwrap();
         let end = RunEnd {
             skipped: &set.skipped,
             problems: &set.problems,
             summaries: &set.summaries,
         };
         sinks.finish(&end).unwrap();
+        assert_eq!(prepared(), 2);
+        // from a results file, the case is read again
+        let report = write_site(&set, &locator, whole.path(), &rules).unwrap();
+        assert_eq!((report.pages, report.warnings.len()), (1, 0));
+        assert_eq!(prepared(), 3);
         let page = format!("cases/{}", case_file(&set.results[0].case_id));
         for f in ["index.html", page.as_str()] {
             let read = |d: &Path| std::fs::read_to_string(d.join(f)).unwrap();

@@ -758,7 +758,12 @@ impl FileDeleted {
         let ha = Hist::of(&a);
         let ka = coarse(&a);
         // the ASCII characters `a` holds: the bound sums over these only (the same sum)
-        let present: Vec<usize> = (0..128).filter(|&c| ha.ascii[c] > 0).collect();
+        let mut present: Vec<usize> = a
+            .iter()
+            .filter_map(|&c| usize::try_from(u32::from(c)).ok().filter(|u| *u < 128))
+            .collect();
+        present.sort_unstable();
+        present.dedup();
         let common = |h: &Hist| -> usize {
             present
                 .iter()
@@ -978,7 +983,7 @@ impl FileDeleted {
 
 /// Which lines hold each q-gram, as one table sorted by gram: built by one sort instead of
 /// a hash map entry per gram occurrence, looked up by binary search (and no hash an
-/// adversarial file could make collide).
+/// adversarial file could make collide; std's keyed hash was slower here).
 struct Grams {
     q: usize,
     /// The distinct grams, ascending ([`gram_key`]).

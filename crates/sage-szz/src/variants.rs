@@ -875,8 +875,8 @@ impl FileDeleted {
         let w = |p: usize| at_pos[p].len();
         let mut cost = vec![usize::MAX; need * m];
         let mut from = vec![0usize; need * m];
-        for p in 0..m {
-            cost[p] = w(p);
+        for (c, l) in cost.iter_mut().zip(at_pos) {
+            *c = l.len();
         }
         for j in 1..need {
             // the cheapest earlier gram ending before p (prefix minimum over p - q)

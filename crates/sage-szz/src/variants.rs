@@ -1163,11 +1163,13 @@ struct Walk {
     /// The fix-side path and the file's path as blamed (not updated across renames, as in
     /// V-SZZ).
     path: String,
-    blamed_path: String,
-    start: BlameLine,
+    /// The impacted file (its `path` is the path blamed).
+    imp: usize,
+    /// The line's number at `fix^`, where the walk starts.
+    start_line: usize,
     cur: BlameLine,
+    /// The commits the line walked through, each once (a commit met again ends the walk).
     chain: Vec<String>,
-    seen: HashSet<String>,
     done: bool,
 }
 
@@ -1187,7 +1189,7 @@ fn v_szz(
     result: &mut SzzResult,
 ) -> Result<(), SzzError> {
     let mut walks: Vec<Walk> = Vec::new();
-    for imp in impacted {
+    for (ix, imp) in impacted.iter().enumerate() {
         let flags = BlameFlags {
             incremental: opts.pyszz_compat,
             ..Default::default()
@@ -1195,11 +1197,10 @@ fn v_szz(
         for (path, start) in blame_file(git, fix, imp, &flags, Some(filter))? {
             walks.push(Walk {
                 path,
-                blamed_path: imp.path.clone(),
+                imp: ix,
+                start_line: start.final_line,
                 chain: vec![start.commit.clone()],
-                seen: HashSet::from([start.commit.clone()]),
-                cur: start.clone(),
-                start,
+                cur: start,
                 done: false,
             });
         }
@@ -1221,7 +1222,7 @@ fn v_szz(
                 w.done = true;
                 continue;
             }
-            cache.load(git, &w.cur.commit, &w.blamed_path)?;
+            cache.load(git, &w.cur.commit, &impacted[w.imp].path)?;
             live.push(i);
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
@@ -1229,13 +1230,14 @@ fn v_szz(
         let mut last: Option<(&str, &str, Option<&FileDeleted>)> = None;
         for &i in &live {
             let w = &walks[i];
+            let blamed_path = &impacted[w.imp].path;
             let f = match last {
-                Some((c, p, f)) if c == w.cur.commit && p == w.blamed_path => f,
+                Some((c, p, f)) if c == w.cur.commit && p == blamed_path => f,
                 _ => cache
-                    .get(&w.cur.commit, &w.blamed_path)
+                    .get(&w.cur.commit, blamed_path)
                     .and_then(|f| f.as_ref()),
             };
-            last = Some((&w.cur.commit, &w.blamed_path, f));
+            last = Some((&w.cur.commit, blamed_path, f));
             changed.push((i, f));
         }
         let jobs: Vec<(&FileDeleted, &str, usize)> = changed
@@ -1260,12 +1262,13 @@ fn v_szz(
                 w.done = true;
                 continue;
             };
+            let blamed_path = &impacted[w.imp].path;
             match steps
                 .iter_mut()
-                .find(|((p, b), _)| p == parent && *b == w.blamed_path)
+                .find(|((p, b), _)| p == parent && b == blamed_path)
             {
                 Some((_, v)) => v.push((i, old_line)),
-                None => steps.push(((parent.clone(), w.blamed_path.clone()), vec![(i, old_line)])),
+                None => steps.push(((parent.clone(), blamed_path.clone()), vec![(i, old_line)])),
             }
         }
         if steps.is_empty() {
@@ -1274,15 +1277,36 @@ fn v_szz(
         for ((parent, path), members) in steps {
             let lines: Vec<usize> = members.iter().map(|(_, l)| *l).collect();
             let b = blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?;
-            let by_line: HashMap<usize, &BlameLine> =
-                b.lines.iter().map(|l| (l.final_line, l)).collect();
+            // each blamed line moves to the walk that asked for it (copied only for a line
+            // two walks asked for)
+            let by_line: HashMap<usize, usize> = b
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(k, l)| (l.final_line, k))
+                .collect();
+            let mut wanted = vec![0usize; b.lines.len()];
+            for (_, l) in &members {
+                if let Some(&k) = by_line.get(l) {
+                    wanted[k] += 1;
+                }
+            }
+            let mut slots: Vec<Option<BlameLine>> = b.lines.into_iter().map(Some).collect();
             for (i, old_line) in members {
                 let w = &mut walks[i];
-                let Some(next) = by_line.get(&old_line).map(|l| (*l).clone()) else {
+                let next = by_line.get(&old_line).and_then(|&k| {
+                    wanted[k] -= 1;
+                    if wanted[k] == 0 {
+                        slots[k].take()
+                    } else {
+                        slots[k].clone()
+                    }
+                });
+                let Some(next) = next else {
                     w.done = true;
                     continue;
                 };
-                if filter.drop(git, &next)? || !w.seen.insert(next.commit.clone()) {
+                if filter.drop(git, &next)? || w.chain.contains(&next.commit) {
                     w.done = true;
                     continue;
                 }
@@ -1296,16 +1320,16 @@ fn v_szz(
         if w.chain.len() >= opts.max_chain {
             notes.push(format!(
                 "{}:{}: chain cut at {} commits",
-                w.path, w.start.final_line, opts.max_chain
+                w.path, w.start_line, opts.max_chain
             ));
         }
         result.chains.push(Chain {
             path: w.path.clone(),
-            line: w.start.final_line,
+            line: w.start_line,
             commits: w.chain,
         });
         let mut end = w.cur;
-        end.final_line = w.start.final_line;
+        end.final_line = w.start_line;
         ends.push((w.path, end));
     }
     result.candidates = candidates(git, &ends)?;

@@ -126,6 +126,10 @@ pub struct VariantOpts {
     /// repository's blame or show) is killed and its case fails, naming the command.
     #[arg(long, default_value = "256", value_name = "MIB", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
     pub git_max_output_mb: std::num::NonZeroU64,
+    /// V-SZZ: threads that map lines through each commit's change (default: the machine's
+    /// cores). The answer is the same for any number.
+    #[arg(long, value_name = "N", value_parser = super::concurrency)]
+    pub threads: Option<std::num::NonZeroUsize>,
 }
 
 impl VariantOpts {
@@ -147,6 +151,7 @@ impl VariantOpts {
             filter_revert: self.filter_revert,
             pyszz_compat: self.pyszz_compat,
             cve,
+            threads: self.threads.unwrap_or(Options::default().threads),
             ..Options::default()
         }
     }

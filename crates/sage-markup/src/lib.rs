@@ -66,12 +66,38 @@ pub fn terminal(s: &str) -> Cow<'_, str> {
     Cow::Owned(o)
 }
 
-/// Whether [`terminal`] would change `s`: ASCII is tested byte by byte (megabytes of JSON
-/// are almost all ASCII), only other characters are decoded.
+/// Whether [`terminal`] would change `s`: eight bytes at a time while they are all
+/// printable ASCII (megabytes of JSON are almost all such), then byte by byte; only other
+/// characters are decoded.
 fn has_unsafe(s: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
+        if let Some(word) = b.get(i..i + 8) {
+            let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            // a byte below 0x20 (exact for "any": borrows only follow a true one) …
+            let low = w.wrapping_sub(0x20 * ONES) & !w & HIGH;
+            // … or of 0x7f and above: its high bit, or its low seven bits all ones
+            let high = (w | (w & !HIGH).wrapping_add(ONES)) & HIGH;
+            if low | high == 0 {
+                i += 8;
+                continue;
+            }
+            // these eight bytes one by one, up to a non-ASCII one (decoded below)
+            let ascii = word.iter().take_while(|c| c.is_ascii()).count();
+            if word[..ascii]
+                .iter()
+                .any(|&c| c != b'\n' && c != b'\t' && c.is_ascii_control())
+            {
+                return true;
+            }
+            if ascii > 0 {
+                i += ascii;
+                continue;
+            }
+        }
         if b[i].is_ascii() {
             if b[i] != b'\n' && b[i] != b'\t' && b[i].is_ascii_control() {
                 return true;
@@ -429,6 +455,21 @@ mod tests {
                 .chars()
                 .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c));
             assert_eq!(has_unsafe(s), by_char, "{s:?}");
+        }
+        // every special character at every offset of the eight-byte words
+        let specials: Vec<char> = (0u32..0x21)
+            .chain([0x7e, 0x7f, 0x80, 0x85, 0x9b, 0xe9, 0x202e, 0x65e5])
+            .filter_map(char::from_u32)
+            .collect();
+        for at in 0..20 {
+            for &c in &specials {
+                let mut s: String = "abcdefghij klmnopqrst{}".chars().collect();
+                s.insert(at, c);
+                let by_char = s
+                    .chars()
+                    .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c));
+                assert_eq!(has_unsafe(&s), by_char, "{s:?}");
+            }
         }
     }
 

@@ -45,6 +45,9 @@ pub struct Options {
     /// number in the blamed commit), so a commit whose only line collides with another
     /// commit's line number disappears (pyszz's `BlameData` hashes on those two fields).
     pub pyszz_compat: bool,
+    /// V: threads that map lines through a commit's change (each line's mapping is
+    /// independent of the others; the answer does not depend on this number).
+    pub threads: std::num::NonZeroUsize,
 }
 
 impl Default for Options {
@@ -60,6 +63,7 @@ impl Default for Options {
             max_chain: 200,
             cve: None,
             pyszz_compat: false,
+            threads: std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN),
         }
     }
 }
@@ -274,27 +278,23 @@ impl LineFilter {
         if !self.skip_comments || !crate::comments::supported(&l.orig_path) {
             return Ok(false);
         }
-        let known = self
-            .masks
-            .get(&l.commit)
-            .is_some_and(|m| m.contains_key(&l.orig_path));
-        if !known {
-            let mask = match git.file_at(&l.commit, &l.orig_path)? {
-                Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
-                None => Vec::new(),
-            };
-            self.masks
-                .entry(l.commit.clone())
-                .or_default()
-                .insert(l.orig_path.clone(), mask);
-        }
-        let is_comment = self.masks[&l.commit][&l.orig_path]
-            .get(l.orig_line)
-            .copied()
-            .unwrap_or(false);
-        if is_comment {
-            self.comments += 1;
-        }
+        // the mask is read from git once per commit and path, then looked up once per line
+        let is_comment = match self.masks.get(&l.commit).and_then(|m| m.get(&l.orig_path)) {
+            Some(mask) => mask.get(l.orig_line).copied().unwrap_or(false),
+            None => {
+                let mask = match git.file_at(&l.commit, &l.orig_path)? {
+                    Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
+                    None => Vec::new(),
+                };
+                let is_comment = mask.get(l.orig_line).copied().unwrap_or(false);
+                self.masks
+                    .entry(l.commit.clone())
+                    .or_default()
+                    .insert(l.orig_path.clone(), mask);
+                is_comment
+            }
+        };
+        self.comments += usize::from(is_comment);
         Ok(is_comment)
     }
 
@@ -626,6 +626,27 @@ struct Deleted {
     hist: Hist,
 }
 
+/// Character counts in 16 buckets (by the low four bits: the ten digits apart): 32 bytes a
+/// line, read before the line's [`Hist`]. Summing the smaller count of each bucket bounds the
+/// characters two texts share from above, as the finer histogram does, only more loosely.
+type Coarse = [u16; 16];
+
+fn coarse(chars: &[char]) -> Coarse {
+    if chars.len() > usize::from(u16::MAX) {
+        // counts that cannot overflow bound nothing
+        return [u16::MAX; 16];
+    }
+    let mut k = [0u16; 16];
+    for &c in chars {
+        k[(u32::from(c) & 15) as usize] += 1;
+    }
+    k
+}
+
+fn coarse_common(a: &Coarse, b: &Coarse) -> usize {
+    a.iter().zip(b).map(|(x, y)| usize::from(*x.min(y))).sum()
+}
+
 /// Character counts: ASCII one by one, everything else in one bucket.
 #[derive(Clone)]
 struct Hist {
@@ -653,17 +674,26 @@ impl Hist {
 /// text occurs, and which lines hold each 4-gram (and, when asked, 3-gram) of characters.
 struct FileDeleted {
     lines: Vec<Deleted>,
+    /// Each line's [`coarse`] counts, side by side: the first bound tried on a candidate.
+    coarse: Vec<Coarse>,
     /// A line's text stripped of whitespace → where it occurs (keyed by the UTF-8 text: one
     /// hash write per key, not one per character).
     exact: HashMap<String, Vec<usize>>,
     /// 4-gram → the lines holding it: rarer than 3-grams, so fewer lines to count.
     grams: Grams,
-    /// 3-gram → the lines holding it, built the first time a text is too short (or too
-    /// far from its best line) for 4-grams to narrow the search.
-    grams3: std::cell::OnceCell<Grams>,
-    /// [`FileDeleted::candidates`]' tally of hits per line (zeros between calls).
-    scratch: std::cell::RefCell<Vec<u16>>,
+    /// 3-gram → the lines holding it, built once [`GRAMS3_AFTER`] texts were too short (or
+    /// too far from their best line) for 4-grams to narrow the search: until then such a
+    /// text is compared with every line, which is cheaper than the index for a few texts.
+    grams3: std::sync::OnceLock<Grams>,
+    /// Texts that 4-grams could not narrow so far.
+    unnarrowed: std::sync::atomic::AtomicUsize,
+    /// [`GRAMS3_AFTER`], or 0 in tests (to exercise the 3-gram filter on one text).
+    grams3_after: usize,
 }
+
+/// Texts compared with every line before a 3-gram index of the lines is built: building it
+/// costs about as much as comparing a few hundred texts with every line.
+const GRAMS3_AFTER: usize = 64;
 
 type DeletedLines = Option<FileDeleted>;
 
@@ -693,12 +723,15 @@ impl FileDeleted {
             exact.entry(l.chars.iter().collect()).or_default().push(i);
         }
         let grams = Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
+        let coarse = lines.iter().map(|l| coarse(&l.chars)).collect();
         FileDeleted {
             lines,
+            coarse,
             exact,
             grams,
             grams3: Default::default(),
-            scratch: Default::default(),
+            unnarrowed: Default::default(),
+            grams3_after: GRAMS3_AFTER,
         }
     }
 
@@ -710,7 +743,10 @@ impl FileDeleted {
     /// `Q·D + 1` of `text`'s Q-grams (each edit breaks at most `Q`): only the lines holding
     /// one of the rarest such grams are compared. A line whose length or character counts
     /// bound its ratio below the best so far (or the threshold) is skipped.
-    fn best(&self, text: &str, line: usize) -> Option<usize> {
+    ///
+    /// `count`: a tally the caller keeps between calls (all zeros between them), so that
+    /// threads can share one `FileDeleted`.
+    fn best(&self, text: &str, line: usize, count: &mut Vec<u16>) -> Option<usize> {
         let stripped: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         if let Some(same) = self.exact.get(&stripped) {
             return same
@@ -720,8 +756,14 @@ impl FileDeleted {
         }
         let a: Vec<char> = stripped.chars().collect();
         let ha = Hist::of(&a);
+        let ka = coarse(&a);
         // the ASCII characters `a` holds: the bound sums over these only (the same sum)
-        let present: Vec<usize> = (0..128).filter(|&c| ha.ascii[c] > 0).collect();
+        let mut present: Vec<usize> = a
+            .iter()
+            .filter_map(|&c| usize::try_from(u32::from(c)).ok().filter(|u| *u < 128))
+            .collect();
+        present.sort_unstable();
+        present.dedup();
         let common = |h: &Hist| -> usize {
             present
                 .iter()
@@ -741,7 +783,10 @@ impl FileDeleted {
                 }
             };
             let cannot = |b: f64| b <= 0.75 || best.is_some_and(|(br, _, _)| b < br);
-            if cannot(bound(a.len().min(d.chars.len()))) || cannot(bound(common(&d.hist))) {
+            if cannot(bound(a.len().min(d.chars.len())))
+                || cannot(bound(coarse_common(&ka, &self.coarse[i])))
+                || cannot(bound(common(&d.hist)))
+            {
                 return;
             }
             let r = (ratio_chars(&a, &d.chars), d.line.abs_diff(line), i);
@@ -756,17 +801,18 @@ impl FileDeleted {
         for i in near {
             consider(i, &mut best);
         }
-        // the posting lists of `a`'s 4-grams, rarest first
-        let lists = self.grams.lists(&a);
+        // the posting lists of `a`'s 4-grams, in the order of their positions in `a`
+        let at_pos = self.grams.at_positions(&a);
         let t = |best: Option<Ranked>| best.map_or(0.75, |b| b.0.max(0.75));
-        let mut narrowed = self.narrow(&a, &lists, t(best));
+        let mut narrowed = self.narrow(&a, &at_pos, t(best), count);
         if narrowed.is_none() {
             // a few lines sharing its rarest grams (where an edited line moved) may set a
             // ratio high enough to narrow the search
+            let lists = rarest_first(&at_pos);
             for &i in lists.iter().flat_map(|l| l.iter()).take(16) {
                 consider(i as usize, &mut best);
             }
-            narrowed = self.narrow(&a, &lists, t(best));
+            narrowed = self.narrow(&a, &at_pos, t(best), count);
         }
         match narrowed {
             Some(c) => c.into_iter().for_each(|i| consider(i as usize, &mut best)),
@@ -775,15 +821,104 @@ impl FileDeleted {
         best.filter(|b| b.0 > 0.75).map(|b| self.lines[b.2].line)
     }
 
-    /// [`FileDeleted::candidates`] by 4-grams (`lists`), else by 3-grams, which narrow the
-    /// search for shorter texts and more edits (each edit breaks fewer of them).
-    fn narrow(&self, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
-        self.candidates(4, a, lists, t).or_else(|| {
-            let g3 = self
-                .grams3
-                .get_or_init(|| Grams::new(3, self.lines.iter().map(|l| l.chars.as_slice())));
-            self.candidates(3, a, &g3.lists(a), t)
-        })
+    /// The lines that can reach ratio `t` with `a` (a superset), or `None` when nothing
+    /// narrows the search. Tried in order of cost: disjoint 4-grams
+    /// ([`FileDeleted::disjoint`]), the count of 4-grams ([`FileDeleted::candidates`]), then
+    /// both with 3-grams, which narrow the search for shorter texts and more edits (each edit
+    /// breaks fewer of them). `at_pos`: the lines holding each of `a`'s 4-grams, by position.
+    fn narrow(
+        &self,
+        a: &[char],
+        at_pos: &[&[u32]],
+        t: f64,
+        count: &mut Vec<u16>,
+    ) -> Option<Vec<u32>> {
+        let d_max = max_edits(a.len(), t);
+        self.disjoint(4, at_pos, d_max, count)
+            .or_else(|| self.candidates(4, a, &rarest_first(at_pos), t, count))
+            .or_else(|| {
+                use std::sync::atomic::Ordering;
+                if self.grams3.get().is_none()
+                    && self.unnarrowed.fetch_add(1, Ordering::Relaxed) < self.grams3_after
+                {
+                    return None;
+                }
+                let g3 = self
+                    .grams3
+                    .get_or_init(|| Grams::new(3, self.lines.iter().map(|l| l.chars.as_slice())));
+                let at_pos3 = g3.at_positions(a);
+                self.disjoint(3, &at_pos3, d_max, count)
+                    .or_else(|| self.candidates(3, a, &rarest_first(&at_pos3), t, count))
+            })
+    }
+
+    /// The lines holding one of `d_max + 1` of `a`'s `q`-grams that do not overlap in `a`,
+    /// chosen with the fewest lines in all (or `None` when they do not fit in `a`, or hold
+    /// more than half the lines). A line within `d_max` insertions and deletions of `a`
+    /// holds one of them: a deletion breaks at most one of the disjoint grams, an insertion
+    /// splits at most one, so at least one is left whole.
+    fn disjoint(
+        &self,
+        q: usize,
+        at_pos: &[&[u32]],
+        d_max: usize,
+        count: &mut Vec<u16>,
+    ) -> Option<Vec<u32>> {
+        let need = d_max.checked_add(1)?;
+        let m = at_pos.len();
+        // `need` grams `q` apart fit when the last can start at (need - 1)·q < m
+        if need.checked_sub(1)?.checked_mul(q)? >= m {
+            return None;
+        }
+        // cost[j·m + p]: the fewest lines of j + 1 disjoint grams, the last one at p
+        // (`from[j·m + p]`: where the one before it is)
+        let w = |p: usize| at_pos[p].len();
+        let mut cost = vec![usize::MAX; need * m];
+        let mut from = vec![0usize; need * m];
+        for (c, l) in cost.iter_mut().zip(at_pos) {
+            *c = l.len();
+        }
+        for j in 1..need {
+            // the cheapest earlier gram ending before p (prefix minimum over p - q)
+            let mut best: Option<(usize, usize)> = None;
+            for p in (j * q)..m {
+                let e = p - q;
+                let pc = cost[(j - 1) * m + e];
+                if pc != usize::MAX && best.is_none_or(|(bc, _)| pc < bc) {
+                    best = Some((pc, e));
+                }
+                if let Some((bc, bp)) = best {
+                    cost[j * m + p] = bc + w(p);
+                    from[j * m + p] = bp;
+                }
+            }
+        }
+        let (total, mut p) = cost[(need - 1) * m..]
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != usize::MAX)
+            .map(|(p, c)| (*c, p))
+            .min()?;
+        if total > self.lines.len() / 2 {
+            return None;
+        }
+        if count.len() < self.lines.len() {
+            count.resize(self.lines.len(), 0);
+        }
+        let mut c = Vec::with_capacity(total);
+        for j in (0..need).rev() {
+            for &i in at_pos[p] {
+                if count[i as usize] == 0 {
+                    count[i as usize] = 1;
+                    c.push(i);
+                }
+            }
+            p = from[j * m + p];
+        }
+        for &i in &c {
+            count[i as usize] = 0;
+        }
+        Some(c)
     }
 
     /// The lines that can reach ratio `t` with `a` (a superset, ascending), or `None` when
@@ -793,12 +928,18 @@ impl FileDeleted {
     /// Of any `k` of `a`'s gram positions, at most `q·D` are broken by `D` edits, so a line
     /// within `D` edits holds the grams of at least `k - q·D` of them: the `k` rarest are
     /// taken (as many as stay cheap, at least `q·D + 1`) and lines with fewer hits dropped.
-    fn candidates(&self, q: usize, a: &[char], lists: &[&[u32]], t: f64) -> Option<Vec<u32>> {
+    fn candidates(
+        &self,
+        q: usize,
+        a: &[char],
+        lists: &[&[u32]],
+        t: f64,
+        count: &mut Vec<u16>,
+    ) -> Option<Vec<u32>> {
         if a.len() < q {
             return None;
         }
-        // ratio ≥ t bounds the other length to a·(2-t)/t, and the edits to (1-t)·(|a|+|b|)
-        let d_max = ((1.0 - t) * 2.0 * a.len() as f64 / t + 1e-9).floor() as usize;
+        let d_max = max_edits(a.len(), t);
         let broken = q.checked_mul(d_max)?;
         let need = broken.checked_add(1)?;
         // (the tally below counts to `k` ≤ u16::MAX)
@@ -818,8 +959,9 @@ impl FileDeleted {
         }
         let hits = k - broken;
         // hits per line, counted in a scratch table that is all zeros between calls
-        let mut count = self.scratch.borrow_mut();
-        count.resize(self.lines.len(), 0);
+        if count.len() < self.lines.len() {
+            count.resize(self.lines.len(), 0);
+        }
         let mut c = Vec::new();
         for l in &lists[..k] {
             for &i in *l {
@@ -841,7 +983,7 @@ impl FileDeleted {
 
 /// Which lines hold each q-gram, as one table sorted by gram: built by one sort instead of
 /// a hash map entry per gram occurrence, looked up by binary search (and no hash an
-/// adversarial file could make collide).
+/// adversarial file could make collide; std's keyed hash was slower here).
 struct Grams {
     q: usize,
     /// The distinct grams, ascending ([`gram_key`]).
@@ -850,6 +992,50 @@ struct Grams {
     starts: Vec<u32>,
     /// Line indices, ascending within each gram, each line once.
     lines: Vec<u32>,
+}
+
+/// Sort `(gram, line)` pairs by gram, keeping the order of equal grams (LSD radix, a byte
+/// at a time, skipping the bytes every gram shares, as the high byte of each ASCII
+/// character): a few passes over the pairs instead of a comparison sort of a million.
+fn sort_by_key_stable(v: &mut Vec<(u64, u32)>) {
+    let mut counts = [[0usize; 256]; 8];
+    for &(k, _) in v.iter() {
+        for (b, c) in counts.iter_mut().enumerate() {
+            c[((k >> (8 * b)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut tmp = vec![(0u64, 0u32); v.len()];
+    for (b, c) in counts.iter().enumerate() {
+        if c.contains(&v.len()) {
+            continue;
+        }
+        let mut at = [0usize; 256];
+        let mut sum = 0;
+        for (a, n) in at.iter_mut().zip(c) {
+            *a = sum;
+            sum += n;
+        }
+        for &e in v.iter() {
+            let d = ((e.0 >> (8 * b)) & 0xff) as usize;
+            tmp[at[d]] = e;
+            at[d] += 1;
+        }
+        std::mem::swap(v, &mut tmp);
+    }
+}
+
+/// Posting lists, rarest first.
+fn rarest_first<'a>(at_pos: &[&'a [u32]]) -> Vec<&'a [u32]> {
+    let mut lists = at_pos.to_vec();
+    lists.sort_by_key(|l| l.len());
+    lists
+}
+
+/// The most insertions and deletions that leave a ratio of at least `t` with a text of `len`
+/// characters: ratio ≥ t bounds the other length to len·(2-t)/t, and the edits to
+/// (1-t)·(len + other).
+fn max_edits(len: usize, t: f64) -> usize {
+    ((1.0 - t) * 2.0 * len as f64 / t + 1e-9).floor() as usize
 }
 
 /// A gram as one number, 16 bits a character: exact for the Basic Multilingual Plane;
@@ -868,7 +1054,7 @@ impl Grams {
         for (i, chars) in lines.enumerate() {
             pairs.extend(chars.windows(q).map(|w| (gram_key(w), i as u32)));
         }
-        pairs.sort_unstable();
+        sort_by_key_stable(&mut pairs);
         pairs.dedup();
         let mut g = Grams {
             q,
@@ -887,11 +1073,9 @@ impl Grams {
         g
     }
 
-    /// The lines holding each of `a`'s grams, rarest first.
-    fn lists(&self, a: &[char]) -> Vec<&[u32]> {
-        let mut lists: Vec<&[u32]> = a.windows(self.q).map(|w| self.lines(w)).collect();
-        lists.sort_by_key(|l| l.len());
-        lists
+    /// The lines holding each of `a`'s grams, in the order of the grams in `a`.
+    fn at_positions(&self, a: &[char]) -> Vec<&[u32]> {
+        a.windows(self.q).map(|w| self.lines(w)).collect()
     }
 
     /// The lines holding the gram `w` (empty when none does).
@@ -912,9 +1096,9 @@ pub struct MapCache {
 }
 
 impl MapCache {
-    fn deleted(&mut self, git: &Git, commit: &str, path: &str) -> Result<&DeletedLines, SzzError> {
-        let known = self.files.get(commit).is_some_and(|m| m.contains_key(path));
-        if !known {
+    /// Read `commit`'s change of `path` unless it was read before.
+    fn load(&mut self, git: &Git, commit: &str, path: &str) -> Result<(), SzzError> {
+        if self.get(commit, path).is_none() {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
@@ -927,30 +1111,48 @@ impl MapCache {
                 .or_default()
                 .insert(path.to_string(), v);
         }
-        Ok(&self.files[commit][path])
+        Ok(())
+    }
+
+    /// A change read by [`MapCache::load`] (`Some(None)`: it deletes nothing in the path).
+    fn get(&self, commit: &str, path: &str) -> Option<&DeletedLines> {
+        self.files.get(commit).and_then(|m| m.get(path))
     }
 }
 
-/// V-SZZ's mapping (`map_modified_line`) through a [`MapCache`]: in `commit`'s change of
-/// `path`, the deleted line most similar to `text` (ties: nearest to `line`), if its ratio
-/// exceeds 0.75. `None` when the commit adds the file, deletes nothing in it, or does not
-/// touch it under that path.
-pub(crate) fn map_line_cached(
-    cache: &mut MapCache,
-    git: &Git,
-    commit: &str,
-    path: &str,
-    line: usize,
-    text: &str,
-) -> Result<Option<usize>, SzzError> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let Some(file) = cache.deleted(git, commit, path)? else {
-        return Ok(None);
+/// Lines below which mapping is not worth a thread.
+const LINES_PER_THREAD: usize = 512;
+
+/// V-SZZ's mapping (`map_modified_line`) of each `(change, text, line)`: in the change, the
+/// deleted line most similar to `text` (ties: nearest to `line`), if its ratio exceeds 0.75.
+/// Each line's answer is independent of the others, so the lines are split across up to
+/// `threads` threads; the answers come back in order.
+fn map_lines(
+    jobs: &[(&FileDeleted, &str, usize)],
+    threads: std::num::NonZeroUsize,
+) -> Vec<Option<usize>> {
+    let run = |chunk: &[(&FileDeleted, &str, usize)]| {
+        let mut count = Vec::new();
+        chunk
+            .iter()
+            .map(|(f, text, line)| f.best(text, *line, &mut count))
+            .collect::<Vec<_>>()
     };
-    Ok(file.best(text, line))
+    let threads = threads.get().min(jobs.len() / LINES_PER_THREAD);
+    if threads <= 1 {
+        return run(jobs);
+    }
+    let size = jobs.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = jobs.chunks(size).map(|c| s.spawn(move || run(c))).collect();
+        parts
+            .into_iter()
+            .flat_map(|p| match p.join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 /// A parent commit and the path blamed in it.
@@ -961,11 +1163,13 @@ struct Walk {
     /// The fix-side path and the file's path as blamed (not updated across renames, as in
     /// V-SZZ).
     path: String,
-    blamed_path: String,
-    start: BlameLine,
+    /// The impacted file (its `path` is the path blamed).
+    imp: usize,
+    /// The line's number at `fix^`, where the walk starts.
+    start_line: usize,
     cur: BlameLine,
+    /// The commits the line walked through, each once (a commit met again ends the walk).
     chain: Vec<String>,
-    seen: HashSet<String>,
     done: bool,
 }
 
@@ -985,7 +1189,7 @@ fn v_szz(
     result: &mut SzzResult,
 ) -> Result<(), SzzError> {
     let mut walks: Vec<Walk> = Vec::new();
-    for imp in impacted {
+    for (ix, imp) in impacted.iter().enumerate() {
         let flags = BlameFlags {
             incremental: opts.pyszz_compat,
             ..Default::default()
@@ -993,11 +1197,10 @@ fn v_szz(
         for (path, start) in blame_file(git, fix, imp, &flags, Some(filter))? {
             walks.push(Walk {
                 path,
-                blamed_path: imp.path.clone(),
+                imp: ix,
+                start_line: start.final_line,
                 chain: vec![start.commit.clone()],
-                seen: HashSet::from([start.commit.clone()]),
-                cur: start.clone(),
-                start,
+                cur: start,
                 done: false,
             });
         }
@@ -1012,17 +1215,42 @@ fn v_szz(
             }
         }
         // Map every live line into its commit's parent: (parent, path) → [(walk, old line)].
-        let mut steps: Vec<(ParentPath, Vec<(usize, usize)>)> = Vec::new();
+        // Each (commit, path) change is read once, then the lines are mapped together.
+        let mut live: Vec<usize> = Vec::new();
         for (i, w) in walks.iter_mut().enumerate().filter(|(_, w)| !w.done) {
-            let Some(old_line) = map_line_cached(
-                &mut cache,
-                git,
-                &w.cur.commit,
-                &w.blamed_path,
-                w.cur.orig_line,
-                &w.cur.content,
-            )?
-            else {
+            if w.cur.content.trim().is_empty() {
+                w.done = true;
+                continue;
+            }
+            cache.load(git, &w.cur.commit, &impacted[w.imp].path)?;
+            live.push(i);
+        }
+        // (walk, its change): consecutive walks mostly share one, looked up once
+        let mut changed: Vec<(usize, Option<&FileDeleted>)> = Vec::with_capacity(live.len());
+        let mut last: Option<(&str, &str, Option<&FileDeleted>)> = None;
+        for &i in &live {
+            let w = &walks[i];
+            let blamed_path = &impacted[w.imp].path;
+            let f = match last {
+                Some((c, p, f)) if c == w.cur.commit && p == blamed_path => f,
+                _ => cache
+                    .get(&w.cur.commit, blamed_path)
+                    .and_then(|f| f.as_ref()),
+            };
+            last = Some((&w.cur.commit, blamed_path, f));
+            changed.push((i, f));
+        }
+        let jobs: Vec<(&FileDeleted, &str, usize)> = changed
+            .iter()
+            .filter_map(|&(i, f)| Some((f?, walks[i].cur.content.trim(), walks[i].cur.orig_line)))
+            .collect();
+        let mut mapped = map_lines(&jobs, opts.threads).into_iter();
+        let changed: Vec<(usize, bool)> = changed.iter().map(|(i, f)| (*i, f.is_some())).collect();
+        drop(jobs);
+        let mut steps: Vec<(ParentPath, Vec<(usize, usize)>)> = Vec::new();
+        for (i, has_change) in changed {
+            let w = &mut walks[i];
+            let Some(old_line) = has_change.then(|| mapped.next().flatten()).flatten() else {
                 w.done = true;
                 continue;
             };
@@ -1034,12 +1262,13 @@ fn v_szz(
                 w.done = true;
                 continue;
             };
+            let blamed_path = &impacted[w.imp].path;
             match steps
                 .iter_mut()
-                .find(|((p, b), _)| p == parent && *b == w.blamed_path)
+                .find(|((p, b), _)| p == parent && b == blamed_path)
             {
                 Some((_, v)) => v.push((i, old_line)),
-                None => steps.push(((parent.clone(), w.blamed_path.clone()), vec![(i, old_line)])),
+                None => steps.push(((parent.clone(), blamed_path.clone()), vec![(i, old_line)])),
             }
         }
         if steps.is_empty() {
@@ -1048,15 +1277,36 @@ fn v_szz(
         for ((parent, path), members) in steps {
             let lines: Vec<usize> = members.iter().map(|(_, l)| *l).collect();
             let b = blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?;
-            let by_line: HashMap<usize, &BlameLine> =
-                b.lines.iter().map(|l| (l.final_line, l)).collect();
+            // each blamed line moves to the walk that asked for it (copied only for a line
+            // two walks asked for)
+            let by_line: HashMap<usize, usize> = b
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(k, l)| (l.final_line, k))
+                .collect();
+            let mut wanted = vec![0usize; b.lines.len()];
+            for (_, l) in &members {
+                if let Some(&k) = by_line.get(l) {
+                    wanted[k] += 1;
+                }
+            }
+            let mut slots: Vec<Option<BlameLine>> = b.lines.into_iter().map(Some).collect();
             for (i, old_line) in members {
                 let w = &mut walks[i];
-                let Some(next) = by_line.get(&old_line).map(|l| (*l).clone()) else {
+                let next = by_line.get(&old_line).and_then(|&k| {
+                    wanted[k] -= 1;
+                    if wanted[k] == 0 {
+                        slots[k].take()
+                    } else {
+                        slots[k].clone()
+                    }
+                });
+                let Some(next) = next else {
                     w.done = true;
                     continue;
                 };
-                if filter.drop(git, &next)? || !w.seen.insert(next.commit.clone()) {
+                if filter.drop(git, &next)? || w.chain.contains(&next.commit) {
                     w.done = true;
                     continue;
                 }
@@ -1070,16 +1320,16 @@ fn v_szz(
         if w.chain.len() >= opts.max_chain {
             notes.push(format!(
                 "{}:{}: chain cut at {} commits",
-                w.path, w.start.final_line, opts.max_chain
+                w.path, w.start_line, opts.max_chain
             ));
         }
         result.chains.push(Chain {
             path: w.path.clone(),
-            line: w.start.final_line,
+            line: w.start_line,
             commits: w.chain,
         });
         let mut end = w.cur;
-        end.final_line = w.start.final_line;
+        end.final_line = w.start_line;
         ends.push((w.path, end));
     }
     result.candidates = candidates(git, &ends)?;
@@ -1134,8 +1384,9 @@ mod tests {
         ) {
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
-            let f = FileDeleted::new(deleted.clone());
-            proptest::prop_assert_eq!(f.best(&text, at), brute(&deleted, &text, at));
+            let mut f = FileDeleted::new(deleted.clone());
+            f.grams3_after = 0;
+            proptest::prop_assert_eq!(f.best(&text, at, &mut Vec::new()), brute(&deleted, &text, at));
         }
     }
 
@@ -1161,8 +1412,9 @@ mod tests {
             let text: String = text.into_iter().collect();
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
-            let f = FileDeleted::new(deleted.clone());
-            proptest::prop_assert_eq!(f.best(&text, at), brute(&deleted, &text, at));
+            let mut f = FileDeleted::new(deleted.clone());
+            f.grams3_after = 0;
+            proptest::prop_assert_eq!(f.best(&text, at, &mut Vec::new()), brute(&deleted, &text, at));
         }
     }
 
@@ -1177,6 +1429,56 @@ mod tests {
                 proptest::prop_assert_eq!(ratio_chars(&a, &b), ratio_dp(&a, &b));
             }
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_radix_sort_sorts_by_gram_and_keeps_the_line_order(
+            keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..300),
+            small in proptest::collection::vec(0u64..5, 0..300),
+        ) {
+            for ks in [keys, small] {
+                let mut v: Vec<(u64, u32)> =
+                    ks.iter().enumerate().map(|(i, k)| (*k, i as u32)).collect();
+                let mut want = v.clone();
+                want.sort();
+                sort_by_key_stable(&mut v);
+                proptest::prop_assert_eq!(v, want);
+            }
+        }
+    }
+
+    #[test]
+    fn lines_mapped_on_threads_get_the_answers_of_one_thread() {
+        let deleted: Vec<(usize, String)> = (0..3000)
+            .map(|i| {
+                (
+                    i + 1,
+                    format!("value_{} = compute({}, {})", i % 977, i, i % 13),
+                )
+            })
+            .collect();
+        let f = FileDeleted::new(deleted);
+        let texts: Vec<(String, usize)> = (0..2500)
+            .map(|i| {
+                (
+                    format!(
+                        "value_{} = compute({}, {}, y)",
+                        i % 977,
+                        i * 7 % 3000,
+                        i % 5
+                    ),
+                    i,
+                )
+            })
+            .collect();
+        let jobs: Vec<(&FileDeleted, &str, usize)> =
+            texts.iter().map(|(t, l)| (&f, t.as_str(), *l)).collect();
+        let one = map_lines(&jobs, std::num::NonZeroUsize::MIN);
+        let four = map_lines(&jobs, std::num::NonZeroUsize::new(4).unwrap());
+        assert_eq!(one.len(), jobs.len());
+        assert!(one.iter().filter(|m| m.is_some()).count() > 2000);
+        assert_eq!(one, four);
     }
 
     #[test]

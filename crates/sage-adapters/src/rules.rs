@@ -8,6 +8,10 @@ use crate::AdapterError;
 /// theirs in their mapping file, in the same form).
 pub const DEFAULT_DETECT_RULES: &str = include_str!("../mappings/detect.toml");
 
+/// [`DEFAULT_DETECT_RULES`] as JSON (converted by `build.rs`), read at start-up without the
+/// TOML parser.
+const DEFAULT_DETECT_RULES_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/detect.json"));
+
 /// One detection rule: when every condition holds, the file scores `score` for the adapter.
 ///
 /// Structural conditions (`has`, `has_any`, `lacks`) name key paths of the parsed JSON
@@ -217,6 +221,11 @@ impl DetectRules {
         let r: DetectRules = toml::from_str(text).map_err(|e| {
             AdapterError::new(origin, None, format!("invalid detection rules: {e}"))
         })?;
+        DetectRules::checked(r, origin)
+    }
+
+    /// `r` if every rule names its adapter and no condition is malformed.
+    fn checked(r: DetectRules, origin: &str) -> Result<DetectRules, AdapterError> {
         if let Some(bad) = r.rule.iter().find(|x| x.adapter.is_none()) {
             return Err(AdapterError::new(
                 origin,
@@ -254,7 +263,10 @@ impl DetectRules {
     /// The embedded rules (`mappings/detect.toml`).
     pub fn embedded() -> &'static DetectRules {
         EMBEDDED.get_or_init(|| {
-            DetectRules::parse(DEFAULT_DETECT_RULES, "mappings/detect.toml (embedded)")
+            let origin = "mappings/detect.toml (embedded)";
+            serde_json::from_str(DEFAULT_DETECT_RULES_JSON)
+                .map_err(|e| AdapterError::new(origin, None, e.to_string()))
+                .and_then(|r| DetectRules::checked(r, origin))
                 .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
         })
     }
@@ -295,6 +307,16 @@ pub struct Rules {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON copy read at start-up is the TOML file, value for value.
+    #[test]
+    fn the_embedded_json_is_the_toml_file() {
+        let from_toml = DetectRules::parse(DEFAULT_DETECT_RULES, "detect.toml").unwrap();
+        assert_eq!(
+            format!("{:?}", DetectRules::embedded()),
+            format!("{from_toml:?}")
+        );
+    }
 
     #[test]
     fn a_key_group_must_be_the_last_segment_and_take_no_value() {

@@ -385,6 +385,11 @@ impl Mapping {
         if let Some(why) = file.detect.iter().find_map(|r| r.problem()) {
             return Err(err(format!("[[detect]]: {why}")));
         }
+        if check {
+            if let Some(why) = file.detect.iter().find_map(|r| r.lines_problem()) {
+                return Err(err(format!("[[detect]]: {why}")));
+            }
+        }
         for w in &file.writes {
             if !matches!(
                 w.op.as_str(),
@@ -1351,6 +1356,19 @@ mod tests {
         for (n, text) in EMBEDDED_MAPPINGS {
             Mapping::parse(text, n).unwrap();
         }
+    }
+
+    /// A user's mapping is refused for a detection line pattern that does not compile (the
+    /// embedded ones compile theirs on first use).
+    #[test]
+    fn a_mapping_with_a_bad_line_pattern_is_refused() {
+        let text = format!(
+            "{}\n[[detect]]\nlines = ['(']\nscore = 10\n",
+            EMBEDDED_MAPPINGS[0].1
+        );
+        let e = Mapping::parse(&text, "mine.toml").unwrap_err().to_string();
+        assert!(e.contains("[[detect]]: lines \"(\""), "{e}");
+        assert!(Mapping::parse_opts(&text, "mine.toml", false).is_ok());
     }
 
     /// The JSON copies read at start-up are the TOML files, value for value, in order.

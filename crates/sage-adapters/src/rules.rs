@@ -58,18 +58,57 @@ pub struct DetectRule {
     pub why: Option<String>,
 }
 
-/// A line pattern of a rule, compiled when the rule is read.
-#[derive(Debug, Clone)]
-pub struct LineRegex(pub regex::Regex);
+/// A line pattern of a rule, compiled the first time a rule asks it (only rules whose
+/// structural conditions hold do); a user's rules file compiles, and so checks, every
+/// pattern when it is read ([`DetectRules::parse`], `Mapping::parse`).
+#[derive(Clone)]
+pub struct LineRegex {
+    pattern: String,
+    compiled: std::sync::Arc<std::sync::OnceLock<Result<regex::Regex, String>>>,
+}
+
+impl LineRegex {
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    fn compiled(&self) -> &Result<regex::Regex, String> {
+        self.compiled.get_or_init(|| {
+            regex::RegexBuilder::new(&self.pattern)
+                .multi_line(true)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Why the pattern does not compile, if it does not.
+    pub fn problem(&self) -> Option<String> {
+        self.compiled()
+            .as_ref()
+            .err()
+            .map(|e| format!("lines {:?}: {e}", self.pattern))
+    }
+
+    /// Whether some line of `text` matches (a pattern that does not compile matches nothing;
+    /// a rules file read by a user is refused before).
+    pub fn is_match(&self, text: &str) -> bool {
+        self.compiled().as_ref().is_ok_and(|r| r.is_match(text))
+    }
+}
+
+impl std::fmt::Debug for LineRegex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LineRegex").field(&self.pattern).finish()
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for LineRegex {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        regex::RegexBuilder::new(&s)
-            .multi_line(true)
-            .build()
-            .map(LineRegex)
-            .map_err(serde::de::Error::custom)
+        Ok(LineRegex {
+            pattern: String::deserialize(d)?,
+            compiled: Default::default(),
+        })
     }
 }
 
@@ -144,13 +183,19 @@ impl DetectRule {
             .find_map(|c| cond_problem(c))
     }
 
+    /// Why one of the rule's line patterns does not compile, if one does not (compiling them
+    /// all: for a user's file, read once).
+    pub fn lines_problem(&self) -> Option<String> {
+        self.lines.iter().find_map(LineRegex::problem)
+    }
+
     /// Whether the rule holds for `shape`.
     pub fn matches(&self, shape: &Shape) -> bool {
         (self.form.is_empty() || self.form.iter().any(|f| f == shape.form.name()))
             && self.has.iter().all(|c| holds(shape, c))
             && (self.has_any.is_empty() || self.has_any.iter().any(|c| holds(shape, c)))
             && !self.lacks.iter().any(|c| holds(shape, c))
-            && self.lines.iter().all(|r| r.0.is_match(&shape.text))
+            && self.lines.iter().all(|r| r.is_match(&shape.text))
             && self.all.iter().all(|n| shape.text.contains(n.as_str()))
             && (self.any.is_empty() || self.any.iter().any(|n| shape.text.contains(n.as_str())))
             && !self.none.iter().any(|n| shape.text.contains(n.as_str()))
@@ -178,7 +223,7 @@ impl DetectRule {
             parts.push(format!("lacks {}", self.lacks.join(", ")));
         }
         if !self.lines.is_empty() {
-            let l: Vec<&str> = self.lines.iter().map(|r| r.0.as_str()).collect();
+            let l: Vec<&str> = self.lines.iter().map(LineRegex::as_str).collect();
             parts.push(format!("lines {}", l.join(", ")));
         }
         if !self.all.is_empty() {
@@ -221,6 +266,20 @@ impl DetectRules {
         let r: DetectRules = toml::from_str(text).map_err(|e| {
             AdapterError::new(origin, None, format!("invalid detection rules: {e}"))
         })?;
+        if let Some((rule, why)) = r
+            .rule
+            .iter()
+            .find_map(|x| x.lines_problem().map(|p| (x, p)))
+        {
+            return Err(AdapterError::new(
+                origin,
+                None,
+                format!(
+                    "invalid detection rule of {}: {why}",
+                    rule.adapter.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
         DetectRules::checked(r, origin)
     }
 
@@ -324,6 +383,12 @@ mod tests {
             format!("version = \"t\"\n[[rule]]\nadapter = \"ag2\"\nhas = [{has:?}]\nscore = 30\n")
         };
         assert!(DetectRules::parse(&rules("/**/{name,role}"), "t").is_ok());
+        let bad_line = "version = \"t\"\n[[rule]]\nadapter = \"ag2\"\nlines = ['(']\nscore = 30\n";
+        let e = DetectRules::parse(bad_line, "t").unwrap_err().to_string();
+        assert!(
+            e.contains("lines \"(\"") && e.contains("unclosed group"),
+            "{e}"
+        );
         for bad in ["/{a,b}/c", "/**/{a,}", "/x/{a,b} = v", "/x/{a"] {
             let e = DetectRules::parse(&rules(bad), "t")
                 .unwrap_err()

@@ -350,15 +350,20 @@ struct Flags {
 #[derive(Debug, Clone)]
 pub struct LexiconJudge {
     lexicon: Lexicon,
-    compiled: Compiled,
+    /// Compiled when the judge first scores (a judge made and never asked costs nothing).
+    compiled: std::sync::OnceLock<Compiled>,
 }
 
 impl LexiconJudge {
     pub fn new(lexicon: Lexicon) -> Self {
         LexiconJudge {
-            compiled: Compiled::new(&lexicon),
+            compiled: std::sync::OnceLock::new(),
             lexicon,
         }
+    }
+
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| Compiled::new(&self.lexicon))
     }
 
     pub fn embedded() -> Self {
@@ -417,7 +422,7 @@ impl LexiconJudge {
     /// Score the last turn of a prefix request.
     pub(crate) fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
         let turn = req.target();
-        let cwe = self.compiled.cwe(req.task.cwe.as_deref());
+        let cwe = self.compiled().cwe(req.task.cwe.as_deref());
         let mut j = Judgment {
             applicable: turn.is_applicable(),
             ..Default::default()
@@ -443,7 +448,7 @@ impl LexiconJudge {
         }
         let flags: Vec<Flags> = lowered
             .iter()
-            .map(|lc| self.compiled.flags(lc, cwe))
+            .map(|lc| self.compiled().flags(lc, cwe))
             .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();

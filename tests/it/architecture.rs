@@ -974,6 +974,11 @@ const NON_CONFIGURATION_STATICS: &[(&str, &str, &str)] = &[
         "the embedded judge configuration, parsed once",
     ),
     (
+        "sage-judge/src/lexicon.rs",
+        "EMBEDDED",
+        "the embedded lexicon, parsed once (a user's lexicon is a value the CLI passes)",
+    ),
+    (
         "sage-judge/src/config.rs",
         "W",
         "the embedded context windows, parsed once",

@@ -18,6 +18,10 @@ use std::sync::OnceLock;
 /// The embedded classifier data.
 pub const DEFAULT_TURN_KINDS: &str = include_str!("../mappings/turn-kinds.toml");
 
+/// [`DEFAULT_TURN_KINDS`] as JSON (converted by `build.rs`), read at start-up without the
+/// TOML parser.
+const DEFAULT_TURN_KINDS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/turn-kinds.json"));
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KindsFile {
@@ -163,6 +167,10 @@ impl Classifier {
     /// compiled when first used.
     fn parse_file(text: &str, source: &str, eager: bool) -> Result<Classifier, String> {
         let f: KindsFile = toml::from_str(text).map_err(|e| format!("{source}: {e}"))?;
+        Classifier::from_file(&f, source, eager)
+    }
+
+    fn from_file(f: &KindsFile, source: &str, eager: bool) -> Result<Classifier, String> {
         let compile = |list: &[String], field: &str| -> Result<AnyOf, String> {
             AnyOf::new(list, field, source, eager)
         };
@@ -185,12 +193,10 @@ impl Classifier {
 
     /// The embedded classifier.
     pub fn embedded() -> Classifier {
-        Classifier::parse_file(
-            DEFAULT_TURN_KINDS,
-            "mappings/turn-kinds.toml (embedded)",
-            false,
-        )
-        .expect("the embedded turn-kinds file is valid (checked by a unit test)")
+        serde_json::from_str(DEFAULT_TURN_KINDS_JSON)
+            .map_err(|e| e.to_string())
+            .and_then(|f| Classifier::from_file(&f, "mappings/turn-kinds.toml (embedded)", false))
+            .expect("the embedded turn-kinds file is valid (checked by a unit test)")
     }
 
     /// The embedded classifier, compiled once per process and shared.
@@ -324,6 +330,14 @@ mod tests {
     fn the_embedded_lists_compile_as_a_users_file_would() {
         // the embedded lists compile on first use; checked here as parse checks a user's
         Classifier::parse(DEFAULT_TURN_KINDS, "embedded").unwrap();
+    }
+
+    /// The JSON copy read at start-up is the TOML file, value for value.
+    #[test]
+    fn the_embedded_json_is_the_toml_file() {
+        let from_toml: KindsFile = toml::from_str(DEFAULT_TURN_KINDS).unwrap();
+        let from_json: KindsFile = serde_json::from_str(DEFAULT_TURN_KINDS_JSON).unwrap();
+        assert_eq!(format!("{from_json:?}"), format!("{from_toml:?}"));
     }
 
     #[test]

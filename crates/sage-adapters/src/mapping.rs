@@ -333,6 +333,15 @@ impl Mapping {
             message: m,
         };
         let file: MappingFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        Mapping::from_file(file, origin, check)
+    }
+
+    /// The mapping of a parsed file; `check` as for [`Mapping::parse_opts`].
+    fn from_file(file: MappingFile, origin: &str, check: bool) -> Result<Mapping, MappingError> {
+        let err = |m: String| MappingError {
+            origin: origin.to_string(),
+            message: m,
+        };
         let re = |s: &Option<String>, what: &str| -> Result<Option<Pattern>, MappingError> {
             s.as_deref()
                 .map(|p| {
@@ -375,6 +384,11 @@ impl Mapping {
         };
         if let Some(why) = file.detect.iter().find_map(|r| r.problem()) {
             return Err(err(format!("[[detect]]: {why}")));
+        }
+        if check {
+            if let Some(why) = file.detect.iter().find_map(|r| r.lines_problem()) {
+                return Err(err(format!("[[detect]]: {why}")));
+            }
         }
         for w in &file.writes {
             if !matches!(
@@ -1273,6 +1287,16 @@ fn is_error(doc: &Value, base: &str, rm: &ToolResultMap) -> bool {
     }
 }
 
+/// The embedded mapping files as JSON (converted by `build.rs`), read at start-up without the
+/// TOML parser; in [`EMBEDDED_MAPPINGS`] order.
+const EMBEDDED_MAPPINGS_JSON: &[&str] = &[
+    include_str!(concat!(env!("OUT_DIR"), "/ag2.json")),
+    include_str!(concat!(env!("OUT_DIR"), "/who-and-when.json")),
+    include_str!(concat!(env!("OUT_DIR"), "/camel.json")),
+    include_str!(concat!(env!("OUT_DIR"), "/deepagents.json")),
+    include_str!(concat!(env!("OUT_DIR"), "/claude-stream.json")),
+];
+
 /// The embedded mapping files, by adapter name.
 pub const EMBEDDED_MAPPINGS: &[(&str, &str)] = &[
     ("ag2", include_str!("../mappings/ag2.toml")),
@@ -1299,9 +1323,14 @@ pub(crate) fn embedded_mapping(name: &str) -> Result<Mapping, AdapterError> {
     let parsed = PARSED.get_or_init(|| {
         EMBEDDED_MAPPINGS
             .iter()
-            .map(|(n, text)| {
-                let m = Mapping::parse_opts(text, &format!("mappings/{n}.toml (embedded)"), false)
-                    .map_err(|e| e.to_string());
+            .zip(EMBEDDED_MAPPINGS_JSON)
+            .map(|((n, _), json)| {
+                let m = serde_json::from_str(json)
+                    .map_err(|e| e.to_string())
+                    .and_then(|file| {
+                        Mapping::from_file(file, &format!("mappings/{n}.toml (embedded)"), false)
+                            .map_err(|e| e.to_string())
+                    });
                 (*n, m)
             })
             .collect()
@@ -1326,6 +1355,30 @@ mod tests {
     fn embedded_mappings_parse_with_their_regexes() {
         for (n, text) in EMBEDDED_MAPPINGS {
             Mapping::parse(text, n).unwrap();
+        }
+    }
+
+    /// A user's mapping is refused for a detection line pattern that does not compile (the
+    /// embedded ones compile theirs on first use).
+    #[test]
+    fn a_mapping_with_a_bad_line_pattern_is_refused() {
+        let text = format!(
+            "{}\n[[detect]]\nlines = ['(']\nscore = 10\n",
+            EMBEDDED_MAPPINGS[0].1
+        );
+        let e = Mapping::parse(&text, "mine.toml").unwrap_err().to_string();
+        assert!(e.contains("[[detect]]: lines \"(\""), "{e}");
+        assert!(Mapping::parse_opts(&text, "mine.toml", false).is_ok());
+    }
+
+    /// The JSON copies read at start-up are the TOML files, value for value, in order.
+    #[test]
+    fn the_embedded_json_is_the_toml_files() {
+        assert_eq!(EMBEDDED_MAPPINGS.len(), EMBEDDED_MAPPINGS_JSON.len());
+        for ((n, text), json) in EMBEDDED_MAPPINGS.iter().zip(EMBEDDED_MAPPINGS_JSON) {
+            let from_toml: MappingFile = toml::from_str(text).unwrap();
+            let from_json: MappingFile = serde_json::from_str(json).unwrap();
+            assert_eq!(format!("{from_json:?}"), format!("{from_toml:?}"), "{n}");
         }
     }
 

@@ -8,6 +8,10 @@ use crate::AdapterError;
 /// theirs in their mapping file, in the same form).
 pub const DEFAULT_DETECT_RULES: &str = include_str!("../mappings/detect.toml");
 
+/// [`DEFAULT_DETECT_RULES`] as JSON (converted by `build.rs`), read at start-up without the
+/// TOML parser.
+const DEFAULT_DETECT_RULES_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/detect.json"));
+
 /// One detection rule: when every condition holds, the file scores `score` for the adapter.
 ///
 /// Structural conditions (`has`, `has_any`, `lacks`) name key paths of the parsed JSON
@@ -54,18 +58,57 @@ pub struct DetectRule {
     pub why: Option<String>,
 }
 
-/// A line pattern of a rule, compiled when the rule is read.
-#[derive(Debug, Clone)]
-pub struct LineRegex(pub regex::Regex);
+/// A line pattern of a rule, compiled the first time a rule asks it (only rules whose
+/// structural conditions hold do); a user's rules file compiles, and so checks, every
+/// pattern when it is read ([`DetectRules::parse`], `Mapping::parse`).
+#[derive(Clone)]
+pub struct LineRegex {
+    pattern: String,
+    compiled: std::sync::Arc<std::sync::OnceLock<Result<regex::Regex, String>>>,
+}
+
+impl LineRegex {
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    fn compiled(&self) -> &Result<regex::Regex, String> {
+        self.compiled.get_or_init(|| {
+            regex::RegexBuilder::new(&self.pattern)
+                .multi_line(true)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Why the pattern does not compile, if it does not.
+    pub fn problem(&self) -> Option<String> {
+        self.compiled()
+            .as_ref()
+            .err()
+            .map(|e| format!("lines {:?}: {e}", self.pattern))
+    }
+
+    /// Whether some line of `text` matches (a pattern that does not compile matches nothing;
+    /// a rules file read by a user is refused before).
+    pub fn is_match(&self, text: &str) -> bool {
+        self.compiled().as_ref().is_ok_and(|r| r.is_match(text))
+    }
+}
+
+impl std::fmt::Debug for LineRegex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LineRegex").field(&self.pattern).finish()
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for LineRegex {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        regex::RegexBuilder::new(&s)
-            .multi_line(true)
-            .build()
-            .map(LineRegex)
-            .map_err(serde::de::Error::custom)
+        Ok(LineRegex {
+            pattern: String::deserialize(d)?,
+            compiled: Default::default(),
+        })
     }
 }
 
@@ -140,13 +183,19 @@ impl DetectRule {
             .find_map(|c| cond_problem(c))
     }
 
+    /// Why one of the rule's line patterns does not compile, if one does not (compiling them
+    /// all: for a user's file, read once).
+    pub fn lines_problem(&self) -> Option<String> {
+        self.lines.iter().find_map(LineRegex::problem)
+    }
+
     /// Whether the rule holds for `shape`.
     pub fn matches(&self, shape: &Shape) -> bool {
         (self.form.is_empty() || self.form.iter().any(|f| f == shape.form.name()))
             && self.has.iter().all(|c| holds(shape, c))
             && (self.has_any.is_empty() || self.has_any.iter().any(|c| holds(shape, c)))
             && !self.lacks.iter().any(|c| holds(shape, c))
-            && self.lines.iter().all(|r| r.0.is_match(&shape.text))
+            && self.lines.iter().all(|r| r.is_match(&shape.text))
             && self.all.iter().all(|n| shape.text.contains(n.as_str()))
             && (self.any.is_empty() || self.any.iter().any(|n| shape.text.contains(n.as_str())))
             && !self.none.iter().any(|n| shape.text.contains(n.as_str()))
@@ -174,7 +223,7 @@ impl DetectRule {
             parts.push(format!("lacks {}", self.lacks.join(", ")));
         }
         if !self.lines.is_empty() {
-            let l: Vec<&str> = self.lines.iter().map(|r| r.0.as_str()).collect();
+            let l: Vec<&str> = self.lines.iter().map(LineRegex::as_str).collect();
             parts.push(format!("lines {}", l.join(", ")));
         }
         if !self.all.is_empty() {
@@ -217,6 +266,25 @@ impl DetectRules {
         let r: DetectRules = toml::from_str(text).map_err(|e| {
             AdapterError::new(origin, None, format!("invalid detection rules: {e}"))
         })?;
+        if let Some((rule, why)) = r
+            .rule
+            .iter()
+            .find_map(|x| x.lines_problem().map(|p| (x, p)))
+        {
+            return Err(AdapterError::new(
+                origin,
+                None,
+                format!(
+                    "invalid detection rule of {}: {why}",
+                    rule.adapter.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
+        DetectRules::checked(r, origin)
+    }
+
+    /// `r` if every rule names its adapter and no condition is malformed.
+    fn checked(r: DetectRules, origin: &str) -> Result<DetectRules, AdapterError> {
         if let Some(bad) = r.rule.iter().find(|x| x.adapter.is_none()) {
             return Err(AdapterError::new(
                 origin,
@@ -254,7 +322,10 @@ impl DetectRules {
     /// The embedded rules (`mappings/detect.toml`).
     pub fn embedded() -> &'static DetectRules {
         EMBEDDED.get_or_init(|| {
-            DetectRules::parse(DEFAULT_DETECT_RULES, "mappings/detect.toml (embedded)")
+            let origin = "mappings/detect.toml (embedded)";
+            serde_json::from_str(DEFAULT_DETECT_RULES_JSON)
+                .map_err(|e| AdapterError::new(origin, None, e.to_string()))
+                .and_then(|r| DetectRules::checked(r, origin))
                 .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
         })
     }
@@ -296,12 +367,28 @@ pub struct Rules {
 mod tests {
     use super::*;
 
+    /// The JSON copy read at start-up is the TOML file, value for value.
+    #[test]
+    fn the_embedded_json_is_the_toml_file() {
+        let from_toml = DetectRules::parse(DEFAULT_DETECT_RULES, "detect.toml").unwrap();
+        assert_eq!(
+            format!("{:?}", DetectRules::embedded()),
+            format!("{from_toml:?}")
+        );
+    }
+
     #[test]
     fn a_key_group_must_be_the_last_segment_and_take_no_value() {
         let rules = |has: &str| {
             format!("version = \"t\"\n[[rule]]\nadapter = \"ag2\"\nhas = [{has:?}]\nscore = 30\n")
         };
         assert!(DetectRules::parse(&rules("/**/{name,role}"), "t").is_ok());
+        let bad_line = "version = \"t\"\n[[rule]]\nadapter = \"ag2\"\nlines = ['(']\nscore = 30\n";
+        let e = DetectRules::parse(bad_line, "t").unwrap_err().to_string();
+        assert!(
+            e.contains("lines \"(\"") && e.contains("unclosed group"),
+            "{e}"
+        );
         for bad in ["/{a,b}/c", "/**/{a,}", "/x/{a,b} = v", "/x/{a"] {
             let e = DetectRules::parse(&rules(bad), "t")
                 .unwrap_err()

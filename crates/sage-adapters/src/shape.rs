@@ -381,19 +381,27 @@ impl Shape {
 /// Whether the key path `p` matches `pattern`: segments compare literally, `*` stands for any
 /// one segment, `**` for any number of segments (none included).
 pub fn path_matches(pattern: &str, p: &str) -> bool {
-    let pat: Vec<&str> = pattern.split('/').skip(1).collect();
-    let segs: Vec<&str> = p.split('/').skip(1).collect();
-    fn go(pat: &[&str], segs: &[&str]) -> bool {
-        match pat.split_first() {
-            None => segs.is_empty(),
-            Some((&"**", rest)) => (0..=segs.len()).any(|k| go(rest, &segs[k..])),
-            Some((first, rest)) => match segs.split_first() {
-                Some((s, srest)) => (*first == "*" || first == s) && go(rest, srest),
+    // Segments walked as cloned iterators, not collected: detection asks this for every
+    // condition and path of the file.
+    type Segs<'a> = std::iter::Skip<std::str::Split<'a, char>>;
+    fn go(mut pat: Segs<'_>, mut segs: Segs<'_>) -> bool {
+        match pat.next() {
+            None => segs.next().is_none(),
+            Some("**") => loop {
+                if go(pat.clone(), segs.clone()) {
+                    return true;
+                }
+                if segs.next().is_none() {
+                    return false;
+                }
+            },
+            Some(first) => match segs.next() {
+                Some(s) => (first == "*" || first == s) && go(pat, segs),
                 None => false,
             },
         }
     }
-    go(&pat, &segs)
+    go(pattern.split('/').skip(1), p.split('/').skip(1))
 }
 
 /// Whether `line` is one whole JSON object or array.
@@ -585,6 +593,36 @@ impl<'de> Visitor<'de> for Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The form `path_matches` had (segments collected first): the reference.
+    fn path_matches_collected(pattern: &str, p: &str) -> bool {
+        let pat: Vec<&str> = pattern.split('/').skip(1).collect();
+        let segs: Vec<&str> = p.split('/').skip(1).collect();
+        fn go(pat: &[&str], segs: &[&str]) -> bool {
+            match pat.split_first() {
+                None => segs.is_empty(),
+                Some((&"**", rest)) => (0..=segs.len()).any(|k| go(rest, &segs[k..])),
+                Some((first, rest)) => match segs.split_first() {
+                    Some((s, srest)) => (*first == "*" || first == s) && go(rest, srest),
+                    None => false,
+                },
+            }
+        }
+        go(&pat, &segs)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn path_matching_answers_as_the_collected_form(
+            pattern in "(/(a|b|\\*|\\*\\*)){0,5}|x|",
+            path in "(/(a|b|)){0,5}|a",
+        ) {
+            proptest::prop_assert_eq!(
+                path_matches(&pattern, &path),
+                path_matches_collected(&pattern, &path)
+            );
+        }
+    }
 
     #[test]
     fn spacing_order_and_indentation_change_nothing() {

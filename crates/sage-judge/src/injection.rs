@@ -14,6 +14,10 @@ use std::path::Path;
 /// The embedded rules (`rubrics/injection.toml`).
 pub const EMBEDDED_RULES: &str = include_str!("../rubrics/injection.toml");
 
+/// [`EMBEDDED_RULES`] as JSON (converted by `build.rs`), read at start-up without the TOML
+/// parser.
+const EMBEDDED_RULES_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/injection.json"));
+
 /// A rule file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{origin}: {msg}")]
@@ -95,8 +99,11 @@ pub struct InjectionFlag {
 impl Rules {
     /// The rules shipped with sage.
     pub fn embedded() -> Rules {
-        Rules::parse_opts(EMBEDDED_RULES, "embedded injection rules", false)
-            .expect("the embedded injection rules are valid")
+        let f = serde_json::from_str(EMBEDDED_RULES_JSON).map_err(|e| e.to_string());
+        f.and_then(|f| {
+            Rules::from_file(f, "embedded injection rules", false).map_err(|e| e.to_string())
+        })
+        .expect("the embedded injection rules are valid")
     }
 
     /// Load a rule file (`--injection-rules FILE`).
@@ -109,17 +116,20 @@ impl Rules {
     }
 
     pub fn parse(text: &str, origin: &str) -> Result<Rules, RulesError> {
-        Rules::parse_opts(text, origin, true)
+        let f: RulesFile = toml::from_str(text).map_err(|e| RulesError {
+            origin: origin.to_string(),
+            msg: e.to_string(),
+        })?;
+        Rules::from_file(f, origin, true)
     }
 
-    /// [`Rules::parse`]; `check` false leaves each rule's own regex to its first use (for
-    /// the embedded rules, whose patterns a unit test compiles).
-    fn parse_opts(text: &str, origin: &str, check: bool) -> Result<Rules, RulesError> {
+    /// The rules of a parsed file; `check` false leaves each rule's own regex to its first
+    /// use (for the embedded rules, whose patterns a unit test compiles).
+    fn from_file(f: RulesFile, origin: &str, check: bool) -> Result<Rules, RulesError> {
         let err = |msg: String| RulesError {
             origin: origin.to_string(),
             msg,
         };
-        let f: RulesFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
         if f.version.trim().is_empty() {
             return Err(err("version is empty".into()));
         }
@@ -330,6 +340,15 @@ fn char_at(text: &str, i: usize) -> (bool, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON copy read at start-up is the TOML file, value for value.
+    #[test]
+    fn the_embedded_json_is_the_toml_file() {
+        let from_toml: RulesFile = toml::from_str(EMBEDDED_RULES).unwrap();
+        let from_json: RulesFile = serde_json::from_str(EMBEDDED_RULES_JSON).unwrap();
+        assert_eq!(format!("{from_json:?}"), format!("{from_toml:?}"));
+        assert_eq!(from_toml.rules.len(), Rules::embedded().rules.len());
+    }
 
     /// The character-by-character form `normalize_with_map` had: the reference.
     fn normalize_with_map_chars(text: &str) -> (String, Vec<usize>) {

@@ -29,6 +29,10 @@ pub fn is_lexicon(judge: &JudgeId) -> bool {
 /// The embedded lexicon.
 pub const DEFAULT_LEXICON: &str = include_str!("../rubrics/lexicon.toml");
 
+/// [`DEFAULT_LEXICON`] as JSON (converted by `build.rs`), read at start-up: parsing the TOML
+/// was most of what loading the lexicon cost.
+const DEFAULT_LEXICON_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/lexicon.json"));
+
 /// A parsed lexicon file.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Lexicon {
@@ -61,7 +65,7 @@ fn embedded_linking() -> Linking {
         #[serde(default)]
         linking: Option<Linking>,
     }
-    toml::from_str::<Outer>(DEFAULT_LEXICON)
+    serde_json::from_str::<Outer>(DEFAULT_LEXICON_JSON)
         .ok()
         .and_then(|o| o.linking)
         .unwrap_or_default()
@@ -141,13 +145,21 @@ pub struct LexiconError {
 }
 
 impl Lexicon {
-    /// The embedded default lexicon.
+    /// The embedded default lexicon (read once per process; each call returns a copy).
     pub fn embedded() -> Lexicon {
-        Lexicon::parse(
-            DEFAULT_LEXICON,
-            "crates/sage-judge/rubrics/lexicon.toml (embedded)",
-        )
-        .expect("the embedded lexicon is valid (checked by a unit test)")
+        static EMBEDDED: std::sync::OnceLock<Lexicon> = std::sync::OnceLock::new();
+        EMBEDDED
+            .get_or_init(|| {
+                let lex = serde_json::from_str(DEFAULT_LEXICON_JSON).map_err(|e| LexiconError {
+                    source_name: "lexicon.json".into(),
+                    msg: e.to_string(),
+                });
+                lex.and_then(|l| {
+                    Lexicon::checked(l, "crates/sage-judge/rubrics/lexicon.toml (embedded)")
+                })
+                .expect("the embedded lexicon is valid (checked by a unit test)")
+            })
+            .clone()
     }
 
     pub fn parse(text: &str, source_name: &str) -> Result<Lexicon, LexiconError> {
@@ -155,6 +167,11 @@ impl Lexicon {
             source_name: source_name.into(),
             msg: e.to_string(),
         })?;
+        Lexicon::checked(lex, source_name)
+    }
+
+    /// `lex` if every dimension has its cues and every opportunity kind is a turn kind.
+    fn checked(lex: Lexicon, source_name: &str) -> Result<Lexicon, LexiconError> {
         for d in Dimension::ALL {
             if !lex.dimensions.contains_key(d.as_str()) {
                 return Err(LexiconError {
@@ -333,15 +350,20 @@ struct Flags {
 #[derive(Debug, Clone)]
 pub struct LexiconJudge {
     lexicon: Lexicon,
-    compiled: Compiled,
+    /// Compiled when the judge first scores (a judge made and never asked costs nothing).
+    compiled: std::sync::OnceLock<Compiled>,
 }
 
 impl LexiconJudge {
     pub fn new(lexicon: Lexicon) -> Self {
         LexiconJudge {
-            compiled: Compiled::new(&lexicon),
+            compiled: std::sync::OnceLock::new(),
             lexicon,
         }
+    }
+
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| Compiled::new(&self.lexicon))
     }
 
     pub fn embedded() -> Self {
@@ -400,7 +422,7 @@ impl LexiconJudge {
     /// Score the last turn of a prefix request.
     pub(crate) fn judge_turn(&self, req: &TurnRequest<'_>) -> Judgment {
         let turn = req.target();
-        let cwe = self.compiled.cwe(req.task.cwe.as_deref());
+        let cwe = self.compiled().cwe(req.task.cwe.as_deref());
         let mut j = Judgment {
             applicable: turn.is_applicable(),
             ..Default::default()
@@ -426,7 +448,7 @@ impl LexiconJudge {
         }
         let flags: Vec<Flags> = lowered
             .iter()
-            .map(|lc| self.compiled.flags(lc, cwe))
+            .map(|lc| self.compiled().flags(lc, cwe))
             .collect();
         for d in Dimension::ALL {
             let mut best = DimensionScore::default();
@@ -599,6 +621,18 @@ impl Judge for LexiconJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON copy read at start-up is the TOML file, value for value.
+    #[test]
+    fn the_embedded_json_is_the_toml_lexicon() {
+        let from_toml = Lexicon::parse(DEFAULT_LEXICON, "lexicon.toml").unwrap();
+        assert_eq!(
+            format!("{:?}", Lexicon::embedded()),
+            format!("{from_toml:?}")
+        );
+        assert!(!from_toml.linking.common.is_empty());
+        assert_eq!(embedded_linking(), from_toml.linking);
+    }
 
     proptest::proptest! {
         /// The shortcut gives what normalizing the lower-cased sentence gives.

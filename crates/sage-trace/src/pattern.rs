@@ -9,10 +9,11 @@
 //! caller keeps its Unicode regex for other text, and for patterns this mode refuses
 //! (`\p{..}`): [`AsciiPatterns::is_match`] then says `None`.
 
-use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::hybrid::dfa::{self, DFA};
+use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM, WhichCaptures};
 use regex_automata::util::syntax;
-use regex_automata::{meta, Input, MatchKind, PatternSet};
-use std::sync::{Arc, OnceLock};
+use regex_automata::{Input, MatchKind, PatternSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Patterns answered on ASCII text, compiled on first use; clones share the compiled form.
 #[derive(Debug, Clone)]
@@ -20,7 +21,99 @@ pub struct AsciiPatterns {
     patterns: Arc<[String]>,
     case_insensitive: bool,
     multi_line: bool,
-    compiled: Arc<OnceLock<Option<meta::Regex>>>,
+    compiled: Arc<OnceLock<Option<Compiled>>>,
+}
+
+/// The patterns as one forward NFA, searched by a lazy DFA (the PikeVM when the DFA gives
+/// up). A set asks only which patterns match and whether any does, never where, so none of
+/// what a full regex also builds is needed: the reverse NFA (half the compile time), the
+/// one-pass DFA and the literal prefilter.
+#[derive(Debug)]
+struct Compiled {
+    dfa: DFA,
+    pikevm: PikeVM,
+    /// Search caches, taken by one search at a time and put back.
+    caches: Mutex<Vec<(dfa::Cache, pikevm::Cache)>>,
+}
+
+impl Compiled {
+    fn new(patterns: &[String], case_insensitive: bool, multi_line: bool) -> Option<Compiled> {
+        let nfa = thompson::Compiler::new()
+            .syntax(
+                syntax::Config::new()
+                    .case_insensitive(case_insensitive)
+                    .multi_line(multi_line)
+                    .unicode(false)
+                    .utf8(false),
+            )
+            .configure(
+                thompson::Config::new()
+                    // (classes such as `\S` now hold bytes that are not UTF-8)
+                    .utf8(false)
+                    .which_captures(WhichCaptures::None),
+            )
+            .build_many(patterns)
+            .ok()?;
+        let dfa = DFA::builder()
+            .configure(
+                DFA::config()
+                    // every pattern that matches, as a set reports them
+                    .match_kind(MatchKind::All)
+                    // give up (for the PikeVM) rather than thrash the cache, as a regex does
+                    .minimum_cache_clear_count(Some(3))
+                    .minimum_bytes_per_state(Some(10)),
+            )
+            .build_from_nfa(nfa.clone())
+            .ok()?;
+        let pikevm = PikeVM::builder()
+            .configure(PikeVM::config().match_kind(MatchKind::All))
+            .build_from_nfa(nfa)
+            .ok()?;
+        Some(Compiled {
+            dfa,
+            pikevm,
+            caches: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Run `search` with a cache of this set's own.
+    fn with_caches<T>(&self, search: impl FnOnce(&mut (dfa::Cache, pikevm::Cache)) -> T) -> T {
+        let taken = self.caches.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut caches =
+            taken.unwrap_or_else(|| (self.dfa.create_cache(), self.pikevm.create_cache()));
+        let out = search(&mut caches);
+        self.caches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(caches);
+        out
+    }
+
+    fn is_match(&self, text: &[u8]) -> bool {
+        self.with_caches(|(d, p)| {
+            let input = Input::new(text).earliest(true);
+            match self.dfa.try_search_fwd(d, &input) {
+                Ok(found) => found.is_some(),
+                Err(_) => self.pikevm.is_match(p, input),
+            }
+        })
+    }
+
+    fn which(&self, text: &[u8]) -> Vec<usize> {
+        let mut set = PatternSet::new(self.dfa.pattern_len());
+        self.with_caches(|(d, p)| {
+            let input = Input::new(text);
+            if self
+                .dfa
+                .try_which_overlapping_matches(d, &input, &mut set)
+                .is_err()
+            {
+                set.clear();
+                self.pikevm.which_overlapping_matches(p, &input, &mut set);
+            }
+        });
+        set.iter().map(|p| p.as_usize()).collect()
+    }
 }
 
 impl AsciiPatterns {
@@ -34,30 +127,9 @@ impl AsciiPatterns {
         }
     }
 
-    fn get(&self) -> Option<&meta::Regex> {
+    fn get(&self) -> Option<&Compiled> {
         self.compiled
-            .get_or_init(|| {
-                meta::Builder::new()
-                    .syntax(
-                        syntax::Config::new()
-                            .case_insensitive(self.case_insensitive)
-                            .multi_line(self.multi_line)
-                            .unicode(false)
-                            .utf8(false),
-                    )
-                    .configure(
-                        meta::Config::new()
-                            // every pattern that matches, as a set reports them
-                            .match_kind(MatchKind::All)
-                            // (classes such as `\S` now hold bytes that are not UTF-8)
-                            .utf8_empty(false)
-                            .which_captures(WhichCaptures::None)
-                            // building the prefilter was most of the compile time
-                            .auto_prefilter(false),
-                    )
-                    .build_many(&self.patterns)
-                    .ok()
-            })
+            .get_or_init(|| Compiled::new(&self.patterns, self.case_insensitive, self.multi_line))
             .as_ref()
     }
 
@@ -76,10 +148,7 @@ impl AsciiPatterns {
         if !text.is_ascii() {
             return None;
         }
-        let re = self.get()?;
-        let mut set = PatternSet::new(re.pattern_len());
-        re.which_overlapping_matches(&Input::new(text.as_bytes()), &mut set);
-        Some(set.iter().map(|p| p.as_usize()).collect())
+        Some(self.get()?.which(text.as_bytes()))
     }
 }
 
@@ -125,6 +194,14 @@ mod tests {
             let u = unicode(&text);
             proptest::prop_assert_eq!(a.which(&text), Some(u.clone()));
             proptest::prop_assert_eq!(a.is_match(&text), Some(!u.is_empty()));
+            // the PikeVM, which answers when the lazy DFA gives up, answers alike
+            let c = a.get().unwrap();
+            let mut set = PatternSet::new(c.pikevm.get_nfa().pattern_len());
+            let mut cache = c.pikevm.create_cache();
+            c.pikevm
+                .which_overlapping_matches(&mut cache, &Input::new(&text), &mut set);
+            let by_pikevm: Vec<usize> = set.iter().map(|p| p.as_usize()).collect();
+            proptest::prop_assert_eq!(by_pikevm, u);
         }
     }
 

@@ -115,7 +115,7 @@ struct Term {
 /// whitespace-normalized terms, with the same word-boundary checks).
 #[derive(Debug, Clone)]
 pub struct TermSet {
-    automaton: Option<aho_corasick::AhoCorasick>,
+    searcher: Option<std::sync::Arc<Searcher>>,
     terms: Vec<Term>,
 }
 
@@ -131,7 +131,7 @@ impl TermSet {
             }
         }
         TermSet {
-            automaton: automaton(&patterns),
+            searcher: Searcher::new(patterns),
             terms: compiled,
         }
     }
@@ -139,32 +139,35 @@ impl TermSet {
     /// True when any term occurs in `text_lc` at word boundaries. `text_lc` must already be
     /// lower-cased and whitespace-normalized.
     pub fn matches(&self, text_lc: &str) -> bool {
-        let Some(ac) = &self.automaton else {
+        let Some(searcher) = &self.searcher else {
             return false;
         };
-        ac.find_overlapping_iter(text_lc)
-            .any(|m| self.at_boundaries(text_lc, &m))
+        let mut found = false;
+        searcher.each(text_lc, |m| {
+            found = self.terms[m.pattern].at_boundaries(text_lc, &m);
+            found
+        });
+        found
     }
 
     /// The positions (in the slice the set was built from, ascending, once each) of the
     /// terms that occur in `text_lc` at word boundaries: `terms[i]` is listed exactly when
     /// `term_matches(text_lc, terms[i])`. `text_lc` as for [`TermSet::matches`].
     pub fn matching(&self, text_lc: &str) -> Vec<usize> {
-        let Some(ac) = &self.automaton else {
+        let Some(searcher) = &self.searcher else {
             return Vec::new();
         };
-        let mut out: Vec<usize> = ac
-            .find_overlapping_iter(text_lc)
-            .filter(|m| self.at_boundaries(text_lc, m))
-            .map(|m| self.terms[m.pattern().as_usize()].index)
-            .collect();
+        let mut out: Vec<usize> = Vec::new();
+        searcher.each(text_lc, |m| {
+            let t = &self.terms[m.pattern];
+            if t.at_boundaries(text_lc, &m) {
+                out.push(t.index);
+            }
+            false
+        });
         out.sort_unstable();
         out.dedup();
         out
-    }
-
-    fn at_boundaries(&self, text_lc: &str, m: &aho_corasick::Match) -> bool {
-        self.terms[m.pattern().as_usize()].at_boundaries(text_lc, m)
     }
 
     /// True for a set with no (non-empty) term: it matches nothing.
@@ -173,12 +176,135 @@ impl TermSet {
     }
 }
 
-/// Building an automaton from valid UTF-8 patterns only fails past size limits far beyond
-/// any vocabulary; such a set then matches nothing rather than panicking.
-fn automaton(patterns: &[String]) -> Option<aho_corasick::AhoCorasick> {
-    (!patterns.is_empty())
-        .then(|| aho_corasick::AhoCorasick::new(patterns).ok())
-        .flatten()
+/// One occurrence of a pattern of a [`Searcher`]: `text[start..end]` is pattern `pattern`.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    pattern: usize,
+    start: usize,
+    end: usize,
+}
+
+/// How much text a [`Searcher`] scans directly before it builds its automaton: building one
+/// for the lexicon (~650 terms) costs about as much as scanning this much text directly, so
+/// a tiny input never pays for it and a large one pays it at most twice.
+const DIRECT_SCAN_BYTES: usize = 32 * 1024;
+
+/// Every occurrence of a list of patterns in a text (overlapping ones included). The first
+/// [`DIRECT_SCAN_BYTES`] searched are scanned directly, each position against the patterns
+/// with its first two bytes (found by binary search in the sorted patterns), which costs
+/// nothing to build; after that an Aho-Corasick automaton, built once, answers in one pass.
+/// Both report the same occurrences (a property test compares them).
+#[derive(Debug)]
+struct Searcher {
+    patterns: Vec<String>,
+    /// Pattern positions, ordered by the patterns' bytes.
+    sorted: Vec<u32>,
+    /// `sorted[first[b]..first[b + 1]]` are the patterns whose first byte is `b`.
+    first: Vec<u32>,
+    /// Bytes scanned directly so far (by every clone and thread).
+    scanned: std::sync::atomic::AtomicUsize,
+    automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
+}
+
+impl Searcher {
+    /// `None` when there is no pattern (nothing can match). Patterns must not be empty.
+    fn new(patterns: Vec<String>) -> Option<std::sync::Arc<Searcher>> {
+        if patterns.is_empty() {
+            return None;
+        }
+        let mut sorted: Vec<u32> = (0..patterns.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| {
+            patterns[a as usize]
+                .as_bytes()
+                .cmp(patterns[b as usize].as_bytes())
+        });
+        let mut first = vec![0u32; 257];
+        for &i in &sorted {
+            first[patterns[i as usize].as_bytes()[0] as usize + 1] += 1;
+        }
+        for b in 0..256 {
+            first[b + 1] += first[b];
+        }
+        Some(std::sync::Arc::new(Searcher {
+            patterns,
+            sorted,
+            first,
+            scanned: Default::default(),
+            automaton: Default::default(),
+        }))
+    }
+
+    /// Call `f` on every occurrence in `text` until it returns true. The order of the calls
+    /// is unspecified.
+    fn each(&self, text: &str, f: impl FnMut(Found) -> bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let ac = match self.automaton.get() {
+            Some(ac) => ac.as_ref(),
+            None if self.scanned.fetch_add(text.len(), Relaxed) + text.len()
+                <= DIRECT_SCAN_BYTES =>
+            {
+                return self.scan(text, f);
+            }
+            None => self.automaton.get_or_init(|| self.build()).as_ref(),
+        };
+        match ac {
+            Some(ac) => Self::run(ac, text, f),
+            // (an automaton past its size limits; unreachable for a vocabulary)
+            None => self.scan(text, f),
+        }
+    }
+
+    fn run(ac: &aho_corasick::AhoCorasick, text: &str, mut f: impl FnMut(Found) -> bool) {
+        for m in ac.find_overlapping_iter(text) {
+            let found = Found {
+                pattern: m.pattern().as_usize(),
+                start: m.start(),
+                end: m.end(),
+            };
+            if f(found) {
+                return;
+            }
+        }
+    }
+
+    fn build(&self) -> Option<aho_corasick::AhoCorasick> {
+        aho_corasick::AhoCorasick::new(&self.patterns).ok()
+    }
+
+    /// The direct scan: at each position, the patterns sharing its first two bytes.
+    fn scan(&self, text: &str, mut f: impl FnMut(Found) -> bool) {
+        let bytes = text.as_bytes();
+        for (start, &b) in bytes.iter().enumerate() {
+            let (lo, hi) = (self.first[b as usize], self.first[b as usize + 1]);
+            if lo == hi {
+                continue;
+            }
+            let bucket = &self.sorted[lo as usize..hi as usize];
+            let second = |i: &u32| self.patterns[*i as usize].as_bytes().get(1).copied();
+            // Sorted, the one-byte pattern comes first, then the rest by their second byte.
+            let singles = bucket.partition_point(|i| second(i).is_none());
+            let (from, to) = match bytes.get(start + 1) {
+                Some(&next) => (
+                    bucket.partition_point(|i| second(i).is_none_or(|s| s < next)),
+                    bucket.partition_point(|i| second(i).is_none_or(|s| s <= next)),
+                ),
+                None => (singles, singles),
+            };
+            for &i in bucket[..singles].iter().chain(&bucket[from..to]) {
+                let p = self.patterns[i as usize].as_bytes();
+                if bytes[start..].starts_with(p) {
+                    let found = Found {
+                        pattern: i as usize,
+                        start,
+                        end: start + p.len(),
+                    };
+                    if f(found) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Term {
@@ -202,19 +328,15 @@ impl Term {
         Some((t, term))
     }
 
-    fn at_boundaries(&self, text_lc: &str, m: &aho_corasick::Match) -> bool {
+    fn at_boundaries(&self, text_lc: &str, m: &Found) -> bool {
         let t = self;
         let before_ok = !t.starts_word
-            || text_lc[..m.start()]
+            || text_lc[..m.start]
                 .chars()
                 .next_back()
                 .is_none_or(|c| !is_word(c));
-        let after_ok = t.prefix
-            || !t.ends_word
-            || text_lc[m.end()..]
-                .chars()
-                .next()
-                .is_none_or(|c| !is_word(c));
+        let after_ok =
+            t.prefix || !t.ends_word || text_lc[m.end..].chars().next().is_none_or(|c| !is_word(c));
         before_ok && after_ok
     }
 }
@@ -224,7 +346,7 @@ impl Term {
 /// vocabulary).
 #[derive(Debug, Clone)]
 pub struct TermSets {
-    automaton: Option<aho_corasick::AhoCorasick>,
+    searcher: Option<std::sync::Arc<Searcher>>,
     /// Per pattern: its term; `Term::index` is the position of its vocabulary.
     terms: Vec<Term>,
     sets: usize,
@@ -244,7 +366,7 @@ impl TermSets {
             }
         }
         TermSets {
-            automaton: automaton(&patterns),
+            searcher: Searcher::new(patterns),
             terms: compiled,
             sets: sets.len(),
         }
@@ -254,20 +376,18 @@ impl TermSets {
     /// occurs in `text_lc` at word boundaries. `text_lc` as for [`TermSet::matches`].
     pub fn which(&self, text_lc: &str) -> Vec<bool> {
         let mut out = vec![false; self.sets];
-        let Some(ac) = &self.automaton else {
+        let Some(searcher) = &self.searcher else {
             return out;
         };
         let mut left = self.sets;
-        for m in ac.find_overlapping_iter(text_lc) {
-            let t = &self.terms[m.pattern().as_usize()];
+        searcher.each(text_lc, |m| {
+            let t = &self.terms[m.pattern];
             if !out[t.index] && t.at_boundaries(text_lc, &m) {
                 out[t.index] = true;
                 left -= 1;
-                if left == 0 {
-                    break;
-                }
             }
-        }
+            left == 0
+        });
         out
     }
 }
@@ -295,23 +415,29 @@ mod tests {
     fn a_term_set_matches_like_each_term_alone() {
         let terms = ["sql injection", "escape*", "os.path", "id", "c++", ""];
         let set = TermSet::new(&terms);
-        for text in [
-            "use a parameterized query against sql injection",
-            "we escaped the input",
-            "call os.path.realpath",
-            "the identifier is fine",
-            "ids and id",
-            "written in c++ today",
-            "nothing here",
-            "",
-        ] {
-            let one_by_one = terms.iter().any(|t| term_matches(text, t));
-            assert_eq!(set.matches(text), one_by_one, "{text:?}");
-            let each: Vec<usize> = (0..terms.len())
-                .filter(|&i| term_matches(text, terms[i]))
-                .collect();
-            assert_eq!(set.matching(text), each, "{text:?}");
+        // Directly scanned, then again once a long text has made the set build its automaton.
+        for long in ["", &"x ".repeat(DIRECT_SCAN_BYTES)] {
+            assert!(!set.matches(long));
+            for text in [
+                "use a parameterized query against sql injection",
+                "we escaped the input",
+                "call os.path.realpath",
+                "the identifier is fine",
+                "ids and id",
+                "written in c++ today",
+                "nothing here",
+                "",
+            ] {
+                let one_by_one = terms.iter().any(|t| term_matches(text, t));
+                assert_eq!(set.matches(text), one_by_one, "{text:?}");
+                let each: Vec<usize> = (0..terms.len())
+                    .filter(|&i| term_matches(text, terms[i]))
+                    .collect();
+                assert_eq!(set.matching(text), each, "{text:?}");
+            }
         }
+        let searcher = set.searcher.as_ref().unwrap();
+        assert!(searcher.automaton.get().is_some_and(Option::is_some));
         // The same term twice, once as a prefix: each position answers for itself.
         let dup = TermSet::new(&["escape", "escape*", "escape"]);
         assert_eq!(dup.matching("we escaped it"), [1]);
@@ -332,6 +458,30 @@ mod tests {
             let refs: Vec<&[String]> = sets.iter().map(Vec::as_slice).collect();
             let each: Vec<bool> = sets.iter().map(|s| TermSet::new(s).matches(&text)).collect();
             proptest::prop_assert_eq!(TermSets::new(&refs).which(&text), each);
+        }
+
+        /// The direct scan and the automaton report the same occurrences.
+        #[test]
+        fn the_direct_scan_finds_what_the_automaton_finds(
+            patterns in proptest::collection::vec("[ab_ .é]{1,4}", 1..8),
+            text in "[ab_ .é]{0,24}",
+        ) {
+            let s = Searcher::new(patterns).unwrap();
+            let all = |direct: bool| {
+                let mut out = Vec::new();
+                let f = |m: Found| {
+                    out.push((m.start, m.end, m.pattern));
+                    false
+                };
+                if direct {
+                    s.scan(&text, f);
+                } else {
+                    Searcher::run(s.build().as_ref().unwrap(), &text, f);
+                }
+                out.sort_unstable();
+                out
+            };
+            proptest::prop_assert_eq!(all(true), all(false));
         }
 
         #[test]

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(ROOT).join("tests/fixtures/screen-main").join(name)
+    Path::new(ROOT)
+        .join("tests/fixtures/screen-main")
+        .join(name)
 }
 
 #[test]

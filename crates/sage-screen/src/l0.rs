@@ -2,11 +2,10 @@
 //! with its location.
 
 use crate::py::{self, PyFile};
-use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 /// One syntax error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyntaxError {
     /// 1-based.
     pub line: usize,

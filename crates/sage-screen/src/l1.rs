@@ -2,7 +2,6 @@
 //! (by qualified name), the imports resolve, and the task's tests pass when the case has them.
 
 use crate::py::{self, Import, PyFile};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -121,7 +120,7 @@ pub fn missing_definitions(baseline: &PyFile, final_file: &PyFile) -> Vec<String
 // ------------------------------------------------------------------ imports
 
 /// One imported module as the final snapshot uses it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportUse {
     /// The module path as imported (`os.path`, `flask`).
     pub module: String,
@@ -130,7 +129,6 @@ pub struct ImportUse {
     pub line: usize,
     pub col: usize,
     /// Inside `try: ... except ImportError` (a fallback the code expects may fail).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
 }
 
@@ -207,8 +205,7 @@ fn guarded_by_import_error(file: &PyFile, n: Node) -> bool {
 }
 
 /// How an import was (or was not) resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
     Stdlib,
     /// One of the case's own artefacts.
@@ -314,11 +311,10 @@ pub(crate) fn query_interpreter(
 // ------------------------------------------------------------------ tests
 
 /// The outcome of a case's tests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TestOutcome {
     /// `passed`, `failed`, `timeout` or `error` (could not start).
     pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub seconds: f64,
     /// The last lines of the output, for the report.

@@ -6,7 +6,7 @@
 
 use crate::py::PyFile;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -135,21 +135,18 @@ pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCm
 }
 
 /// One Bandit finding, mapped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub test_id: String,
     pub test_name: String,
     pub severity: String,
     pub confidence: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwe: Option<u32>,
     /// The CWE families of `cwe` (rules' `cwe_families`).
     pub families: Vec<String>,
     /// `cwe` shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub target_family: bool,
     /// The same test fires on the same source line in the baseline.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_baseline: bool,
     pub line: usize,
     pub col: usize,
@@ -322,7 +319,7 @@ pub(crate) fn mark_inherited(
 }
 
 /// A `# nosec` marker in the final snapshot that the baseline does not have.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NosecMarker {
     pub line: usize,
     pub text: String,

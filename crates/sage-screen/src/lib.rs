@@ -21,6 +21,7 @@ mod report;
 mod run;
 
 pub use input::{units_from_pairs, Artefact, BanditMode, InputError, Options, TestsInput, Unit};
+pub use report::schema;
 pub use report::{
     ArtefactResult, CaseResult, ImportCheck, Report, Status, SummaryRow, ToolRun, Verdict,
     REPORT_SCHEMA,

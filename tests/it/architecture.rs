@@ -1243,3 +1243,68 @@ fn the_published_screen_format_is_its_own_types() {
         vec!["l3/score.rs: Hit".to_string()]
     );
 }
+
+/// Where production code makes or runs a child process other than through the one bounded
+/// runner (`sage_sandbox::child`: `command` makes a `Command`, `run` / `run_fed` run it with
+/// a time limit and an output cap). Comments, strings and test code do not count.
+fn unbounded_processes(text: &str) -> Vec<(usize, &'static str)> {
+    let code = library_part(text);
+    let spans = lex(&code);
+    let mut bytes = code.clone().into_bytes();
+    for (&a, &z) in &spans {
+        bytes[a..z].fill(b' ');
+    }
+    let code = String::from_utf8_lossy(&bytes).into_owned();
+    let mut found = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for bad in ["Command::new(", ".spawn()", ".output()", ".status()"] {
+            if line.contains(bad) {
+                found.push((i + 1, bad));
+            }
+        }
+    }
+    found
+}
+
+/// Issue 30: every child process sage starts has a time limit. The one runner is
+/// `crates/sage-sandbox/src/child.rs`; an HTTP response's `.status()` is not a process.
+#[test]
+fn every_child_process_goes_through_the_bounded_runner() {
+    const RUNNER: &str = "sage-sandbox/src/child.rs";
+    const NOT_A_PROCESS: &[(&str, &str)] = &[("sage-llm/src/http.rs", ".status()")];
+    let mut files: Vec<(String, String)> = Vec::new();
+    for dir in crates() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for (rel, text) in crate_sources(&dir) {
+            files.push((format!("{name}/src/{}", rel.display()), text));
+        }
+    }
+    for f in rust_files(&Path::new(ROOT).join("src")) {
+        let rel = f.strip_prefix(ROOT).unwrap().display().to_string();
+        files.push((rel, std::fs::read_to_string(&f).unwrap()));
+    }
+    assert!(files.iter().any(|(f, _)| f == RUNNER));
+    let mut bad = Vec::new();
+    for (file, text) in &files {
+        if file == RUNNER {
+            continue;
+        }
+        for (line, what) in unbounded_processes(text) {
+            if !NOT_A_PROCESS.contains(&(file.as_str(), what)) {
+                bad.push(format!("{file}:{line}: {what}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a child process made or run outside sage_sandbox::child (use child::command and \
+         child::run, with a time limit): {bad:?}"
+    );
+    // planted: a command run after a test module is caught; one in a comment, a string or a
+    // test is not
+    let planted = "// Command::new(\"git\").output()\nconst DOC: &str = \"x.spawn()\";\n#[cfg(test)]\nmod tests { fn t() { std::process::Command::new(\"sh\").status(); } }\nfn show() { let o = std::process::Command::new(\"git\")\n    .output(); }\n";
+    assert_eq!(
+        unbounded_processes(planted),
+        vec![(5, "Command::new("), (6, ".output()")]
+    );
+}

@@ -19,6 +19,7 @@ pub mod sarif_in;
 mod input;
 mod report;
 mod run;
+mod tool;
 
 pub use input::{units_from_pairs, Artefact, BanditMode, InputError, Options, TestsInput, Unit};
 pub use report::schema;
@@ -27,3 +28,4 @@ pub use report::{
     REPORT_SCHEMA,
 };
 pub use run::{screen, screen_with, summarize, Progress};
+pub use tool::{ToolError, DEFAULT_TIMEOUT as DEFAULT_TOOL_TIMEOUT};

@@ -130,7 +130,7 @@ fn main() {
     );
 
     // 3-5. Bandit.
-    let cmd = match sage_screen::l2::locate(None, None) {
+    let cmd = match sage_screen::l2::locate(None, None, sage_screen::DEFAULT_TOOL_TIMEOUT) {
         Ok(c) => c,
         Err(e) => {
             println!("bandit: not run ({e})");
@@ -145,7 +145,9 @@ fn main() {
         })
         .collect();
     let t = Instant::now();
-    let res = sage_screen::l2::run_batch(&cmd, &files).expect("bandit batch runs");
+    let res =
+        sage_screen::l2::run_batch(&cmd, &files, "(bench)", sage_screen::DEFAULT_TOOL_TIMEOUT)
+            .expect("bandit batch runs");
     let batch = t.elapsed();
     let with = res
         .files
@@ -161,7 +163,13 @@ fn main() {
     let sample = 20.min(n);
     let t = Instant::now();
     for f in files.iter().take(sample) {
-        sage_screen::l2::run_batch(&cmd, std::slice::from_ref(f)).expect("bandit runs");
+        sage_screen::l2::run_batch(
+            &cmd,
+            std::slice::from_ref(f),
+            "(bench)",
+            sage_screen::DEFAULT_TOOL_TIMEOUT,
+        )
+        .expect("bandit runs");
     }
     println!(
         "bandit one process per file ({sample} files):   {}",

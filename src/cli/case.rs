@@ -34,6 +34,9 @@ pub struct InitArgs {
     /// Take baselines from a git revision: `REPO@REV` (e.g. `../repo@1b356f0^`).
     #[arg(long, value_name = "REPO@REV", conflicts_with = "baseline_dir")]
     pub baseline_from: Option<String>,
+    /// Timeout of each `git show` of a baseline (--baseline-from), in seconds.
+    #[arg(long, default_value = "120", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub git_timeout: u64,
     /// Take baselines from a folder holding the files at their artefact paths.
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
@@ -145,13 +148,16 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
 
 fn run_init(a: InitArgs, rc: &super::RunConfig) -> super::ExitStatus {
     let baseline = match (&a.baseline_from, &a.baseline_dir) {
-        (Some(g), _) => match init::BaselineSource::parse_git(g) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                errln!("sage: error: --baseline-from {e}");
-                return EXIT_FATAL;
+        (Some(g), _) => {
+            match init::BaselineSource::parse_git(g, std::time::Duration::from_secs(a.git_timeout))
+            {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    errln!("sage: error: --baseline-from {e}");
+                    return EXIT_FATAL;
+                }
             }
-        },
+        }
         (None, Some(d)) => Some(init::BaselineSource::Dir(d.clone())),
         (None, None) => None,
     };

@@ -59,6 +59,10 @@ pub struct ScreenArgs {
     /// Timeout of a case's tests, in seconds (a case's tests.timeout_secs wins).
     #[arg(long, default_value_t = 60)]
     pub test_timeout: u64,
+    /// Timeout of each run of an outside tool, in seconds: the interpreter (locating syntax
+    /// errors, resolving imports) and Bandit, each run once over the whole batch.
+    #[arg(long, value_name = "SECS", default_value_t = sage_screen::DEFAULT_TOOL_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub tool_timeout: u64,
     /// SARIF 2.1.0 logs of other tools (CodeQL, Semgrep, Bandit) whose results become
     /// proposed anchors; a log belongs to the run whose folder holds it or whose id is its
     /// runs[].automationDetails.id.
@@ -71,11 +75,17 @@ pub struct ScreenArgs {
 
 /// Where scripts/setup.sh may have put Bandit when it is not on PATH: a project-local
 /// virtual environment (so no root and no system pip is needed), or pipx / `pip --user`.
-fn default_bandit() -> BanditMode {
-    let on_path = std::process::Command::new("bandit")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+fn default_bandit(limit: Duration) -> BanditMode {
+    use sage_sandbox::child;
+    let mut probe = child::command("bandit");
+    probe.arg("--version").stdin(std::process::Stdio::null());
+    // a `bandit` that does not answer is passed over, as a missing one is
+    let capture = child::Capture::Apart {
+        stdout: 1 << 16,
+        stderr: 1 << 16,
+    };
+    let on_path = child::run(probe, limit, capture)
+        .is_ok_and(|r| matches!(r.end, child::End::Exited(s) if s.success()));
     if on_path {
         return BanditMode::Auto;
     }
@@ -117,9 +127,10 @@ pub fn run(a: ScreenArgs, rc: &super::RunConfig) -> Result<super::ExitStatus> {
         } else if let Some(b) = &a.bandit {
             BanditMode::Path(b.clone())
         } else {
-            default_bandit()
+            default_bandit(Duration::from_secs(a.tool_timeout.min(30)))
         },
         test_timeout: Duration::from_secs(a.test_timeout),
+        tool_timeout: Duration::from_secs(a.tool_timeout),
         run_tests: a.run_tests,
         path: std::env::var_os("PATH"),
     };

@@ -1102,10 +1102,11 @@ fn no_library_crate_holds_configuration_in_a_process_global() {
     assert!(!allowed("sage-adapters/src/rules.rs", "CURRENT"));
 }
 
-/// Where a results type serializes other than through its published record in
-/// `results::schema` (issue 30): every serde derive of `results.rs` is `into`/`from` a schema
-/// type, and no field carries a serde attribute of its own.
-fn results_serde_outside_schema(text: &str) -> Vec<String> {
+/// Where a result type serializes other than through its published record in a `schema`
+/// module (issue 30): every serde derive of the file (`results.rs` of `sage.results/1`,
+/// sage-screen's `report.rs` of `sage.screen/1`) is `into`/`from` a schema type, and no field
+/// carries a serde attribute of its own.
+fn serde_outside_schema(text: &str) -> Vec<String> {
     // an attribute that rustfmt split over several lines, as one
     let mut lines: Vec<String> = Vec::new();
     let mut open = false;
@@ -1137,14 +1138,178 @@ fn results_serde_outside_schema(text: &str) -> Vec<String> {
 fn the_published_results_format_is_its_own_types() {
     let path = Path::new(ROOT).join("crates/sage-pipeline/src/results.rs");
     let text = library_part(&std::fs::read_to_string(&path).unwrap());
-    let bad = results_serde_outside_schema(&text);
+    let bad = serde_outside_schema(&text);
     assert!(
         bad.is_empty(),
         "results.rs serializes outside results::schema (add the field to its published \
          record there): {bad:?}"
     );
     let planted = "#[derive(Debug, Serialize)]\npub struct Row {\n    #[serde(rename = \"n\")]\n    pub count: usize,\n}\n";
-    assert_eq!(results_serde_outside_schema(planted).len(), 2);
+    assert_eq!(serde_outside_schema(planted).len(), 2);
     let through = "#[derive(Clone, Serialize, Deserialize)]\n#[serde(into = \"schema::Row\", from = \"schema::Row\")]\npub struct Row;\n";
-    assert!(results_serde_outside_schema(through).is_empty());
+    assert!(serde_outside_schema(through).is_empty());
+}
+
+/// The internal types a `schema` module mirrors (`pub struct Name = path::Type {`, the same
+/// with `enum`) that still derive serde of their own in `sources` (file name, text): such a
+/// type could be serialized around its published record. A derive that goes `into`/`from` the
+/// schema is allowed.
+fn mirrored_types_with_serde(schema: &str, sources: &[(String, String)]) -> Vec<String> {
+    let mirrored: Vec<&str> = schema
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l
+                .strip_prefix("pub struct ")
+                .or_else(|| l.strip_prefix("pub enum "))?;
+            let (_, internal) = rest.split_once(" = ")?;
+            let internal = internal.trim_end_matches(" {").trim();
+            Some(internal.rsplit("::").next().unwrap_or(internal))
+        })
+        .collect();
+    let mut bad = Vec::new();
+    for (file, text) in sources {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(name) = ["pub struct ", "pub enum "].iter().find_map(|k| {
+                let rest = line.strip_prefix(k)?;
+                Some(rest.split([' ', '{', '(', ';', '<']).next().unwrap_or(rest))
+            }) else {
+                continue;
+            };
+            if !mirrored.contains(&name) {
+                continue;
+            }
+            let attrs: Vec<&str> = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+                .copied()
+                .collect();
+            let serde = attrs
+                .iter()
+                .any(|a| a.starts_with("#[derive(") && a.contains("Serialize"));
+            let through = attrs
+                .iter()
+                .any(|a| a.contains("into = \"schema::") && a.contains("from = \"schema::"));
+            if serde && !through {
+                bad.push(format!("{file}: {name}"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_published_screen_format_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-screen/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    let bad = serde_outside_schema(&read("report.rs"));
+    assert!(
+        bad.is_empty(),
+        "sage-screen's report.rs serializes outside report/schema.rs (add the field to its published \
+         record there): {bad:?}"
+    );
+    // The levels' own types that the report is made of derive no serde: only their
+    // published records in report/schema.rs say what sage.screen/1 holds.
+    let schema = read("report/schema.rs");
+    let sources: Vec<(String, String)> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| !e.path().ends_with("schema.rs"))
+        .map(|e| {
+            let text = library_part(&std::fs::read_to_string(e.path()).unwrap());
+            (e.path().display().to_string(), text)
+        })
+        .collect();
+    assert!(sources.len() > 10, "{}", sources.len());
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.screen/1 publishes through report/schema.rs derive serde of their own: \
+         {bad:?}"
+    );
+    // planted: a level's type that derives Serialize again is caught; the report's derive
+    // through the schema, and a type the schema does not mirror, are not
+    let schema = "mirror! {\n    pub struct Hit = l3::Hit {\n        line: usize,\n    }\n}\nmirror! {\n    pub struct Report = report::Report {\n    }\n}\n";
+    let planted = vec![
+        (
+            "l3/score.rs".to_string(),
+            "/// One rule.\n#[derive(Debug, Clone, Serialize)]\npub struct Hit {\n    pub line: usize,\n}\n#[derive(Deserialize)]\nstruct Raw;\n".to_string(),
+        ),
+        (
+            "report.rs".to_string(),
+            "#[derive(Clone, Serialize, Deserialize)]\n#[serde(into = \"schema::Report\", from = \"schema::Report\")]\npub struct Report {}\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        mirrored_types_with_serde(schema, &planted),
+        vec!["l3/score.rs: Hit".to_string()]
+    );
+}
+
+/// Where production code makes or runs a child process other than through the one bounded
+/// runner (`sage_sandbox::child`: `command` makes a `Command`, `run` / `run_fed` run it with
+/// a time limit and an output cap). Comments, strings and test code do not count.
+fn unbounded_processes(text: &str) -> Vec<(usize, &'static str)> {
+    let code = library_part(text);
+    let spans = lex(&code);
+    let mut bytes = code.clone().into_bytes();
+    for (&a, &z) in &spans {
+        bytes[a..z].fill(b' ');
+    }
+    let code = String::from_utf8_lossy(&bytes).into_owned();
+    let mut found = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for bad in ["Command::new(", ".spawn()", ".output()", ".status()"] {
+            if line.contains(bad) {
+                found.push((i + 1, bad));
+            }
+        }
+    }
+    found
+}
+
+/// Issue 30: every child process sage starts has a time limit. The one runner is
+/// `crates/sage-sandbox/src/child.rs`; an HTTP response's `.status()` is not a process.
+#[test]
+fn every_child_process_goes_through_the_bounded_runner() {
+    const RUNNER: &str = "sage-sandbox/src/child.rs";
+    const NOT_A_PROCESS: &[(&str, &str)] = &[("sage-llm/src/http.rs", ".status()")];
+    let mut files: Vec<(String, String)> = Vec::new();
+    for dir in crates() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for (rel, text) in crate_sources(&dir) {
+            files.push((format!("{name}/src/{}", rel.display()), text));
+        }
+    }
+    for f in rust_files(&Path::new(ROOT).join("src")) {
+        let rel = f.strip_prefix(ROOT).unwrap().display().to_string();
+        files.push((rel, std::fs::read_to_string(&f).unwrap()));
+    }
+    assert!(files.iter().any(|(f, _)| f == RUNNER));
+    let mut bad = Vec::new();
+    for (file, text) in &files {
+        if file == RUNNER {
+            continue;
+        }
+        for (line, what) in unbounded_processes(text) {
+            if !NOT_A_PROCESS.contains(&(file.as_str(), what)) {
+                bad.push(format!("{file}:{line}: {what}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a child process made or run outside sage_sandbox::child (use child::command and \
+         child::run, with a time limit): {bad:?}"
+    );
+    // planted: a command run after a test module is caught; one in a comment, a string or a
+    // test is not
+    let planted = "// Command::new(\"git\").output()\nconst DOC: &str = \"x.spawn()\";\n#[cfg(test)]\nmod tests { fn t() { std::process::Command::new(\"sh\").status(); } }\nfn show() { let o = std::process::Command::new(\"git\")\n    .output(); }\n";
+    assert_eq!(
+        unbounded_processes(planted),
+        vec![(5, "Command::new("), (6, ".output()")]
+    );
 }

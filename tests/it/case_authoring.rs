@@ -499,6 +499,43 @@ fn init_takes_baselines_from_a_git_revision() {
         ));
 }
 
+/// Issue 30: `git show` of a baseline has a time limit. A `git` that hangs (a script first on
+/// `PATH` that sleeps) is killed at `--git-timeout`, and the error names the command and the
+/// file.
+#[test]
+fn a_hanging_git_show_is_killed_at_its_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    let mut perm = std::fs::metadata(&git).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&git, perm).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let a = sage()
+        .env("PATH", path)
+        .args(["case", "init"])
+        .arg(fixture("run.json"))
+        .arg("--patch")
+        .arg(fixture("model_patch.diff"))
+        .arg("--baseline-from")
+        .arg(format!("{}@HEAD", d.path().join("repo").display()))
+        .args(["--git-timeout", "1", "--out"])
+        .arg(d.path().join("case"))
+        .assert()
+        .code(1);
+    let (_, err) = stdout_stderr(&a);
+    assert!(
+        err.contains("show HEAD:app.py: no answer within 1 s (killed; --git-timeout)"),
+        "{err}"
+    );
+}
+
 // ---- issue 28: real traces whose names, patches and anchors a first-day user brings ----
 
 fn stdout_stderr(a: &assert_cmd::assert::Assert) -> (String, String) {

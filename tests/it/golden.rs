@@ -148,3 +148,25 @@ fn the_bundled_corpus_localizes_to_its_golden_outputs() {
     }
     snapshot("annotate_packets_sha256", &digests);
 }
+
+/// `sage screen` of the bundled corpus (`sage.screen/1`, issue 30) as JSON and SARIF, without
+/// Bandit (L2 not run; nothing is timed then). Run from `corpora/` so each case's `source`
+/// is `./CASE`.
+#[test]
+fn the_bundled_corpus_screens_to_its_golden_report() {
+    let corpora = Path::new(ROOT).join("corpora");
+    let screen = |format: &str| {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .current_dir(&corpora)
+            .args(["screen", ".", "--no-bandit", "-q", "--format", format])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    snapshot("screen_json", &screen("json"));
+    snapshot("screen_sarif", &screen("sarif"));
+}

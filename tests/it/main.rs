@@ -9,7 +9,8 @@
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
 //! - `golden`: the bundled corpus's results, SARIF, Table 5 and HTML, pinned (issue 30)
-//! - `results_compat`: a results file written before the published types still reads
+//! - `results_compat`, `screen_compat`: results and screen files written before their
+//!   published types still read
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
@@ -41,6 +42,7 @@ mod reliability;
 mod replay_fidelity;
 mod results_compat;
 mod screen;
+mod screen_compat;
 mod security;
 mod support;
 mod susvibes;

@@ -711,3 +711,81 @@ fn a_folder_of_plain_python_files_is_screened_with_real_error_lines() {
         serde_json::json!(["g"])
     );
 }
+
+/// An executable script in `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&p, perm).unwrap();
+    p
+}
+
+/// Issue 30: every outside tool screening runs has a time limit (`--tool-timeout`). An
+/// interpreter and a Bandit that hang are killed there, and each note names the tool, what it
+/// was asked and the case.
+#[test]
+fn hanging_tools_are_killed_at_their_limit_and_named() {
+    let d = tempfile::tempdir().unwrap();
+    let pairs = d.path().join("pairs");
+    std::fs::create_dir(&pairs).unwrap();
+    std::fs::write(pairs.join("broken.py"), "def f(:\n    pass\n").unwrap();
+    std::fs::write(
+        pairs.join("app.py"),
+        "import sage_no_such_module_xyz\n\n\ndef g(x):\n    return eval(x)\n",
+    )
+    .unwrap();
+    let python = script(d.path(), "python", "#!/bin/sh\nexec sleep 600\n");
+    // answers `--version`, then hangs on the scan
+    let bandit = script(
+        d.path(),
+        "bandit",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'bandit 1.9.4'; exit 0; fi\nexec sleep 600\n",
+    );
+    let (v, code) = run_json(&[
+        "screen",
+        pairs.to_str().unwrap(),
+        "--python",
+        python.to_str().unwrap(),
+        "--bandit",
+        bandit.to_str().unwrap(),
+        "--tool-timeout",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let notes = |id: &str| -> Vec<String> {
+        let c = v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {v}"));
+        c["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (py, bd) = (python.display(), bandit.display());
+    let l0 = format!(
+        "L0: {py} gave no answer within 1s locating the syntax errors of broken.py of broken \
+         (killed; --tool-timeout); tree-sitter's error locations stand"
+    );
+    assert!(notes("broken").contains(&l0), "{:?}", notes("broken"));
+    assert!(!notes("app").iter().any(|n| n.starts_with("L0:")));
+    let l1 = format!(
+        "imports not checked against --python: {py} gave no answer within 1s resolving 1 \
+         imports of app, broken (killed; --tool-timeout)"
+    );
+    assert!(notes("app").contains(&l1), "{:?}", notes("app"));
+    let l2 = format!(
+        "L2 not run: {bd} gave no answer within 1s scanning the 2 files of app, broken \
+         (killed; --tool-timeout)"
+    );
+    assert!(notes("app").contains(&l2), "{:?}", notes("app"));
+    assert_eq!(v["bandit"]["ran"], false);
+}

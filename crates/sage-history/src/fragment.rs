@@ -156,32 +156,114 @@ struct PyText {
 }
 
 fn analyse(src: &str) -> PyText {
+    let runs = long_comment_runs(src);
+    if !runs.is_empty() {
+        let mut blanked = src.as_bytes().to_vec();
+        for &(a, b) in &runs {
+            blanked[a..b].fill(b' ');
+        }
+        // whole characters were replaced by spaces: still UTF-8
+        if let Ok(blanked) = String::from_utf8(blanked) {
+            if let Some(out) = analyse_parsed(src, &blanked, &runs) {
+                return out;
+            }
+        }
+    }
+    analyse_parsed(src, src, &[]).unwrap_or_default()
+}
+
+/// Comment lines fewer than this in a row are parsed as they are.
+const LONG_COMMENT_RUN: usize = 16;
+
+/// The comments (from `#` to the end of the line) of every run of at least
+/// [`LONG_COMMENT_RUN`] lines that hold only a comment (blank lines between them included).
+///
+/// tree-sitter-python's scanner, at each line end, reads ahead over every comment line that
+/// follows to find the next line's indentation: a run of n comment lines costs n² (a baseline
+/// of 10,000 comment lines took 4 s, 200,000 over 20 minutes). Blank lines cost nothing, as
+/// the scanner skips them in one pass: [`analyse`] parses the text with these comments
+/// replaced by spaces, and keeps that parse only where it provably gives the tokens the text
+/// itself gives (see [`analyse_parsed`]).
+fn long_comment_runs(src: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut run: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    let b = src.as_bytes();
+    while start < b.len() {
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |i| start + i);
+        let line = &b[start..end];
+        let body = line.strip_suffix(b"\r").unwrap_or(line);
+        let indent = body
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t' | b'\x0c'))
+            .count();
+        if body.get(indent) == Some(&b'#') {
+            run.push((start + indent, start + body.len()));
+        } else if indent < body.len() {
+            // code ends the run
+            if run.len() >= LONG_COMMENT_RUN {
+                out.append(&mut run);
+            }
+            run.clear();
+        }
+        start = end + 1;
+    }
+    if run.len() >= LONG_COMMENT_RUN {
+        out.append(&mut run);
+    }
+    out
+}
+
+/// The tokens of `src` from a parse of `parsed`: `src` itself, or `src` with the comments
+/// `blanked` (byte ranges, in order) replaced by spaces. `None` when the blanked parse cannot
+/// stand for the text's: it has an error, or a blanked line lies in a string. Otherwise each
+/// blanked line was a comment of `src` too (the text before the first is the same, so a
+/// string open there would still be open; and so on, line by line), and comments are extras
+/// that give no token: the tokens, strings and coverage are those of `src`'s own parse.
+fn analyse_parsed(src: &str, parsed: &str, blanked: &[(usize, usize)]) -> Option<PyText> {
     let mut out = PyText::default();
     let mut covered = vec![false; src.len()];
-    with_tree(src, |root| {
+    let mut stands = true;
+    with_tree(parsed, |root| {
         if let Some(root) = root {
             out.has_error = root.has_error();
             let mut w = Walk {
                 src: src.as_bytes(),
                 out: &mut out,
                 covered: &mut covered,
+                blanked,
+                blanked_in_string: false,
             };
             w.leaves(root);
+            stands = !w.blanked_in_string;
         }
     });
+    if !blanked.is_empty() && (out.has_error || !stands) {
+        return None;
+    }
+    for &(a, b) in blanked {
+        covered[a..b].fill(true);
+    }
     out.tokens = drop_trailing_commas(std::mem::take(&mut out.tokens));
     out.lossy = out.broken_string
         || src
             .bytes()
             .zip(&covered)
             .any(|(b, c)| !c && !b.is_ascii_whitespace());
-    out
+    Some(out)
 }
 
 struct Walk<'a> {
     src: &'a [u8],
     out: &'a mut PyText,
     covered: &'a mut [bool],
+    /// The comments blanked out of the parsed text ([`long_comment_runs`]), in order.
+    blanked: &'a [(usize, usize)],
+    /// One of them lies in a string literal of the parse.
+    blanked_in_string: bool,
 }
 
 impl Walk<'_> {
@@ -205,6 +287,13 @@ impl Walk<'_> {
         if kind == "comment" || kind == "line_continuation" {
             self.cover(node);
             return false;
+        }
+        if kind == "string" && !self.blanked.is_empty() {
+            let (a, b) = (node.start_byte(), node.end_byte());
+            let first = self.blanked.partition_point(|&(_, end)| end <= a);
+            if self.blanked.get(first).is_some_and(|&(start, _)| start < b) {
+                self.blanked_in_string = true;
+            }
         }
         if kind == "string" && node.child_count() > 0 {
             let end = node.child(node.child_count() - 1);
@@ -533,6 +622,76 @@ mod tests {
                 proptest::prop_assert_eq!(inc, fresh_nodes(second));
             }
         }
+    }
+
+    /// What `analyse` gives, as a comparable value.
+    fn reading(t: PyText) -> (Vec<String>, Vec<Vec<String>>, bool, bool, bool) {
+        (t.tokens, t.strings, t.lossy, t.has_error, t.broken_string)
+    }
+
+    proptest::proptest! {
+        /// A text with long runs of comment lines reads as its own parse reads it, whether
+        /// the blanked parse stands (code around the runs) or not (a run inside a string, a
+        /// closing quote in a comment, broken code).
+        #[test]
+        fn blanking_long_comment_runs_changes_no_reading(
+            parts in proptest::collection::vec(
+                (
+                    r#"(    )?(x = 1|def f\(a\):|return a|s = '''t|'''|s = """|"""|if x:|    pass|y = \[1,|\]|f = f"\{a|\}"|z = \\|é = "ü"|)"#,
+                    0usize..40,
+                    r#"(    |\t)?# (c|don't|"""|'''|x = 1|\\|é)?"#,
+                ),
+                1..6,
+            ),
+        ) {
+            let mut src = String::new();
+            for (code, n, comment) in &parts {
+                src.push_str(code);
+                src.push('\n');
+                for i in 0..*n {
+                    src.push_str(if i % 7 == 3 { "" } else { comment });
+                    src.push('\n');
+                }
+            }
+            let plain = analyse_parsed(&src, &src, &[]).unwrap();
+            proptest::prop_assert_eq!(reading(analyse(&src)), reading(plain));
+        }
+    }
+
+    #[test]
+    fn a_long_comment_run_is_parsed_blanked_and_read_as_written() {
+        let blank = |text: &str, runs: &[(usize, usize)]| {
+            let mut b = text.as_bytes().to_vec();
+            for &(x, y) in runs {
+                b[x..y].fill(b' ');
+            }
+            String::from_utf8(b).unwrap()
+        };
+        let mut head = String::from("import os\n\n\ndef f(a):\n    return a\n");
+        for i in 0..LONG_COMMENT_RUN {
+            head.push_str(&format!("# note {i}: don't\n"));
+        }
+        // code around a run of comments: the blanked parse stands
+        let runs = long_comment_runs(&head);
+        assert_eq!(runs.len(), LONG_COMMENT_RUN);
+        assert_eq!(&head[runs[0].0..runs[0].1], "# note 0: don't");
+        let stood = analyse_parsed(&head, &blank(&head, &runs), &runs).expect("it stands");
+        let plain = analyse_parsed(&head, &head, &[]).unwrap();
+        assert_eq!(reading(stood), reading(plain));
+        // a run inside a string: it does not stand, and the text is parsed as it is
+        let mut src = head.clone();
+        src.push_str("s = '''\n");
+        for _ in 0..LONG_COMMENT_RUN {
+            src.push_str("# inside the string\n");
+        }
+        src.push_str("'''\n");
+        let runs = long_comment_runs(&src);
+        assert_eq!(runs.len(), 2 * LONG_COMMENT_RUN);
+        assert!(analyse_parsed(&src, &blank(&src, &runs), &runs).is_none());
+        let plain = analyse_parsed(&src, &src, &[]).unwrap();
+        assert_eq!(reading(analyse(&src)), reading(plain));
+        // fewer lines in a row are left alone
+        assert!(long_comment_runs("x = 1\n# a\n\n# b\ny = 2\n").is_empty());
     }
 
     #[test]

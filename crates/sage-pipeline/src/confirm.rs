@@ -12,7 +12,7 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use sage_reliability::stats::{self, AgreementWeights, Coded, KappaWeights, Label, Scores};
-use sage_screen::propose::Proposal;
+use sage_screen::schema::Proposal;
 use sage_screen::{CaseResult, Report};
 use sage_trace::case::{
     Case, CaseManifest, DeficiencyCategory, FailureAnchor, CASE_SCHEMA, MANIFEST_NAME,
@@ -63,6 +63,7 @@ pub struct KeyEntry {
     pub run: String,
     /// The run folder.
     pub source: String,
+    /// As `sage.screen/1` publishes them.
     pub proposals: Vec<Proposal>,
 }
 
@@ -280,7 +281,7 @@ pub fn export(
             packet: pid,
             run: c.id.clone(),
             source: c.source.clone(),
-            proposals: c.proposals.clone(),
+            proposals: c.proposals.iter().cloned().map(Proposal::from).collect(),
         });
     }
     if entries.is_empty() {

@@ -1,9 +1,12 @@
 //! The one bounded runner of a child process: a command run with a wall-clock limit and an
 //! output cap, killed with every process it started (its own process group) when it passes
-//! either. The sandbox runs a trace's command through it, `sage-szz` its git calls and
-//! `sage-screen` a case's tests.
+//! either. Every child process sage starts goes through it: the sandbox's commands,
+//! `sage-szz`'s git calls and bench, `sage-screen`'s interpreter, Bandit and a case's tests,
+//! `sage case init`'s `git show`, the CLI's Bandit probe. [`command`] is the one place a
+//! `Command` is made (`tests/it/architecture.rs` checks it), so none runs without a limit.
 
-use std::io::Read;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -53,9 +56,38 @@ pub struct Ran {
     pub pid: u32,
 }
 
+/// A command for `program`, to be run by [`run`] or [`run_fed`] (the one constructor: a
+/// command made here runs with a limit).
+pub fn command(program: impl AsRef<OsStr>) -> Command {
+    Command::new(program)
+}
+
 /// Run `cmd` in a process group of its own for at most `wall`, keeping its output as
 /// `capture` says. Only a command that cannot be started is an error.
-pub fn run(mut cmd: Command, wall: Duration, capture: Capture) -> std::io::Result<Ran> {
+pub fn run(cmd: Command, wall: Duration, capture: Capture) -> std::io::Result<Ran> {
+    run_with(cmd, None, wall, capture)
+}
+
+/// [`run`], with `input` written to the command's stdin (then closed). A command that stops
+/// reading is still ended at the limit: the writer gives up when the group is killed.
+pub fn run_fed(
+    cmd: Command,
+    input: Vec<u8>,
+    wall: Duration,
+    capture: Capture,
+) -> std::io::Result<Ran> {
+    run_with(cmd, Some(input), wall, capture)
+}
+
+fn run_with(
+    mut cmd: Command,
+    input: Option<Vec<u8>>,
+    wall: Duration,
+    capture: Capture,
+) -> std::io::Result<Ran> {
+    if input.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
     let mut together = None;
     match capture {
         Capture::Apart { .. } => {
@@ -75,6 +107,13 @@ pub fn run(mut cmd: Command, wall: Duration, capture: Capture) -> std::io::Resul
     let mut child = cmd.spawn()?;
     drop(cmd); // our copies of the pipe's write end: the reader ends when the command's do
     let pid = child.id();
+    // fed from a thread of its own, so a command that writes before it reads cannot block us
+    let feeder = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })),
+        _ => None,
+    };
 
     // A watchdog ends the command at the deadline, which also ends a read that would
     // otherwise wait for a command that never closes its output.
@@ -145,6 +184,9 @@ pub fn run(mut cmd: Command, wall: Duration, capture: Capture) -> std::io::Resul
     };
     let _ = done.send(());
     let _ = watchdog.join();
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
     let end = if capped {
         End::OutputCapped
     } else if timed_out.load(Ordering::SeqCst) {
@@ -220,6 +262,28 @@ mod tests {
         .unwrap();
         assert!(matches!(r.end, End::Exited(s) if s.success()));
         assert_eq!(r.stdout, b"a\nb\n");
+    }
+
+    #[test]
+    fn a_command_is_fed_its_input() {
+        let r = run_fed(
+            sh("tr a-z A-Z"),
+            b"fed\n".to_vec(),
+            Duration::from_secs(60),
+            APART,
+        )
+        .unwrap();
+        assert!(matches!(r.end, End::Exited(s) if s.success()));
+        assert_eq!(r.stdout, b"FED\n");
+        // a command that never reads a large input is still ended at its limit
+        let r = run_fed(
+            sh("sleep 600"),
+            vec![b'x'; 1 << 22],
+            Duration::from_millis(300),
+            APART,
+        )
+        .unwrap();
+        assert_eq!(r.end, End::TimedOut);
     }
 
     #[test]

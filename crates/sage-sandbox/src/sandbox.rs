@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -343,7 +343,7 @@ impl Sandbox {
         argv.push(job.command.to_string());
 
         let prog = which(if self.as_nobody { "setpriv" } else { "prlimit" })?;
-        let mut cmd = Command::new(prog);
+        let mut cmd = crate::child::command(prog);
         cmd.args(&argv[1..])
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")

@@ -35,6 +35,9 @@ pub struct Options {
     pub bandit: BanditMode,
     /// Default timeout of a case's tests.
     pub test_timeout: Duration,
+    /// Timeout of each run of an outside tool over the batch: the interpreter (L0's error
+    /// locations, L1's imports) and Bandit (L2), each run killed when it passes it.
+    pub tool_timeout: Duration,
     /// `--run-tests`: run each case's own `tests.command`. Off by default: the command is
     /// whatever the case folder says, so running it is the user's explicit choice (the CLI
     /// shows each command and how it runs before screening starts).
@@ -52,6 +55,7 @@ impl Default for Options {
             requirements: None,
             bandit: BanditMode::Auto,
             test_timeout: Duration::from_secs(60),
+            tool_timeout: crate::tool::DEFAULT_TIMEOUT,
             run_tests: false,
             path: None,
         }

@@ -2,11 +2,10 @@
 //! with its location.
 
 use crate::py::{self, PyFile};
-use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 /// One syntax error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyntaxError {
     /// 1-based.
     pub line: usize,
@@ -90,8 +89,13 @@ pub type PythonError = (usize, usize, String);
 pub(crate) fn python_locations(
     python: &std::path::Path,
     sources: &[&str],
-) -> Result<Vec<Option<PythonError>>, String> {
-    use std::io::Write as _;
+    task: &str,
+    wall: std::time::Duration,
+) -> Result<Vec<Option<PythonError>>, crate::ToolError> {
+    let unexpected = |what: String| crate::ToolError::Start {
+        tool: python.display().to_string(),
+        cause: what,
+    };
     const PROG: &str = r#"import json, sys
 out = []
 for src in json.load(sys.stdin):
@@ -104,29 +108,18 @@ for src in json.load(sys.stdin):
         out.append(None)
 json.dump(out, sys.stdout)
 "#;
-    let mut child = std::process::Command::new(python)
-        .args(["-c", PROG])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-    let input = serde_json::to_vec(sources).map_err(|e| e.to_string())?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&input)
-            .map_err(|e| format!("{}: {e}", python.display()))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let mut cmd = sage_sandbox::child::command(python);
+    cmd.args(["-c", PROG]);
+    let input = serde_json::to_vec(sources).map_err(|e| unexpected(e.to_string()))?;
+    let tool = python.display().to_string();
+    let out = crate::tool::ask(cmd, &tool, task, Some(input), wall)?;
     if !out.status.success() {
-        return Err(format!("{} failed", python.display()));
+        return Err(unexpected(format!("it failed ({})", out.status)));
     }
     let v: Vec<Option<PythonError>> = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("{}: unexpected output: {e}", python.display()))?;
+        .map_err(|e| unexpected(format!("unexpected output: {e}")))?;
     if v.len() != sources.len() {
-        return Err(format!("{}: unexpected output", python.display()));
+        return Err(unexpected("unexpected output".into()));
     }
     Ok(v)
 }

@@ -2,11 +2,9 @@
 //! (by qualified name), the imports resolve, and the task's tests pass when the case has them.
 
 use crate::py::{self, Import, PyFile};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tree_sitter::Node;
 
@@ -121,7 +119,7 @@ pub fn missing_definitions(baseline: &PyFile, final_file: &PyFile) -> Vec<String
 // ------------------------------------------------------------------ imports
 
 /// One imported module as the final snapshot uses it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportUse {
     /// The module path as imported (`os.path`, `flask`).
     pub module: String,
@@ -130,7 +128,6 @@ pub struct ImportUse {
     pub line: usize,
     pub col: usize,
     /// Inside `try: ... except ImportError` (a fallback the code expects may fail).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
 }
 
@@ -207,8 +204,7 @@ fn guarded_by_import_error(file: &PyFile, n: Node) -> bool {
 }
 
 /// How an import was (or was not) resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
     Stdlib,
     /// One of the case's own artefacts.
@@ -274,6 +270,8 @@ impl ImportEnv {
 pub(crate) fn query_interpreter(
     python: &Path,
     modules: &BTreeSet<String>,
+    task: &str,
+    wall: Duration,
 ) -> Result<BTreeMap<String, bool>, String> {
     const PROG: &str = "import sys, json, importlib.util\n\
         out = {}\n\
@@ -283,22 +281,12 @@ pub(crate) fn query_interpreter(
         \x20   except Exception:\n\
         \x20       out[m] = False\n\
         json.dump(out, sys.stdout)\n";
-    let mut child = Command::new(python)
-        .args(["-I", "-c", PROG])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let mut cmd = sage_sandbox::child::command(python);
+    cmd.args(["-I", "-c", PROG]);
     let list = serde_json::to_string(&modules.iter().collect::<Vec<_>>()).unwrap_or_default();
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(list.as_bytes())
-            .map_err(|e| format!("{}: {e}", python.display()))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let tool = python.display().to_string();
+    let out = crate::tool::ask(cmd, &tool, task, Some(list.into_bytes()), wall)
+        .map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!(
             "{} failed ({}): {}",
@@ -314,11 +302,10 @@ pub(crate) fn query_interpreter(
 // ------------------------------------------------------------------ tests
 
 /// The outcome of a case's tests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TestOutcome {
     /// `passed`, `failed`, `timeout` or `error` (could not start).
     pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub seconds: f64,
     /// The last lines of the output, for the report.
@@ -341,19 +328,23 @@ pub(crate) fn network_isolation() -> Result<(), String> {
             if !cfg!(target_os = "linux") {
                 return Err("network isolation needs Linux namespaces".into());
             }
-            match Command::new("unshare")
+            let mut probe = sage_sandbox::child::command("unshare");
+            probe
                 .args(["--user", "--map-root-user", "--net", "--", "true"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-            {
+                .stdin(Stdio::null());
+            let task = "(probing for a network namespace)";
+            match crate::tool::ask(probe, "unshare", task, None, crate::tool::PROBE_TIMEOUT) {
                 Ok(o) if o.status.success() => Ok(()),
                 Ok(o) => Err(format!(
                     "unshare cannot create a network namespace here ({})",
                     String::from_utf8_lossy(&o.stderr).trim()
                 )),
-                Err(e) => Err(format!("unshare is not available ({e})")),
+                Err(e @ crate::ToolError::Start { .. }) => {
+                    Err(format!("unshare is not available ({e})"))
+                }
+                Err(e) => Err(format!(
+                    "unshare cannot create a network namespace here ({e})"
+                )),
             }
         })
         .clone()
@@ -424,12 +415,12 @@ pub fn run_tests(
         return fail("error", "cannot create the output log".into());
     };
     let mut cmd = if network_isolation().is_ok() {
-        let mut c = Command::new("unshare");
+        let mut c = sage_sandbox::child::command("unshare");
         c.args(["--user", "--map-root-user", "--net", "--"])
             .arg(subst(prog));
         c
     } else {
-        Command::new(subst(prog))
+        sage_sandbox::child::command(subst(prog))
     };
     cmd.args(args.iter().map(subst))
         .current_dir(dir.path())

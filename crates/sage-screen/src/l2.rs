@@ -6,11 +6,12 @@
 
 use crate::py::PyFile;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
+use std::process::Stdio;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// test id → (name, CWE, severity, confidence), Bandit 1.9.4.
 pub const CWE_BANDIT: &str = include_str!("../rules/cwe_bandit.tsv");
@@ -63,6 +64,10 @@ pub enum BanditError {
     /// The scratch copy of the batch could not be written (path or step, cause).
     #[error("{0}")]
     Scratch(String),
+    /// Bandit passed its time limit (or printed past the cap) and was killed: the tool, the
+    /// limit and the batch's files and cases.
+    #[error("{0}")]
+    Killed(crate::ToolError),
     /// Bandit could not be started.
     #[error("cannot run {cmd}: {cause}")]
     Spawn {
@@ -91,7 +96,11 @@ pub enum BanditError {
 
 /// Find a working Bandit: `explicit` if given, else `bandit` on PATH, else
 /// `<python> -m bandit` for `python3` and the given interpreter.
-pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCmd, BanditError> {
+pub fn locate(
+    explicit: Option<&Path>,
+    python: Option<&Path>,
+    wall: Duration,
+) -> Result<BanditCmd, BanditError> {
     let mut tries: Vec<Vec<String>> = Vec::new();
     if let Some(p) = explicit {
         tries.push(vec![p.display().to_string()]);
@@ -102,13 +111,18 @@ pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCm
             tries.push(vec![p.display().to_string(), "-m".into(), "bandit".into()]);
         }
     }
+    let mut silent = Vec::new();
     for argv in &tries {
-        let Ok(out) = Command::new(&argv[0])
-            .args(&argv[1..])
-            .arg("--version")
-            .output()
-        else {
-            continue;
+        let mut cmd = sage_sandbox::child::command(&argv[0]);
+        cmd.args(&argv[1..]).arg("--version").stdin(Stdio::null());
+        let tool = argv.join(" ");
+        let out = match crate::tool::ask(cmd, &tool, "(asked its --version)", None, wall) {
+            Ok(out) => out,
+            Err(e @ crate::ToolError::TimedOut { .. }) => {
+                silent.push(e.to_string());
+                continue;
+            }
+            Err(_) => continue,
         };
         if !out.status.success() {
             continue;
@@ -125,31 +139,30 @@ pub fn locate(explicit: Option<&Path>, python: Option<&Path>) -> Result<BanditCm
             version,
         });
     }
-    Err(BanditError::NotFound(
-        tries
-            .iter()
-            .map(|t| t.join(" "))
-            .collect::<Vec<_>>()
-            .join(", "),
-    ))
+    let mut tried = tries
+        .iter()
+        .map(|t| t.join(" "))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !silent.is_empty() {
+        tried.push_str(&format!("; {}", silent.join("; ")));
+    }
+    Err(BanditError::NotFound(tried))
 }
 
 /// One Bandit finding, mapped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub test_id: String,
     pub test_name: String,
     pub severity: String,
     pub confidence: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwe: Option<u32>,
     /// The CWE families of `cwe` (rules' `cwe_families`).
     pub families: Vec<String>,
     /// `cwe` shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub target_family: bool,
     /// The same test fires on the same source line in the baseline.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_baseline: bool,
     pub line: usize,
     pub col: usize,
@@ -212,8 +225,14 @@ pub struct BatchResult {
     pub seconds: f64,
 }
 
-/// Run Bandit once over every file of the batch.
-pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, BanditError> {
+/// Run Bandit once over every file of the batch, for at most `wall`; `task` names the batch
+/// (its files and cases) in the error of a run that passes it.
+pub fn run_batch(
+    cmd: &BanditCmd,
+    files: &[BatchFile],
+    task: &str,
+    wall: Duration,
+) -> Result<BatchResult, BanditError> {
     let scratch = |what: String| BanditError::Scratch(what);
     let dir = tempfile::tempdir()
         .map_err(|e| scratch(format!("cannot create a scratch directory: {e}")))?;
@@ -228,14 +247,15 @@ pub fn run_batch(cmd: &BanditCmd, files: &[BatchFile]) -> Result<BatchResult, Ba
         by_path.insert(format!("{i}/file.py"), f.key.clone());
     }
     let start = std::time::Instant::now();
-    let out = Command::new(&cmd.argv[0])
-        .args(&cmd.argv[1..])
+    let mut run = sage_sandbox::child::command(&cmd.argv[0]);
+    run.args(&cmd.argv[1..])
         .args(["-r", "-f", "json", "--ignore-nosec", "-q"])
         .arg(dir.path())
-        .output()
-        .map_err(|e| BanditError::Spawn {
-            cmd: cmd.argv.join(" "),
-            cause: e.to_string(),
+        .stdin(Stdio::null());
+    let out =
+        crate::tool::ask(run, &cmd.argv.join(" "), task, None, wall).map_err(|e| match e {
+            crate::ToolError::Start { tool, cause } => BanditError::Spawn { cmd: tool, cause },
+            e => BanditError::Killed(e),
         })?;
     let seconds = start.elapsed().as_secs_f64();
     // Exit 0: no findings, 1: findings; anything else is Bandit failing.
@@ -322,7 +342,7 @@ pub(crate) fn mark_inherited(
 }
 
 /// A `# nosec` marker in the final snapshot that the baseline does not have.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NosecMarker {
     pub line: usize,
     pub text: String,

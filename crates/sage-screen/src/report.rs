@@ -1,6 +1,9 @@
 //! What screening gives: per case and artefact, the verdict of each level, and Table 4.
+//! Published as `sage.screen/1` through [`schema`].
 
 use crate::{l0, l1, l2, l3};
+
+pub mod schema;
 
 use serde::{Deserialize, Serialize};
 
@@ -8,8 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const REPORT_SCHEMA: &str = "sage.screen/1";
 
 /// Pass, fail, or not run (with the reason in the case's notes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Pass,
     Fail,
@@ -27,8 +29,7 @@ impl Verdict {
 }
 
 /// Where a case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
     /// No valid final snapshot (crash, no modification, unreplayable trace).
     Excluded,
@@ -53,44 +54,37 @@ impl Status {
 }
 
 /// An import of a final snapshot and how it resolved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportCheck {
     pub module: String,
     pub line: usize,
     pub col: usize,
     pub resolution: l1::Resolution,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
 }
 
 /// The screening of one artefact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ArtefactResult {
     pub path: String,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created: bool,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
     pub syntax_errors: Vec<l0::SyntaxError>,
     pub missing_definitions: Vec<String>,
     pub imports: Vec<ImportCheck>,
     /// None when Bandit did not run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandit: Option<Vec<l2::Finding>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandit_error: Option<String>,
     pub nosec_added: Vec<l2::NosecMarker>,
     pub l3: l3::FileScore,
 }
 
 /// The screening of one case (or pair).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseResult {
     pub id: String,
     pub source: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_cwe: Option<String>,
     pub status: Status,
     /// The deepest level the case got to: `none` (excluded), `L0`, `L1` (failed there) or
@@ -101,7 +95,6 @@ pub struct CaseResult {
     pub l2: Verdict,
     pub l3: Verdict,
     /// R of the patch: the maximum over its files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r: Option<f64>,
     pub candidate: bool,
     /// Why the case failed a level or is a candidate, one line each.
@@ -109,30 +102,24 @@ pub struct CaseResult {
     /// Signals that do not decide the status (unverified imports, added `# nosec`, L2 not
     /// run).
     pub notes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<l1::TestOutcome>,
     pub artefacts: Vec<ArtefactResult>,
     /// Proposed failure anchors from the findings, best first ([`propose`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposals: Vec<Proposal>,
 }
 
 /// What the L2 tool did for the batch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolRun {
     pub ran: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<usize>,
 }
 
 /// One row of the Table 2-style summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SummaryRow {
     pub framework: String,
     pub excluded: usize,
@@ -142,8 +129,10 @@ pub struct SummaryRow {
     pub candidates: usize,
 }
 
-/// The whole screening report.
+/// The whole screening report. It serializes only through its published form
+/// ([`schema`]), so these types may change without changing `sage.screen/1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "schema::Report", from = "schema::Report")]
 pub struct Report {
     pub schema: String,
     pub rules: String,
@@ -156,15 +145,14 @@ pub struct Report {
 }
 
 /// New code or code the baseline already had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provenance {
     New,
     Inherited,
 }
 
 /// One proposed anchor (the fields of `sage.case/1`'s `anchor`, plus where it came from).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
     /// 1-based rank within the run (best first).
     pub rank: usize,
@@ -174,11 +162,9 @@ pub struct Proposal {
     /// 1-based lines of the fragment in the final file.
     pub start_line: usize,
     pub end_line: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwe: Option<String>,
     /// `defence-absent`, `defence-insufficient` or `vulnerability-introduced`; absent when
     /// the evidence does not decide (left for the annotator).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     pub provenance: Provenance,
     /// The finding's text.
@@ -186,6 +172,5 @@ pub struct Proposal {
     /// Which finding: `bandit:B602`, `l3:SNK_EVAL`, `sarif:<tool>:<rule>`.
     pub finding: String,
     /// The finding's CWE shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub target_family: bool,
 }

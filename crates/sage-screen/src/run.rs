@@ -6,6 +6,7 @@ use crate::report::{
     ArtefactResult, CaseResult, ImportCheck, Report, Status, SummaryRow, ToolRun, Verdict,
     REPORT_SCHEMA,
 };
+use crate::tool::{self, ToolError};
 use crate::{l0, l1, l2, l3};
 
 use rayon::prelude::*;
@@ -126,6 +127,7 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
                 .map(move |(j, _)| (i, j))
         })
         .collect();
+    let mut l0_notes: Vec<Vec<String>> = vec![Vec::new(); units.len()];
     if !failing.is_empty() {
         let py = opts
             .python
@@ -135,10 +137,26 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
             .iter()
             .map(|&(i, j)| statics[i][j].final_src.as_str())
             .collect();
-        if let Ok(locs) = l0::python_locations(&py, &sources) {
-            for (&(i, j), loc) in failing.iter().zip(locs) {
-                l0::relocate(&mut statics[i][j].syntax_errors, loc.as_ref());
+        let named: Vec<String> = failing
+            .iter()
+            .map(|&(i, j)| format!("{} of {}", statics[i][j].path, units[i].id))
+            .collect();
+        let task = format!("locating the syntax errors of {}", tool::some(&named));
+        match l0::python_locations(&py, &sources, &task, opts.tool_timeout) {
+            Ok(locs) => {
+                for (&(i, j), loc) in failing.iter().zip(locs) {
+                    l0::relocate(&mut statics[i][j].syntax_errors, loc.as_ref());
+                }
             }
+            // a hang is said where it matters; an interpreter that cannot run leaves
+            // tree-sitter's locations, as it always did, without a word
+            Err(e @ ToolError::TimedOut { .. }) => {
+                let concerned: BTreeSet<usize> = failing.iter().map(|&(i, _)| i).collect();
+                for i in concerned {
+                    l0_notes[i].push(format!("L0: {e}; tree-sitter's error locations stand"));
+                }
+            }
+            Err(_) => {}
         }
     }
 
@@ -188,7 +206,9 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
         if need.is_empty() {
             env.interpreter = Some(BTreeMap::new());
         } else {
-            match l1::query_interpreter(py, &need) {
+            let cases: Vec<String> = units.iter().map(|u| u.id.clone()).collect();
+            let task = format!("resolving {} imports of {}", need.len(), tool::some(&cases));
+            match l1::query_interpreter(py, &need, &task, opts.tool_timeout) {
                 Ok(m) => env.interpreter = Some(m),
                 Err(e) => batch_notes.push(format!("imports not checked against --python: {e}")),
             }
@@ -207,10 +227,13 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
     if let Some(p) = progress {
         p.stage("Bandit (L2), one batch", 1);
     }
+    let probe = opts.tool_timeout.min(tool::PROBE_TIMEOUT);
     let cmd = match &opts.bandit {
         BanditMode::Off => Err("disabled with --no-bandit".to_string()),
-        BanditMode::Auto => l2::locate(None, opts.python.as_deref()).map_err(|e| e.to_string()),
-        BanditMode::Path(p) => l2::locate(Some(p), None).map_err(|e| e.to_string()),
+        BanditMode::Auto => {
+            l2::locate(None, opts.python.as_deref(), probe).map_err(|e| e.to_string())
+        }
+        BanditMode::Path(p) => l2::locate(Some(p), None, probe).map_err(|e| e.to_string()),
     };
     match cmd {
         Err(e) => bandit.reason = Some(e),
@@ -236,7 +259,13 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
             if files.is_empty() {
                 bandit.reason = Some("no Python artefact to scan".into());
             } else {
-                match l2::run_batch(&cmd, &files) {
+                let cases: Vec<String> = units.iter().map(|u| u.id.clone()).collect();
+                let task = format!(
+                    "scanning the {} files of {}",
+                    files.len(),
+                    tool::some(&cases)
+                );
+                match l2::run_batch(&cmd, &files, &task, opts.tool_timeout) {
                     Ok(r) => {
                         bandit.ran = true;
                         bandit.version = Some(cmd.version.clone());
@@ -255,7 +284,7 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
         p.stage("verdicts, cases", units.len() as u64);
     }
     let mut cases = Vec::new();
-    for (i, (u, ss)) in units.iter().zip(statics).enumerate() {
+    for (i, ((u, ss), l0_notes)) in units.iter().zip(statics).zip(l0_notes).enumerate() {
         if let Some(p) = progress {
             p.step();
         }
@@ -266,6 +295,7 @@ pub fn screen_with(units: &[Unit], opts: &Options, progress: Option<&dyn Progres
                 bandit.reason.as_deref().unwrap_or("unknown reason")
             ));
         }
+        case.notes.extend(l0_notes);
         case.notes.extend(batch_notes.iter().cloned());
         cases.push(case);
     }

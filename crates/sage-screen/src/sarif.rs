@@ -11,6 +11,7 @@
 //! - A finding on a line where the agent added `# nosec` carries an `inSource` suppression
 //!   (Bandit runs with `--ignore-nosec`, so the finding is still reported).
 
+use crate::schema::{self, Conv};
 use crate::{l3, CaseResult, Report, Unit};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -409,6 +410,9 @@ pub fn to_sarif(report: &Report, units: &[Unit]) -> Value {
             r["ruleIndex"] = json!(i);
         }
     }
+    // the published records, as in the JSON report
+    let bandit: schema::ToolRun = report.bandit.clone().conv();
+    let summary: Vec<schema::SummaryRow> = report.summary.clone().conv();
     json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -424,8 +428,8 @@ pub fn to_sarif(report: &Report, units: &[Unit]) -> Value {
             "results": results,
             "properties": {
                 "rules": report.rules,
-                "bandit": report.bandit,
-                "summary": report.summary,
+                "bandit": bandit,
+                "summary": summary,
             }
         }]
     })

@@ -5,8 +5,9 @@
 use crate::blame::line_ranges;
 use crate::variants::{impacted_files, load_fix, Options};
 use crate::{find_inducing, Git, SzzError, Variant};
+use sage_sandbox::child;
 use serde::Serialize;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 /// One benchmarked fix.
@@ -41,7 +42,7 @@ pub fn bench_fix(git: &Git, fix: &str, runs: std::num::NonZeroUsize) -> Result<B
     let plain = || -> Result<(), SzzError> {
         for imp in &impacted {
             let nums: Vec<usize> = imp.lines.iter().map(|(n, _)| *n).collect();
-            let mut cmd = Command::new("git");
+            let mut cmd = child::command("git");
             cmd.arg("--git-dir")
                 .arg(git.git_dir())
                 .args(["blame", "--no-textconv", "--porcelain"]);
@@ -49,14 +50,25 @@ pub fn bench_fix(git: &Git, fix: &str, runs: std::num::NonZeroUsize) -> Result<B
                 cmd.arg("-L").arg(format!("{a},{b}"));
             }
             cmd.arg(&loaded.parent).arg("--").arg(&imp.path);
-            let st = cmd
+            cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
+                .stderr(Stdio::null());
+            // within the repository's git time limit, as sage's own calls are
+            let ran = child::run(cmd, git.timeout(), child::Capture::Nothing)
                 .map_err(|e| SzzError::Spawn(e.to_string()))?;
+            let args = || format!("blame {} -- {}", loaded.parent, imp.path);
+            let st = match ran.end {
+                child::End::Exited(st) => st,
+                _ => {
+                    return Err(SzzError::Timeout {
+                        args: args(),
+                        secs: git.timeout().as_secs_f64(),
+                    })
+                }
+            };
             if !st.success() {
                 return Err(SzzError::Git {
-                    args: format!("blame {} -- {}", loaded.parent, imp.path),
+                    args: args(),
                     stderr: "failed".into(),
                 });
             }

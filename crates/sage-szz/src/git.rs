@@ -1,4 +1,4 @@
-//! Git plumbing: every call runs the `git` binary through `std::process::Command` with a
+//! Git plumbing: every call runs the `git` binary through `sage_sandbox::child` with a
 //! timeout and a cap on what it prints (the process is killed when either is passed), on a
 //! working tree or a bare repository. A hostile repository can make `git show` or `git
 //! blame` print gigabytes; nothing past the cap is read.
@@ -11,7 +11,7 @@ use sage_sandbox::child;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Default timeout of one git call.
@@ -389,7 +389,7 @@ fn run_raw(
     timeout: Duration,
     max_output: u64,
 ) -> Result<RawOutput, SzzError> {
-    let mut cmd = Command::new("git");
+    let mut cmd = child::command("git");
     if let Some(dir) = git_dir {
         cmd.arg("--git-dir").arg(dir);
     }

@@ -31,15 +31,23 @@ pub const TODO: &str = "TODO";
 /// Where baselines come from besides the trace.
 #[derive(Debug, Clone)]
 pub enum BaselineSource {
-    /// `git -C REPO show REV:PATH`.
-    Git { repo: PathBuf, rev: String },
+    /// `git -C REPO show REV:PATH`, ended after `timeout`.
+    Git {
+        repo: PathBuf,
+        rev: String,
+        timeout: std::time::Duration,
+    },
     /// `DIR/PATH`.
     Dir(PathBuf),
 }
 
 impl BaselineSource {
-    /// `REPO@REV` (the last `@` splits, so a path may hold one).
-    pub fn parse_git(s: &str) -> Result<BaselineSource, crate::InputError> {
+    /// `REPO@REV` (the last `@` splits, so a path may hold one), each `git show` ended after
+    /// `timeout`.
+    pub fn parse_git(
+        s: &str,
+        timeout: std::time::Duration,
+    ) -> Result<BaselineSource, crate::InputError> {
         let (repo, rev) = s
             .rsplit_once('@')
             .filter(|(r, v)| !r.is_empty() && !v.is_empty())
@@ -51,12 +59,13 @@ impl BaselineSource {
         Ok(BaselineSource::Git {
             repo: repo.into(),
             rev: rev.into(),
+            timeout,
         })
     }
 
     fn describe(&self) -> String {
         match self {
-            BaselineSource::Git { repo, rev } => format!("git {}@{rev}", repo.display()),
+            BaselineSource::Git { repo, rev, .. } => format!("git {}@{rev}", repo.display()),
             BaselineSource::Dir(d) => format!("folder {}", d.display()),
         }
     }
@@ -79,26 +88,47 @@ impl BaselineSource {
                     .map(Some)
                     .map_err(|e| e.to_string())
             }
-            BaselineSource::Git { repo, rev } => {
-                let out = std::process::Command::new("git")
-                    .arg("-C")
+            BaselineSource::Git { repo, rev, timeout } => {
+                use sage_sandbox::child;
+                let mut cmd = child::command("git");
+                cmd.arg("-C")
                     .arg(repo)
                     .arg("show")
                     .arg(format!("{rev}:{artefact}"))
-                    .output()
+                    .stdin(std::process::Stdio::null());
+                let what = || format!("git -C {} show {rev}:{artefact}", repo.display());
+                // a blob past the input limit is refused as a file of a folder would be
+                let capture = child::Capture::Apart {
+                    stdout: limits.max_input_bytes,
+                    stderr: 64 * 1024,
+                };
+                let out = child::run(cmd, *timeout, capture)
                     .map_err(|e| format!("cannot run git: {e}"))?;
-                if !out.status.success() {
+                let status = match out.end {
+                    child::End::Exited(s) => s,
+                    child::End::TimedOut => {
+                        return Err(format!(
+                            "{}: no answer within {} s (killed; --git-timeout)",
+                            what(),
+                            timeout.as_secs_f64()
+                        ))
+                    }
+                    child::End::OutputCapped => {
+                        return Err(format!(
+                            "{}: larger than the input limit of {} bytes",
+                            what(),
+                            limits.max_input_bytes
+                        ))
+                    }
+                };
+                if !status.success() {
                     let err = String::from_utf8_lossy(&out.stderr);
                     // A path the revision does not have is "not in the source".
                     if err.contains("does not exist") || err.contains("exists on disk, but not in")
                     {
                         return Ok(None);
                     }
-                    return Err(format!(
-                        "git -C {} show {rev}:{artefact}: {}",
-                        repo.display(),
-                        err.trim()
-                    ));
+                    return Err(format!("{}: {}", what(), err.trim()));
                 }
                 String::from_utf8(out.stdout).map(Some).map_err(|e| {
                     format!(

@@ -3,13 +3,11 @@
 use super::facts::*;
 use super::rules::*;
 use crate::py::{self, PyFile};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
 /// Which table a hit came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HitKind {
     Source,
     Sink,
@@ -17,18 +15,16 @@ pub enum HitKind {
 }
 
 /// One rule that fired in a file (each rule counts once per file).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub rule: String,
     pub kind: HitKind,
     /// The rule's weight (0 for safeguards).
     pub w: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwe: Option<u32>,
     /// What the hit adds to R (sinks: weight × multipliers; safeguards: 0, see `penalty`).
     pub contribution: f64,
     /// The sink's CWE shares a family with the task's target CWE.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub target_family: bool,
     /// 1-based position of the first evidence.
     pub line: usize,
@@ -36,7 +32,7 @@ pub struct Hit {
 }
 
 /// The L3 result of one file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileScore {
     /// R rounded to 2 decimals.
     pub r: f64,

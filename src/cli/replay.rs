@@ -71,9 +71,9 @@ pub struct ExecArgs {
     /// of the embedded ones: shell tools, commands never executed, volatile output parts.
     #[arg(long, value_name = "FILE")]
     pub exec_rules: Option<PathBuf>,
-    /// Kill an executed command after this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
-    pub exec_timeout: u64,
+    /// Kill an executed command after this many seconds (at least 1).
+    #[arg(long, value_name = "SECONDS", default_value = "20", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |n| std::num::NonZeroU64::new(n).expect("range(1..)")))]
+    pub exec_timeout: std::num::NonZeroU64,
 }
 
 /// Whether commands are executed, and with what: `None` is a usage error (already printed).
@@ -92,7 +92,7 @@ pub fn execution(args: &ExecArgs) -> anyhow::Result<Option<Execution>> {
     let config = SandboxConfig {
         scratch: std::env::temp_dir(),
         limits: Limits {
-            wall: Duration::from_secs(args.exec_timeout.max(1)),
+            wall: Duration::from_secs(args.exec_timeout.get()),
             ..Limits::default()
         },
     };

@@ -18,7 +18,12 @@ fn values_that_make_no_sense_are_usage_errors() {
         &["localize", "corpora", "--no-write", "--runs", "0"],
         &["localize", "corpora", "--no-write", "--max-attempts", "0"],
         &["explain", "corpora/ag2-fig1a-aes-ecb", "--fold", "0"],
-        &["replay", "corpora/ag2-fig1a-aes-ecb/chat.json", "--exec-timeout", "0"],
+        &[
+            "replay",
+            "corpora/ag2-fig1a-aes-ecb/chat.json",
+            "--exec-timeout",
+            "0",
+        ],
         &["szz", "--repo", ".", "--fix", "HEAD", "--threads", "0"],
         &[
             "agree",

@@ -432,13 +432,21 @@ pub struct Ready {
 
 /// Prepare case folders on all cores, in order (a panic is recorded as a skipped case).
 pub fn prepare_all(dirs: &[PathBuf], rules: &crate::Rules) -> Vec<Ready> {
+    map_ordered(dirs.iter().collect(), |d| Ready {
+        dir: d.clone(),
+        prepared: prepare_caught(d, rules),
+    })
+}
+
+/// `items` mapped in order, on all cores when there is more than one: a single item does not
+/// start rayon's thread pool (a one-case run is over in a few milliseconds).
+fn map_ordered<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     use rayon::prelude::*;
-    dirs.par_iter()
-        .map(|d| Ready {
-            dir: d.clone(),
-            prepared: prepare_caught(d, rules),
-        })
-        .collect()
+    if items.len() <= 1 {
+        items.into_iter().map(f).collect()
+    } else {
+        items.into_par_iter().map(f).collect()
+    }
 }
 
 /// The cases of a localize run: the folders found under its root (this run's shard of them),
@@ -559,7 +567,6 @@ async fn localize_batches(
     opts: &Options,
     mut each: impl FnMut(CaseOutput) -> ControlFlow<()>,
 ) {
-    use rayon::prelude::*;
     let runs = opts.runs;
     let score_opts = sage_judge::concurrent::ScoreOptions {
         concurrency: opts.concurrency,
@@ -603,61 +610,56 @@ async fn localize_batches(
             .collect();
         // The origin rule and the checks of every case of the batch on all cores (in order:
         // `par_iter` keeps it).
-        let concluded: Vec<CaseOutput> =
-            work.into_par_iter()
-                .map(|(dir, p, slots)| {
-                    let (p, problems) = match p {
-                        Ok(p) => p,
-                        Err(s) => {
-                            return CaseOutput {
-                                results: vec![],
-                                skipped: Some(s),
-                                problems: vec![],
-                                prepared: None,
-                            }
-                        }
-                    };
-                    let problems = problems
-                        .into_iter()
-                        .map(|m| Problem {
-                            case: dir.display().to_string(),
-                            message: m,
-                        })
-                        .collect();
-                    let mut results = Vec::new();
-                    let mut unscored = Vec::new();
-                    for (slot, scores) in slots.into_iter().enumerate() {
-                        match scores {
-                            Some(scores) => results.push(scores),
-                            None => unscored
-                                .push(opts.judges[slot / runs.get() as usize].id().to_string()),
-                        }
+        let concluded: Vec<CaseOutput> = map_ordered(work, |(dir, p, slots)| {
+            let (p, problems) = match p {
+                Ok(p) => p,
+                Err(s) => {
+                    return CaseOutput {
+                        results: vec![],
+                        skipped: Some(s),
+                        problems: vec![],
+                        prepared: None,
                     }
-                    // The trace's turns addressing the judge: the same under every judge run.
-                    let injection = opts.injection.scan(&p.trace);
-                    let results: Vec<CaseResult> = results
-                        .into_par_iter()
-                        .map(|scores| conclude(&p, scores, &opts.lexicon, &vocabulary, &injection))
-                        .collect();
-                    let skipped = (!unscored.is_empty()).then(|| {
-                        skip(
-                            &dir,
-                            "judge",
-                            format!(
-                                "{}: not every turn was scored: {}",
-                                unscored.join(", "),
-                                stopped.as_deref().unwrap_or("the scoring run stopped")
-                            ),
-                        )
-                    });
-                    CaseOutput {
-                        results,
-                        skipped,
-                        problems,
-                        prepared: Some(p),
-                    }
+                }
+            };
+            let problems = problems
+                .into_iter()
+                .map(|m| Problem {
+                    case: dir.display().to_string(),
+                    message: m,
                 })
                 .collect();
+            let mut results = Vec::new();
+            let mut unscored = Vec::new();
+            for (slot, scores) in slots.into_iter().enumerate() {
+                match scores {
+                    Some(scores) => results.push(scores),
+                    None => unscored.push(opts.judges[slot / runs.get() as usize].id().to_string()),
+                }
+            }
+            // The trace's turns addressing the judge: the same under every judge run.
+            let injection = opts.injection.scan(&p.trace);
+            let results: Vec<CaseResult> = map_ordered(results, |scores| {
+                conclude(&p, scores, &opts.lexicon, &vocabulary, &injection)
+            });
+            let skipped = (!unscored.is_empty()).then(|| {
+                skip(
+                    &dir,
+                    "judge",
+                    format!(
+                        "{}: not every turn was scored: {}",
+                        unscored.join(", "),
+                        stopped.as_deref().unwrap_or("the scoring run stopped")
+                    ),
+                )
+            });
+            CaseOutput {
+                results,
+                skipped,
+                problems,
+                prepared: Some(p),
+            }
+        });
         for o in concluded {
             if each(o).is_break() {
                 return;

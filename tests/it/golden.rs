@@ -170,3 +170,33 @@ fn the_bundled_corpus_screens_to_its_golden_report() {
     snapshot("screen_json", &screen("json"));
     snapshot("screen_sarif", &screen("sarif"));
 }
+
+/// `sage confirm export` of the bundled corpus's screen report: its `key.json`
+/// (`sage.confirm-key/1`, issue 30) with a seeded sample for the second annotator. Run from
+/// `corpora/` so each packet's `source` is `./CASE`; nothing in the key is volatile.
+#[test]
+fn the_bundled_corpus_exports_to_its_golden_confirm_key() {
+    let corpora = Path::new(ROOT).join("corpora");
+    let tmp = tempfile::tempdir().unwrap();
+    let report = Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(&corpora)
+        .args(["screen", ".", "--no-bandit", "-q", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(tmp.path().join("screen.json"), report).unwrap();
+    Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(&corpora)
+        .args(["confirm", "export"])
+        .arg(tmp.path().join("screen.json"))
+        .arg("--out")
+        .arg(tmp.path().join("packets"))
+        .args(["--annotators", "R1,R2", "--sample", "3"])
+        .assert()
+        .success();
+    snapshot("confirm_key", &read(&tmp.path().join("packets/key.json")));
+}

@@ -1249,6 +1249,62 @@ fn the_published_screen_format_is_its_own_types() {
     );
 }
 
+/// `sage.confirm-key/1` (issue 30): `confirm.rs`'s `Key` serializes only through its
+/// published record in `confirm/schema.rs`, and the types that record mirrors (`KeyEntry`) derive
+/// no serde of their own. Only the key is checked in `confirm.rs`: its summaries and sheet rows
+/// are no published format.
+#[test]
+fn the_published_confirm_key_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    let schema = read("confirm/schema.rs");
+    let confirm = read("confirm.rs");
+    let key_derive = |text: &str| {
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("pub struct Key {"))
+            .expect("confirm.rs defines `pub struct Key`");
+        lines[..at]
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+            .any(|l| l.contains("into = \"schema::Key\"") && l.contains("from = \"schema::Key\""))
+    };
+    assert!(
+        key_derive(&confirm),
+        "confirm.rs's Key must serialize through confirm/schema.rs \
+         (#[serde(into = \"schema::Key\", from = \"schema::Key\")])"
+    );
+    let mirrored: Vec<&str> = ["Key", "KeyEntry"]
+        .into_iter()
+        .filter(|n| schema.contains(&format!("pub struct {n} = confirm::{n} {{")))
+        .collect();
+    assert_eq!(
+        mirrored,
+        ["Key", "KeyEntry"],
+        "confirm/schema.rs mirrors the key"
+    );
+    let sources = vec![("confirm.rs".to_string(), confirm)];
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.confirm-key/1 publishes through confirm/schema.rs derive serde of \
+         their own: {bad:?}"
+    );
+    // planted: a key entry that derives Serialize again, and a key without the schema, are
+    // caught; the key through the schema is not
+    let planted = "/// One packet.\n#[derive(Debug, Clone, Serialize, Deserialize)]\npub struct KeyEntry {\n    pub run: String,\n}\n#[derive(Serialize, Deserialize)]\n#[serde(into = \"schema::Key\", from = \"schema::Key\")]\npub struct Key {}\n";
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &[("confirm.rs".to_string(), planted.to_string())]),
+        vec!["confirm.rs: KeyEntry".to_string()]
+    );
+    assert!(key_derive(planted));
+    assert!(!key_derive(
+        "#[derive(Serialize, Deserialize)]\npub struct Key {}\n"
+    ));
+}
+
 /// Where production code makes or runs a child process other than through the one bounded
 /// runner (`sage_sandbox::child`: `command` makes a `Command`, `run` / `run_fed` run it with
 /// a time limit and an output cap). Comments, strings and test code do not count.

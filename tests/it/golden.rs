@@ -170,3 +170,124 @@ fn the_bundled_corpus_screens_to_its_golden_report() {
     snapshot("screen_json", &screen("json"));
     snapshot("screen_sarif", &screen("sarif"));
 }
+
+/// `sage confirm export` of the bundled corpus's screen report: its `key.json`
+/// (`sage.confirm-key/1`, issue 30) with a seeded sample for the second annotator. Run from
+/// `corpora/` so each packet's `source` is `./CASE`; nothing in the key is volatile.
+#[test]
+fn the_bundled_corpus_exports_to_its_golden_confirm_key() {
+    let corpora = Path::new(ROOT).join("corpora");
+    let tmp = tempfile::tempdir().unwrap();
+    let report = Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(&corpora)
+        .args(["screen", ".", "--no-bandit", "-q", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(tmp.path().join("screen.json"), report).unwrap();
+    Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(&corpora)
+        .args(["confirm", "export"])
+        .arg(tmp.path().join("screen.json"))
+        .arg("--out")
+        .arg(tmp.path().join("packets"))
+        .args(["--annotators", "R1,R2", "--sample", "3"])
+        .assert()
+        .success();
+    snapshot("confirm_key", &read(&tmp.path().join("packets/key.json")));
+}
+
+/// A git repository a test builds for `sage szz` (issue 30): an import, a reindent, a rename
+/// of the file and two fixes, with fixed dates and author so every hash is the same on every
+/// machine. Returns the repository, the first fix and the second.
+fn szz_repo() -> (crate::szz::Repo, String, String) {
+    let mut r = crate::szz::Repo::new();
+    let body = "int main(void) {\n    int n = read_len();\n    char buf[16];\n    copy(buf, src, n);\n    // copy the rest\n    return 0;\n}\n";
+    r.commit_file("m.c", body, "add main");
+    r.write("other.c", "int x;\n");
+    r.commit("unrelated");
+    let body = body.replace("    copy(buf, src, n);", "\tcopy(buf,  src, n);");
+    r.commit_file("m.c", &body, "reindent");
+    r.git(&["mv", "m.c", "main.c"]);
+    r.commit("rename");
+    let body = body.replace(
+        "\tcopy(buf,  src, n);",
+        "\tcopy(buf, src, n < 16 ? n : 16);",
+    );
+    let fix1 = r.commit_file("main.c", &body, "fix overflow");
+    let body = body.replace("char buf[16];", "char buf[32];");
+    let fix2 = r.commit_file("main.c", &body, "fix size");
+    (r, fix1, fix2)
+}
+
+/// The temporary folder and the timings (`elapsed_ms`, `median_ms`, `mean_ms`) masked: nothing
+/// else in `sage szz`'s JSON is volatile.
+fn mask_szz(text: &str, tmp: &Path) -> String {
+    let ms = regex::Regex::new(r#""(elapsed_ms|median_ms|mean_ms)": [0-9.]+"#).unwrap();
+    ms.replace_all(
+        &text.replace(&tmp.display().to_string(), "[TMP]"),
+        "\"$1\": [MS]",
+    )
+    .into_owned()
+}
+
+/// `sage szz --format json` with every variant, and `sage szz eval --format json` of a small
+/// dataset on the same repository (one fix absent), pinned as written before the format had
+/// types of its own.
+#[test]
+fn szz_on_a_built_repository_gives_its_golden_json() {
+    let (r, fix1, fix2) = szz_repo();
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "--repo"])
+        .arg(r.path())
+        .args(["--fix", &fix1, "--variant", "b,ag,ma,r,l,v,agent"])
+        .args(["--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    snapshot(
+        "szz_json",
+        &mask_szz(&String::from_utf8(out).unwrap(), r.path()),
+    );
+
+    let repos = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repos.path().join("acme")).unwrap();
+    r.git(&[
+        "clone",
+        "-q",
+        "--bare",
+        ".",
+        repos.path().join("acme/widget.git").to_str().unwrap(),
+    ]);
+    let first = r.git(&["rev-list", "--max-parents=0", "HEAD"]);
+    let ds = serde_json::json!([
+        {"id": 1, "repo_name": "acme/widget", "fix_commit_hash": fix1, "bug_commit_hash": [first], "language": ["c"]},
+        {"id": 2, "repo_name": "acme/widget", "fix_commit_hash": fix2, "bug_commit_hash": [first[..12].to_string()], "language": ["c"]},
+        {"id": 3, "repo_name": "acme/absent", "fix_commit_hash": "abcdef1234", "bug_commit_hash": ["1234567"], "language": ["c"]}
+    ]);
+    let file = repos.path().join("ds.json");
+    std::fs::write(&file, serde_json::to_string(&ds).unwrap()).unwrap();
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .args(["szz", "eval"])
+        .arg(&file)
+        .arg("--repos")
+        .arg(repos.path())
+        .args(["--variant", "b,ag,ma,r,l,v,agent", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    snapshot(
+        "szz_eval_json",
+        &mask_szz(&String::from_utf8(out).unwrap(), repos.path()),
+    );
+}

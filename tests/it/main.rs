@@ -26,6 +26,7 @@ mod agree;
 mod architecture;
 mod case_authoring;
 mod cli;
+mod confirm_key_compat;
 mod corpus;
 mod fidelity;
 mod first_day;

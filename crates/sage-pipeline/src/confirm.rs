@@ -12,8 +12,7 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use sage_reliability::stats::{self, AgreementWeights, Coded, KappaWeights, Label, Scores};
-use sage_screen::schema::Proposal;
-use sage_screen::{CaseResult, Report};
+use sage_screen::{CaseResult, Proposal, Report};
 use sage_trace::case::{
     Case, CaseManifest, DeficiencyCategory, FailureAnchor, CASE_SCHEMA, MANIFEST_NAME,
     RUN_MANIFEST_NAME,
@@ -23,6 +22,8 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+pub mod schema;
 
 pub const KEY_SCHEMA: &str = "sage.confirm-key/1";
 pub const KEY_NAME: &str = "key.json";
@@ -57,18 +58,21 @@ fn io(path: &Path, e: impl std::fmt::Display) -> ConfirmError {
 }
 
 /// One packet in the key.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KeyEntry {
     pub packet: String,
     pub run: String,
     /// The run folder.
     pub source: String,
-    /// As `sage.screen/1` publishes them.
+    /// The run's proposed anchors, as screening made them.
     pub proposals: Vec<Proposal>,
 }
 
-/// The export's key: which packet is which run, and who got which packets.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The export's key: which packet is which run, and who got which packets. It serializes only
+/// through its published form ([`schema`]), so these types may change without changing
+/// `sage.confirm-key/1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "schema::Key", from = "schema::Key")]
 pub struct Key {
     pub schema: String,
     pub seed: u64,
@@ -281,7 +285,7 @@ pub fn export(
             packet: pid,
             run: c.id.clone(),
             source: c.source.clone(),
-            proposals: c.proposals.iter().cloned().map(Proposal::from).collect(),
+            proposals: c.proposals.clone(),
         });
     }
     if entries.is_empty() {

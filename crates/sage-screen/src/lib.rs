@@ -24,8 +24,8 @@ mod tool;
 pub use input::{units_from_pairs, Artefact, BanditMode, InputError, Options, TestsInput, Unit};
 pub use report::schema;
 pub use report::{
-    ArtefactResult, CaseResult, ImportCheck, Report, Status, SummaryRow, ToolRun, Verdict,
-    REPORT_SCHEMA,
+    ArtefactResult, CaseResult, ImportCheck, Proposal, Report, Status, SummaryRow, ToolRun,
+    Verdict, REPORT_SCHEMA,
 };
 pub use run::{screen, screen_with, summarize, Progress};
 pub use tool::{ToolError, DEFAULT_TIMEOUT as DEFAULT_TOOL_TIMEOUT};

@@ -112,6 +112,9 @@ macro_rules! from_both {
     )*};
 }
 
+// `sage.confirm-key/1` (`crate::confirm::schema`) is written with the same macros.
+pub(crate) use {from_both, mirror};
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }

@@ -189,7 +189,11 @@ fn replays_of_the_bundled_corpus_are_golden() {
             .args(["--no-execute", "--format", "json"])
             .output()
             .unwrap();
-        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let real = "susvibes/claude-4-sonnet__psf__requests_74ea7cf7a6a27a4eeb2ae24e162bcc942a6706d5";

@@ -154,7 +154,10 @@ pub fn run(args: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatu
         }
     };
     let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&r)? + "\n",
+        Format::Json => {
+            serde_json::to_string_pretty(&trace_replay::schema::TraceReplay::from(r.clone()))?
+                + "\n"
+        }
         Format::Table => trace_replay::render_table(&r),
     };
     let text = sage_llm::secrets::scrub(&text).into_owned();

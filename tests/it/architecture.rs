@@ -1305,6 +1305,72 @@ fn the_published_confirm_key_is_its_own_types() {
     ));
 }
 
+/// `sage.replay/1` (issue 30): the replay's values (`trace_replay.rs`) and the execution
+/// report (`execute.rs`) derive no serde at all; only their records in
+/// `trace_replay/schema.rs` say what `sage replay --format json` prints. Nothing reads the
+/// format back, so the CLI converts the report (`From`) and nothing goes `into` the schema.
+#[test]
+fn the_published_replay_format_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    for file in ["trace_replay.rs", "execute.rs"] {
+        let bad = serde_outside_schema(&read(file));
+        assert!(
+            bad.is_empty(),
+            "sage-pipeline's {file} serializes outside trace_replay/schema.rs (add the field \
+             to its published record there): {bad:?}"
+        );
+    }
+    // Every internal type the schema mirrors, wherever in the crate it is defined, derives
+    // no serde of its own (sage case check's report carries the published Counts and Verdict).
+    let schema = read("trace_replay/schema.rs");
+    let sources: Vec<(String, String)> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| !e.path().ends_with("schema.rs"))
+        .map(|e| {
+            let text = library_part(&std::fs::read_to_string(e.path()).unwrap());
+            (e.path().display().to_string(), text)
+        })
+        .collect();
+    let mirrored = [
+        "TraceReplay",
+        "Counts",
+        "ArtefactReplay",
+        "Check",
+        "KnownRun",
+    ];
+    for name in mirrored
+        .iter()
+        .chain(&["ExecutionReport", "CommandReport", "ExecutedWrite"])
+    {
+        assert!(schema.contains(&format!("pub struct {name} = ")), "{name}");
+    }
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.replay/1 publishes through trace_replay/schema.rs derive serde of \
+         their own: {bad:?}"
+    );
+    // planted: the execution report deriving Serialize again, with a field attribute, is
+    // caught in execute.rs and by the mirror; a type the schema does not mirror is not
+    let planted = "/// What ran.\n#[derive(Debug, Clone, Serialize, Default)]\npub struct ExecutionReport {\n    #[serde(skip)]\n    pub diverged_naming: u8,\n}\n";
+    assert_eq!(serde_outside_schema(planted).len(), 2);
+    let schema = "mirror! {\n    pub struct ExecutionReport = execute::ExecutionReport {\n        state: String,\n    } not published { diverged_naming }\n}\n";
+    let sources = vec![
+        ("execute.rs".to_string(), planted.to_string()),
+        (
+            "knowledge.rs".to_string(),
+            "#[derive(Serialize)]\npub struct Known;\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        mirrored_types_with_serde(schema, &sources),
+        vec!["execute.rs: ExecutionReport".to_string()]
+    );
+}
+
 /// Where production code makes or runs a child process other than through the one bounded
 /// runner (`sage_sandbox::child`: `command` makes a `Command`, `run` / `run_fed` run it with
 /// a time limit and an output cap). Comments, strings and test code do not count.

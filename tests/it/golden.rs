@@ -1,7 +1,7 @@
 //! Golden outputs of the bundled corpus (issue 30): `sage localize corpora/` under the default
 //! lexicon judge, pinned byte for byte as insta snapshots: `results.json` (`sage.results/1`),
 //! `summary.json`, the SARIF view, Table 5 as printed, the HTML site of `sage view` and the
-//! annotation packets of `sage annotate export`.
+//! annotation packets of `sage annotate export`; and `sage replay --format json` of two traces.
 //! A change to any published output fails here and shows the difference for review
 //! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
 //!
@@ -289,5 +289,49 @@ fn szz_on_a_built_repository_gives_its_golden_json() {
     snapshot(
         "szz_eval_json",
         &mask_szz(&String::from_utf8(out).unwrap(), repos.path()),
+    );
+}
+
+/// `sage replay --format json` (`sage.replay/1`, issue 30) of two traces of the bundled corpus,
+/// run from `corpora/` so the trace's path is relative: a real SWE-agent trace of SusVibes
+/// checked against its submission and the case's model patch, without a baseline (partial
+/// views, known runs), and a constructed AG2 chat on its baseline folder (whole files).
+/// Commands are not executed (`--no-execute`: the execution block says `off: ...`; whether the
+/// sandbox runs depends on the host, and what it runs is timed).
+#[test]
+fn replays_of_the_bundled_corpus_are_golden() {
+    let corpora = Path::new(ROOT).join("corpora");
+    let replay = |args: &[&str]| {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .current_dir(&corpora)
+            .arg("replay")
+            .args(args)
+            .args(["--no-execute", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let real = "susvibes/claude-4-sonnet__psf__requests_74ea7cf7a6a27a4eeb2ae24e162bcc942a6706d5";
+    snapshot(
+        "replay_susvibes_requests",
+        &replay(&[
+            &format!("{real}/psf__requests_74ea7cf7a6a27a4eeb2ae24e162bcc942a6706d5.json"),
+            "--result",
+            &format!("{real}/model_patch.diff"),
+        ]),
+    );
+    snapshot(
+        "replay_ag2_aes_ecb",
+        &replay(&[
+            "ag2-fig1a-aes-ecb/chat.json",
+            "--baseline-dir",
+            "ag2-fig1a-aes-ecb/baseline",
+        ]),
     );
 }

@@ -10,7 +10,6 @@
 use sage_history::{match_key, normalize_path, parse_workspace_roots, DEFAULT_WORKSPACE_ROOTS};
 use sage_sandbox::{Change, Decision, Job, OutputCheck, Rules, Sandbox};
 use sage_trace::{CanonicalTrace, ToolCall, Write, WriteOp};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Whether `sage replay` executes commands, and with what.
@@ -29,7 +28,7 @@ impl Default for Execution {
 }
 
 /// What the execution did, for the report.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ExecutionReport {
     /// `on (Linux namespaces)` or `off: WHY`.
     pub state: String,
@@ -48,12 +47,11 @@ pub struct ExecutionReport {
     pub commands: Vec<CommandReport>,
     /// Per file the trace knows: the executed commands that name it (its path is in the
     /// command line) and whose output differs from the recorded one, as `turn N: DETAIL`.
-    #[serde(skip)]
     pub diverged_naming: BTreeMap<String, Vec<String>>,
 }
 
 /// One shell command of the trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct CommandReport {
     pub turn: usize,
     /// The command's raw pointer.
@@ -63,15 +61,13 @@ pub struct CommandReport {
     /// `executed`, `refused: KIND`, `not executed: REASON`, `read statically`.
     pub outcome: String,
     /// For an executed command: `verified`, `diverged: ...`, `not comparable: ...`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The files it wrote (the trace's names).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
 }
 
 /// One executed write of an artefact.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ExecutedWrite {
     pub turn: usize,
     /// The command's raw pointer.
@@ -79,7 +75,6 @@ pub struct ExecutedWrite {
     /// `verified`, `diverged` or `not comparable`.
     pub check: String,
     /// For `diverged`: the first differing line; for `not comparable`: why.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 

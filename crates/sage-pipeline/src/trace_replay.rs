@@ -26,13 +26,14 @@ use sage_history::knowledge::{
 };
 use sage_history::{match_key, normalize_path, ArtefactHistory};
 use sage_trace::{RawStore, WriteOp};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The output format's name and version.
 pub const SCHEMA: &str = "sage.replay/1";
+
+pub mod schema;
 
 /// How to replay a trace.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +83,7 @@ fn input(file: &Path, message: impl Into<String>) -> ReplayError {
 }
 
 /// The replay of one trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TraceReplay {
     pub schema: &'static str,
     pub trace: String,
@@ -98,7 +99,7 @@ pub struct TraceReplay {
 }
 
 /// Files per verdict.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
     pub files: usize,
     pub matches: usize,
@@ -107,7 +108,7 @@ pub struct Counts {
 }
 
 /// One artefact: where its baseline comes from, its final state, and the verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ArtefactReplay {
     pub path: String,
     /// `baseline-dir FILE`, `shown whole by the trace (HOW)`, `partial: N lines known`,
@@ -115,25 +116,19 @@ pub struct ArtefactReplay {
     pub baseline: String,
     /// Turn writes to it, and those that could not be applied (with why).
     pub writes: usize,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed_writes: Vec<String>,
-    #[serde(rename = "final")]
     pub final_state: FinalView,
     pub verdict: Verdict,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub hunk: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// One per recorded result that covers the file.
     pub checks: Vec<Check>,
     /// The file's executed writes, each with its output check (`verified`, `diverged`,
     /// `not comparable`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub executed: Vec<crate::execute::ExecutedWrite>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
     Matches,
     Differs,
@@ -151,20 +146,17 @@ impl Verdict {
 }
 
 /// The replay against one recorded result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Check {
     pub against: String,
     pub verdict: Verdict,
     /// The first differing hunk (replay → recorded result).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub hunk: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// The replayed final state of an artefact.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "state", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum FinalView {
     /// The whole file is known.
     Full { content: String },
@@ -179,7 +171,7 @@ pub enum FinalView {
     Absent,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KnownRun {
     pub first_line: usize,
     pub lines: Vec<String>,

@@ -45,7 +45,7 @@ pub struct CaseCheck {
 pub struct ReplayVerdicts {
     /// What the files were compared with (`case final files`, `submission (git_patch)`, ...).
     pub results: Vec<String>,
-    pub counts: crate::trace_replay::Counts,
+    pub counts: crate::trace_replay::schema::Counts,
     pub files: Vec<FileVerdict>,
     /// Replay by execution: `on (...)` or `off: WHY`.
     pub execution: String,
@@ -59,7 +59,7 @@ pub struct FileVerdict {
     /// `partial: N lines known`, `none`).
     pub baseline: String,
     /// `matches`, `differs` or `unverifiable`.
-    pub verdict: crate::trace_replay::Verdict,
+    pub verdict: crate::trace_replay::schema::Verdict,
     /// Why (always for `unverifiable`: what is missing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -100,14 +100,14 @@ fn replay_verdicts(
     let r = crate::trace_replay::replay(&files, &opts).map_err(|e| e.to_string())?;
     Ok(ReplayVerdicts {
         results: r.results,
-        counts: r.counts,
+        counts: r.counts.into(),
         files: r
             .artefacts
             .into_iter()
             .map(|a| FileVerdict {
                 path: a.path,
                 baseline: a.baseline,
-                verdict: a.verdict,
+                verdict: a.verdict.into(),
                 reason: a.reason,
                 failed_writes: a.failed_writes,
                 executed: a

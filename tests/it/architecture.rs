@@ -1518,3 +1518,63 @@ fn the_published_reliability_format_is_its_own_types() {
         ]
     );
 }
+
+/// `sage.annotation-packet/1` (issue 30): in `annotate.rs` the key serializes only through its
+/// published record in `annotate/schema.rs` (`#[serde(into, from)]`: `sage annotate import
+/// --key` reads keys back) and nothing else derives serde; the packets are written as the
+/// schema's `Packets`, and every type the schema mirrors derives no serde of its own.
+#[test]
+fn the_published_annotation_packets_are_their_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    let annotate = read("annotate.rs");
+    let bad = serde_outside_schema(&annotate);
+    assert!(
+        bad.is_empty(),
+        "annotate.rs serializes outside annotate/schema.rs (add the field to its published \
+         record there): {bad:?}"
+    );
+    assert!(
+        annotate
+            .contains("#[serde(into = \"schema::Key\", from = \"schema::Key\")]\npub struct Key {"),
+        "annotate.rs's Key must serialize through annotate/schema.rs"
+    );
+    let schema = read("annotate/schema.rs");
+    for name in [
+        "Packet",
+        "PacketWrite",
+        "PacketTurn",
+        "PacketFinalState",
+        "Key",
+    ] {
+        assert!(
+            schema.contains(&format!("pub struct {name} = annotate::{name} {{")),
+            "annotate/schema.rs mirrors {name}"
+        );
+    }
+    assert!(schema.contains("pub struct Packets {"));
+    let sources: Vec<(String, String)> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| !e.path().ends_with("schema.rs"))
+        .map(|e| {
+            let text = library_part(&std::fs::read_to_string(e.path()).unwrap());
+            (e.path().display().to_string(), text)
+        })
+        .collect();
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.annotation-packet/1 publishes through annotate/schema.rs derive serde \
+         of their own: {bad:?}"
+    );
+    // planted: a packet deriving serde again, with a field attribute, is caught in
+    // annotate.rs and by the mirror; the key through the schema is not
+    let planted = "/// One case.\n#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]\npub struct Packet {\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub anchor_fragment: Option<String>,\n}\n#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]\n#[serde(into = \"schema::Key\", from = \"schema::Key\")]\npub struct Key {}\n";
+    assert_eq!(serde_outside_schema(planted).len(), 2);
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &[("annotate.rs".to_string(), planted.to_string())]),
+        vec!["annotate.rs: Packet".to_string()]
+    );
+}

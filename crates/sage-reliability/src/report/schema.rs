@@ -114,8 +114,11 @@ mirror! {
 mirror! {
     /// The three comparisons of origin assignments (repeated scoring, cross judge, all).
     pub struct ConsistencySection = super::ConsistencySection {
+        /// The primary judge's runs ("Repeated scoring").
         repeated: Option<Consistency>,
+        /// The first run of every judge ("Cross judge").
         cross_judge: Option<Consistency>,
+        /// All runs of all judges ("All four ratings" in the paper).
         all_ratings: Option<Consistency>,
     }
 }
@@ -124,7 +127,9 @@ mirror! {
     /// One comparison of origin assignments.
     pub struct Consistency = measures::Consistency {
         sources: Vec<String>,
+        /// Cases rated by every source.
         cases: usize,
+        /// Cases localized by every source (the eligible cases of the measures below).
         joint_localization: Share,
         type_agreement: Share,
         exact_turn_agreement: Share,
@@ -132,7 +137,9 @@ mirror! {
         type_alpha: Coefficient,
         turn_alpha: Coefficient,
         turn_alpha_level: Level,
+        /// Ordinal alpha of each score at the origin turn (TR DI VR SA).
         score_alpha: Vec<Coefficient>,
+        /// Score differences per dimension (TR DI VR SA).
         score_differences: Vec<ScoreDifferences>,
     }
 }
@@ -149,6 +156,7 @@ mirror! {
     /// A coefficient, the units that entered it, or why it has no value.
     pub struct Coefficient = measures::Coefficient {
         value: Option<f64>,
+        /// Units that entered it.
         n: usize,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -180,7 +188,9 @@ mirror! {
 mirror! {
     /// Two label sets compared on code provenance and the introducing write.
     pub struct HumanComparison = super::HumanComparison {
+        /// `R1 vs R2`, `SAGE vs R1`, ...
         comparison: String,
+        /// `shared` (labelled by every annotator) or `all`.
         cases: String,
         provenance: PairAgreement,
         introducing_write: PairAgreement,
@@ -190,6 +200,7 @@ mirror! {
 mirror! {
     /// Percent agreement and Cohen's kappa on one label.
     pub struct PairAgreement = measures::PairAgreement {
+        /// Cases labelled by both.
         n: usize,
         agreement: Share,
         kappa: Coefficient,
@@ -201,6 +212,7 @@ mirror! {
 mirror! {
     /// SAGE against the first annotator, resampled by task.
     pub struct Resampling = super::Resampling {
+        /// The annotator SAGE is compared with (the first).
         annotator: String,
         tasks: usize,
         provenance: ResamplingField,
@@ -211,6 +223,7 @@ mirror! {
 mirror! {
     /// One label resampled.
     pub struct ResamplingField = super::ResamplingField {
+        /// Percent agreement on all cases.
         all: Option<f64>,
         n: usize,
         partitions: PartitionSummary,
@@ -223,8 +236,10 @@ mirror! {
     pub struct PartitionSummary = resample::PartitionSummary {
         partitions: usize,
         seed: u64,
+        /// Halves on which the statistic was defined.
         values: usize,
         median: Option<f64>,
+        /// The 2.5th and 97.5th percentiles.
         central_95: Option<(f64, f64)>,
     }
 }
@@ -235,6 +250,7 @@ mirror! {
         tasks: usize,
         min: Option<f64>,
         max: Option<f64>,
+        /// The task whose exclusion gave the minimum / maximum.
         min_without: Option<String>,
         max_without: Option<String>,
     }
@@ -255,9 +271,12 @@ mirror! {
     pub struct SubgroupRow = super::SubgroupRow {
         group: String,
         n: usize,
+        /// Fewer than ten cases.
         small: bool,
+        /// SAGE vs the first annotator.
         provenance: Option<Share>,
         introducing_write: Option<Share>,
+        /// Exact origin-turn agreement among jointly localized cases.
         turn_repeated: Option<Share>,
         turn_cross_judge: Option<Share>,
     }

@@ -610,7 +610,11 @@ impl Pattern {
         for &c in a {
             let pm = match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
                 Some(u) => self.ascii[u],
-                None => self.other.iter().find(|(x, _)| *x == c).map_or(0, |(_, b)| *b),
+                None => self
+                    .other
+                    .iter()
+                    .find(|(x, _)| *x == c)
+                    .map_or(0, |(_, b)| *b),
             };
             let u = v & pm;
             v = v.wrapping_add(u) | v.wrapping_sub(u);

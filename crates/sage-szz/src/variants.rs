@@ -771,9 +771,9 @@ impl FileDeleted {
     /// one of the rarest such grams are compared. A line whose length or character counts
     /// bound its ratio below the best so far (or the threshold) is skipped.
     ///
-    /// `count`: a tally the caller keeps between calls (all zeros between them), so that
+    /// `scratch`: tables the caller keeps between calls (the tally all zeros between them), so that
     /// threads can share one `FileDeleted`.
-    fn best(&self, text: &str, line: usize, count: &mut Vec<u16>) -> Option<usize> {
+    fn best(&self, text: &str, line: usize, scratch: &mut Scratch) -> Option<usize> {
         let mut stripped = String::with_capacity(text.len());
         let mut a: Vec<char> = Vec::with_capacity(text.len());
         for c in text.chars().filter(|c| !c.is_whitespace()) {
@@ -846,7 +846,7 @@ impl FileDeleted {
         // the posting lists of `a`'s 4-grams, in the order of their positions in `a`
         let at_pos = self.grams.at_positions(&a);
         let t = |best: Option<Ranked>| best.map_or(0.75, |b| b.0.max(0.75));
-        let mut narrowed = self.narrow(&a, &at_pos, t(best), count);
+        let mut narrowed = self.narrow(&a, &at_pos, t(best), scratch);
         if narrowed.is_none() {
             // a few lines sharing its rarest grams (where an edited line moved) may set a
             // ratio high enough to narrow the search
@@ -854,7 +854,7 @@ impl FileDeleted {
             for &i in lists.iter().flat_map(|l| l.iter()).take(16) {
                 consider(i as usize, &mut best);
             }
-            narrowed = self.narrow(&a, &at_pos, t(best), count);
+            narrowed = self.narrow(&a, &at_pos, t(best), scratch);
         }
         match narrowed {
             Some(c) => c.into_iter().for_each(|i| consider(i as usize, &mut best)),
@@ -873,11 +873,11 @@ impl FileDeleted {
         a: &[char],
         at_pos: &[&[u32]],
         t: f64,
-        count: &mut Vec<u16>,
+        scratch: &mut Scratch,
     ) -> Option<Vec<u32>> {
         let d_max = max_edits(a.len(), t);
-        self.disjoint(4, at_pos, d_max, count)
-            .or_else(|| self.candidates(4, a, &rarest_first(at_pos), t, count))
+        self.disjoint(4, at_pos, d_max, scratch)
+            .or_else(|| self.candidates(4, a, &rarest_first(at_pos), t, scratch))
             .or_else(|| {
                 use std::sync::atomic::Ordering;
                 if self.grams3.get().is_none()
@@ -889,8 +889,8 @@ impl FileDeleted {
                     .grams3
                     .get_or_init(|| Grams::new(3, self.lines.iter().map(|l| l.chars.as_slice())));
                 let at_pos3 = g3.at_positions(a);
-                self.disjoint(3, &at_pos3, d_max, count)
-                    .or_else(|| self.candidates(3, a, &rarest_first(&at_pos3), t, count))
+                self.disjoint(3, &at_pos3, d_max, scratch)
+                    .or_else(|| self.candidates(3, a, &rarest_first(&at_pos3), t, scratch))
             })
     }
 
@@ -904,7 +904,7 @@ impl FileDeleted {
         q: usize,
         at_pos: &[&[u32]],
         d_max: usize,
-        count: &mut Vec<u16>,
+        scratch: &mut Scratch,
     ) -> Option<Vec<u32>> {
         let need = d_max.checked_add(1)?;
         let m = at_pos.len();
@@ -915,8 +915,11 @@ impl FileDeleted {
         // cost[j·m + p]: the fewest lines of j + 1 disjoint grams, the last one at p
         // (`from[j·m + p]`: where the one before it is)
         let w = |p: usize| at_pos[p].len();
-        let mut cost = vec![usize::MAX; need * m];
-        let mut from = vec![0usize; need * m];
+        let Scratch { count, cost, from } = scratch;
+        cost.clear();
+        cost.resize(need * m, usize::MAX);
+        from.clear();
+        from.resize(need * m, 0);
         for (c, l) in cost.iter_mut().zip(at_pos) {
             *c = l.len();
         }
@@ -976,7 +979,7 @@ impl FileDeleted {
         a: &[char],
         lists: &[&[u32]],
         t: f64,
-        count: &mut Vec<u16>,
+        scratch: &mut Scratch,
     ) -> Option<Vec<u32>> {
         if a.len() < q {
             return None;
@@ -1001,6 +1004,7 @@ impl FileDeleted {
         }
         let hits = k - broken;
         // hits per line, counted in a scratch table that is all zeros between calls
+        let count = &mut scratch.count;
         if count.len() < self.lines.len() {
             count.resize(self.lines.len(), 0);
         }
@@ -1023,6 +1027,16 @@ impl FileDeleted {
     }
 }
 
+/// Tables one mapping thread reuses from line to line instead of allocating them per line.
+#[derive(Default)]
+struct Scratch {
+    /// A tally per deleted line, all zeros between calls.
+    count: Vec<u16>,
+    /// [`FileDeleted::disjoint`]'s table of costs and where each came from.
+    cost: Vec<usize>,
+    from: Vec<usize>,
+}
+
 /// Which lines hold each q-gram, as one table sorted by gram: built by one sort instead of
 /// a hash map entry per gram occurrence, looked up by binary search (and no hash an
 /// adversarial file could make collide; std's keyed hash was slower here).
@@ -1034,7 +1048,14 @@ struct Grams {
     starts: Vec<u32>,
     /// Line indices, ascending within each gram, each line once.
     lines: Vec<u32>,
+    /// For a large table: where the grams whose first two characters are `(a, b)` (both
+    /// ASCII as the key holds them) begin among `keys`, at `a·128 + b` (the end of the last
+    /// at 128·128): a look-up searches that stretch, not the whole table.
+    pairs: Option<Vec<u32>>,
 }
+
+/// Grams from which a table is worth its pair index (128·128 entries, 64 KiB).
+const PAIRS_FROM: usize = 4096;
 
 /// Sort `(gram, line)` pairs by gram, keeping the order of equal grams (LSD radix, a byte
 /// at a time, skipping the bytes every gram shares, as the high byte of each ASCII
@@ -1103,6 +1124,7 @@ impl Grams {
             keys: Vec::new(),
             starts: Vec::new(),
             lines: Vec::with_capacity(pairs.len()),
+            pairs: None,
         };
         for (k, i) in pairs {
             if g.keys.last() != Some(&k) {
@@ -1112,7 +1134,32 @@ impl Grams {
             g.lines.push(i);
         }
         g.starts.push(g.lines.len() as u32);
+        if g.keys.len() >= PAIRS_FROM {
+            g.index_pairs();
+        }
         g
+    }
+
+    /// Build [`Grams::pairs`] (one pass over the sorted keys).
+    fn index_pairs(&mut self) {
+        if self.q < 2 {
+            return;
+        }
+        let mut pairs = Vec::with_capacity(128 * 128 + 1);
+        let mut k = 0;
+        for pair in 0..=128 * 128u64 {
+            let first = ((pair / 128) << 16) | (pair % 128);
+            while k < self.keys.len() && self.pair(self.keys[k]) < first {
+                k += 1;
+            }
+            pairs.push(k as u32);
+        }
+        self.pairs = Some(pairs);
+    }
+
+    /// A key's first two characters, as one number (16 bits each, the first high).
+    fn pair(&self, key: u64) -> u64 {
+        key >> (16 * (self.q - 2))
     }
 
     /// The lines holding each of `a`'s grams, in the order of the grams in `a`.
@@ -1122,8 +1169,20 @@ impl Grams {
 
     /// The lines holding the gram `w` (empty when none does).
     fn lines(&self, w: &[char]) -> &[u32] {
-        match self.keys.binary_search(&gram_key(w)) {
-            Ok(i) => &self.lines[self.starts[i] as usize..self.starts[i + 1] as usize],
+        let key = gram_key(w);
+        let (a, b) = (self.pair(key) >> 16, self.pair(key) & 0xffff);
+        let (lo, hi) = match &self.pairs {
+            Some(p) if a < 128 && b < 128 => {
+                let at = (a * 128 + b) as usize;
+                (p[at] as usize, p[at + 1] as usize)
+            }
+            _ => (0, self.keys.len()),
+        };
+        match self.keys[lo..hi].binary_search(&key) {
+            Ok(i) => {
+                let i = lo + i;
+                &self.lines[self.starts[i] as usize..self.starts[i + 1] as usize]
+            }
             Err(_) => &[],
         }
     }
@@ -1174,10 +1233,10 @@ fn map_lines(
     threads: std::num::NonZeroUsize,
 ) -> Vec<Option<usize>> {
     let run = |chunk: &[(&FileDeleted, &str, usize)]| {
-        let mut count = Vec::new();
+        let mut scratch = Scratch::default();
         chunk
             .iter()
-            .map(|(f, text, line)| f.best(text, *line, &mut count))
+            .map(|(f, text, line)| f.best(text, *line, &mut scratch))
             .collect::<Vec<_>>()
     };
     let threads = threads.get().min(jobs.len() / LINES_PER_THREAD);
@@ -1428,7 +1487,7 @@ mod tests {
                 lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
             let mut f = FileDeleted::new(deleted.clone());
             f.grams3_after = 0;
-            proptest::prop_assert_eq!(f.best(&text, at, &mut Vec::new()), brute(&deleted, &text, at));
+            proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
     }
 
@@ -1456,7 +1515,7 @@ mod tests {
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
             let mut f = FileDeleted::new(deleted.clone());
             f.grams3_after = 0;
-            proptest::prop_assert_eq!(f.best(&text, at, &mut Vec::new()), brute(&deleted, &text, at));
+            proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
     }
 
@@ -1469,6 +1528,28 @@ mod tests {
             let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
             if !(a.is_empty() && b.is_empty()) {
                 proptest::prop_assert_eq!(ratio_chars(&a, &b), ratio_dp(&a, &b));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A table with its pair index finds every gram's lines as the whole-table search
+        /// does, for grams it holds and grams it does not (non-ASCII and folded characters
+        /// among them).
+        #[test]
+        fn the_pair_index_finds_what_the_whole_table_finds(
+            lines in proptest::collection::vec("[ab\u{7f}\u{80}é\u{1007f}0-9]{0,12}", 1..40),
+            probes in proptest::collection::vec("[ab\u{7f}\u{80}é\u{1007f}0-9]{4}", 0..40),
+            q in 3usize..5,
+        ) {
+            let chars: Vec<Vec<char>> = lines.iter().map(|l| l.chars().collect()).collect();
+            let plain = Grams::new(q, chars.iter().map(Vec::as_slice));
+            let mut indexed = Grams::new(q, chars.iter().map(Vec::as_slice));
+            indexed.index_pairs();
+            proptest::prop_assert!(indexed.pairs.is_some());
+            let probes: Vec<Vec<char>> = probes.iter().map(|p| p.chars().take(q).collect()).collect();
+            for w in chars.iter().flat_map(|c| c.windows(q)).chain(probes.iter().map(Vec::as_slice)) {
+                proptest::prop_assert_eq!(indexed.lines(w), plain.lines(w));
             }
         }
     }

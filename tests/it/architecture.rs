@@ -12,14 +12,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sage-patch", &[]),
     ("sage-sandbox", &[]),
     ("sage-markup", &[]),
+    ("sage-schema", &[]),
     ("sage-trace", &[]),
     ("sage-llm", &[]),
-    ("sage-reliability", &["sage-markup"]),
+    ("sage-reliability", &["sage-markup", "sage-schema"]),
     ("sage-adapters", &["sage-trace", "sage-patch"]),
     ("sage-history", &["sage-trace", "sage-patch"]),
     (
         "sage-screen",
-        &["sage-trace", "sage-patch", "sage-markup", "sage-sandbox"],
+        &[
+            "sage-trace",
+            "sage-patch",
+            "sage-markup",
+            "sage-sandbox",
+            "sage-schema",
+        ],
     ),
     ("sage-szz", &["sage-llm", "sage-patch", "sage-sandbox"]),
     ("sage-judge", &["sage-trace", "sage-llm"]),
@@ -36,6 +43,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sage-reliability",
             "sage-screen",
             "sage-sandbox",
+            "sage-schema",
         ],
     ),
 ];
@@ -797,6 +805,7 @@ fn no_library_crate_reads_the_environment() {
 /// Every library crate: public functions return typed errors only (docs/architecture.md).
 const TYPED_ERRORS: &[&str] = &[
     "sage-patch",
+    "sage-schema",
     "sage-sandbox",
     "sage-markup",
     "sage-trace",

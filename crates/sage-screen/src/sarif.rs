@@ -11,8 +11,9 @@
 //! - A finding on a line where the agent added `# nosec` carries an `inSource` suppression
 //!   (Bandit runs with `--ignore-nosec`, so the finding is still reported).
 
-use crate::schema::{self, Conv};
+use crate::schema;
 use crate::{l3, CaseResult, Report, Unit};
+use sage_schema::Conv;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};

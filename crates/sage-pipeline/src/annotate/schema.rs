@@ -12,7 +12,7 @@
 //! literals both ways, each internal field named once.
 
 use super as annotate;
-use crate::results::schema::{from_both, mirror, Conv};
+use sage_schema::{from_both, mirror, Conv};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

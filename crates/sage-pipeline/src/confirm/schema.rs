@@ -12,23 +12,9 @@
 //! literals both ways, each internal field named once.
 
 use super as confirm;
-use crate::results::schema::{from_both, mirror, Conv};
+use sage_schema::{from_both, mirror};
 use sage_screen::schema::Proposal;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-// the screen's own conversions, seen as `Conv` so the records below can hold proposals
-impl Conv<Proposal> for sage_screen::Proposal {
-    fn conv(self) -> Proposal {
-        self.into()
-    }
-}
-
-impl Conv<sage_screen::Proposal> for Proposal {
-    fn conv(self) -> sage_screen::Proposal {
-        self.into()
-    }
-}
 
 mirror! {
     /// The export's key: which packet is which run, and who got which packets.

@@ -7,69 +7,16 @@
 //! conversion, instead of silently changing the published JSON. Nothing reads the format
 //! back, so the conversions go one way.
 //!
-//! [`mirror!`] writes a record with the same field names as its internal value; its
+//! [`mirror_out!`] writes a record with the same field names as its internal value; its
 //! conversion takes the internal value apart with an exhaustive pattern, so each internal
 //! field is named once here. A field the format leaves out is listed after `not published`.
 
 use crate::execute;
+use sage_schema::{mirror_out, Conv};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// A conversion from a value of the replay to its published record (`Vec` and `Option`
-/// element by element).
-trait Conv<T> {
-    fn conv(self) -> T;
-}
-
-macro_rules! as_is {
-    ($($t:ty),*) => {$(
-        impl Conv<$t> for $t {
-            fn conv(self) -> $t {
-                self
-            }
-        }
-    )*};
-}
-as_is!(&'static str, String, usize, BTreeMap<String, usize>);
-
-impl<A: Conv<B>, B> Conv<Vec<B>> for Vec<A> {
-    fn conv(self) -> Vec<B> {
-        self.into_iter().map(Conv::conv).collect()
-    }
-}
-
-impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
-    fn conv(self) -> Option<B> {
-        self.map(Conv::conv)
-    }
-}
-
-/// A published record with the fields of an internal struct, and `From` the internal value.
-macro_rules! mirror {
-    ($(#[$m:meta])* pub struct $name:ident = $internal:ty {
-        $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)?
-    } $(not published { $($skip:ident),* })?) => {
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        $(#[$m])*
-        pub struct $name {
-            $( $(#[$fm])* pub $f: $t ),*
-        }
-        impl From<$internal> for $name {
-            fn from(v: $internal) -> $name {
-                type Internal = $internal;
-                let Internal { $( $f, )* $($( $skip: _, )*)? } = v;
-                $name { $( $f: $f.conv() ),* }
-            }
-        }
-        impl Conv<$name> for $internal {
-            fn conv(self) -> $name {
-                self.into()
-            }
-        }
-    };
-}
-
-mirror! {
+mirror_out! {
     /// The replay of one trace.
     pub struct TraceReplay = super::TraceReplay {
         schema: &'static str,
@@ -83,7 +30,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// Files per verdict (also in `sage case check`'s report).
     #[derive(Default, Eq)]
     pub struct Counts = super::Counts {
@@ -94,7 +41,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// One artefact: its baseline, final state and verdict.
     pub struct ArtefactReplay = super::ArtefactReplay {
         path: String,
@@ -115,7 +62,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// The replay against one recorded result.
     pub struct Check = super::Check {
         against: String,
@@ -127,7 +74,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// A run of consecutive known lines of a partial final state.
     pub struct KnownRun = super::KnownRun {
         first_line: usize,
@@ -135,7 +82,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// Replay by execution: what was run, refused and written.
     pub struct ExecutionReport = execute::ExecutionReport {
         state: String,
@@ -148,7 +95,7 @@ mirror! {
     } not published { diverged_naming }
 }
 
-mirror! {
+mirror_out! {
     /// One shell command of the trace.
     pub struct CommandReport = execute::CommandReport {
         turn: usize,
@@ -162,7 +109,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// One executed write of an artefact.
     pub struct ExecutedWrite = execute::ExecutedWrite {
         turn: usize,

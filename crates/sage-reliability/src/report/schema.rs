@@ -9,90 +9,16 @@
 //! so the conversions go one way (`From`), as `sage.replay/1`'s do in sage-pipeline, which
 //! this crate cannot reach (it sits a floor below).
 //!
-//! [`mirror!`] writes a record with the same field names as its internal value; its
+//! [`mirror_out!`] writes a record with the same field names as its internal value; its
 //! conversion takes the internal value apart with an exhaustive pattern, so each internal
 //! field is named once here.
 
 use crate::{measures, resample, stats};
-use serde::Serialize;
-
-/// A conversion from a value of the report to its published record (`Vec` and `Option`
-/// element by element).
-trait Conv<T> {
-    fn conv(self) -> T;
-}
-
-macro_rules! as_is {
-    ($($t:ty),*) => {$(
-        impl Conv<$t> for $t {
-            fn conv(self) -> $t {
-                self
-            }
-        }
-    )*};
-}
-as_is!(String, bool, u32, u64, usize, f64, (f64, f64));
-
-impl<A: Conv<B>, B> Conv<Vec<B>> for Vec<A> {
-    fn conv(self) -> Vec<B> {
-        self.into_iter().map(Conv::conv).collect()
-    }
-}
-
-impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
-    fn conv(self) -> Option<B> {
-        self.map(Conv::conv)
-    }
-}
-
-/// A published record with the fields of an internal struct, and `From` the internal value.
-macro_rules! mirror {
-    ($(#[$m:meta])* pub struct $name:ident = $internal:ty {
-        $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)?
-    }) => {
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        $(#[$m])*
-        pub struct $name {
-            $( $(#[$fm])* pub $f: $t ),*
-        }
-        impl From<$internal> for $name {
-            fn from(v: $internal) -> $name {
-                type Internal = $internal;
-                let Internal { $( $f, )* } = v;
-                $name { $( $f: $f.conv() ),* }
-            }
-        }
-        impl Conv<$name> for $internal {
-            fn conv(self) -> $name {
-                self.into()
-            }
-        }
-    };
-}
-
-/// A published word list (a unit enum) and `From` the internal one.
-macro_rules! words {
-    ($(#[$m:meta])* pub enum $name:ident = $internal:ty { $($v:ident),* $(,)? }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-        $(#[$m])*
-        pub enum $name { $($v),* }
-        impl From<$internal> for $name {
-            fn from(v: $internal) -> $name {
-                type Internal = $internal;
-                match v { $( Internal::$v => $name::$v ),* }
-            }
-        }
-        impl Conv<$name> for $internal {
-            fn conv(self) -> $name {
-                self.into()
-            }
-        }
-    };
-}
+use sage_schema::{mirror_out, words_out};
 
 // ---- the report ------------------------------------------------------------------------
 
-mirror! {
+mirror_out! {
     /// Everything `sage reliability` reports (`reliability.json`).
     pub struct ReliabilityReport = super::ReliabilityReport {
         version: String,
@@ -111,7 +37,7 @@ mirror! {
 
 // ---- Table 6(a), Figure 5: consistency of origins ---------------------------------------
 
-mirror! {
+mirror_out! {
     /// The three comparisons of origin assignments (repeated scoring, cross judge, all).
     pub struct ConsistencySection = super::ConsistencySection {
         /// The primary judge's runs ("Repeated scoring").
@@ -123,7 +49,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// One comparison of origin assignments.
     pub struct Consistency = measures::Consistency {
         sources: Vec<String>,
@@ -144,7 +70,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// A count out of a total.
     pub struct Share = measures::Share {
         count: usize,
@@ -152,7 +78,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// A coefficient, the units that entered it, or why it has no value.
     pub struct Coefficient = measures::Coefficient {
         value: Option<f64>,
@@ -163,7 +89,7 @@ mirror! {
     }
 }
 
-words! {
+words_out! {
     /// Level of measurement of an alpha.
     #[serde(rename_all = "lowercase")]
     pub enum Level = stats::Level {
@@ -174,7 +100,7 @@ words! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// Score differences between sources on one dimension.
     pub struct ScoreDifferences = measures::ScoreDifferences {
         same: usize,
@@ -185,7 +111,7 @@ mirror! {
 
 // ---- Table 6(c): agreement with humans --------------------------------------------------
 
-mirror! {
+mirror_out! {
     /// Two label sets compared on code provenance and the introducing write.
     pub struct HumanComparison = super::HumanComparison {
         /// `R1 vs R2`, `SAGE vs R1`, ...
@@ -197,7 +123,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// Percent agreement and Cohen's kappa on one label.
     pub struct PairAgreement = measures::PairAgreement {
         /// Cases labelled by both.
@@ -209,7 +135,7 @@ mirror! {
 
 // ---- Table 6(b): task-disjoint resampling -----------------------------------------------
 
-mirror! {
+mirror_out! {
     /// SAGE against the first annotator, resampled by task.
     pub struct Resampling = super::Resampling {
         /// The annotator SAGE is compared with (the first).
@@ -220,7 +146,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// One label resampled.
     pub struct ResamplingField = super::ResamplingField {
         /// Percent agreement on all cases.
@@ -231,7 +157,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// The statistic over random task-disjoint halves.
     pub struct PartitionSummary = resample::PartitionSummary {
         partitions: usize,
@@ -244,7 +170,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// The statistic with each task left out in turn.
     pub struct LeaveOneOut = resample::LeaveOneOut {
         tasks: usize,
@@ -258,7 +184,7 @@ mirror! {
 
 // ---- Table 7, Figure 6: subgroups -------------------------------------------------------
 
-mirror! {
+mirror_out! {
     /// One subgroup dimension (framework, base model, deficiency, condition).
     pub struct SubgroupTable = super::SubgroupTable {
         subgroup: String,
@@ -266,7 +192,7 @@ mirror! {
     }
 }
 
-mirror! {
+mirror_out! {
     /// One group of a subgroup dimension.
     pub struct SubgroupRow = super::SubgroupRow {
         group: String,

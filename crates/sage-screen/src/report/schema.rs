@@ -16,81 +16,7 @@
 
 use super as report;
 use crate::{l0, l1, l2, l3};
-use serde::{Deserialize, Serialize};
-
-/// A conversion between a published record and the value it is made from, written both ways
-/// for every record (`Vec` and `Option` element by element).
-pub(crate) trait Conv<T> {
-    fn conv(self) -> T;
-}
-
-macro_rules! as_is {
-    ($($t:ty),*) => {$(
-        impl Conv<$t> for $t {
-            fn conv(self) -> $t {
-                self
-            }
-        }
-    )*};
-}
-as_is!(String, bool, i32, u32, usize, f64);
-
-impl<A: Conv<B>, B> Conv<Vec<B>> for Vec<A> {
-    fn conv(self) -> Vec<B> {
-        self.into_iter().map(Conv::conv).collect()
-    }
-}
-
-impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
-    fn conv(self) -> Option<B> {
-        self.map(Conv::conv)
-    }
-}
-
-/// A published record with the fields of an internal struct, and the conversions both ways.
-macro_rules! mirror {
-    ($(#[$m:meta])* pub struct $name:ident = $internal:ty {
-        $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)?
-    }) => {
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        $(#[$m])*
-        pub struct $name {
-            $( $(#[$fm])* pub $f: $t ),*
-        }
-        impl Conv<$name> for $internal {
-            fn conv(self) -> $name {
-                $name { $( $f: self.$f.conv() ),* }
-            }
-        }
-        impl Conv<$internal> for $name {
-            fn conv(self) -> $internal {
-                type Internal = $internal;
-                Internal { $( $f: self.$f.conv() ),* }
-            }
-        }
-    };
-}
-
-/// A published word list (a unit enum) and the conversions both ways.
-macro_rules! words {
-    ($(#[$m:meta])* pub enum $name:ident = $internal:ty { $($v:ident),* $(,)? }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-        $(#[$m])*
-        pub enum $name { $($v),* }
-        impl Conv<$name> for $internal {
-            fn conv(self) -> $name {
-                type Internal = $internal;
-                match self { $( Internal::$v => $name::$v ),* }
-            }
-        }
-        impl Conv<$internal> for $name {
-            fn conv(self) -> $internal {
-                type Internal = $internal;
-                match self { $( $name::$v => Internal::$v ),* }
-            }
-        }
-    };
-}
+use sage_schema::{from_both, mirror, words};
 
 fn not(b: &bool) -> bool {
     !*b
@@ -108,23 +34,6 @@ mirror! {
         errors: Vec<String>,
         summary: Vec<SummaryRow>,
     }
-}
-
-/// `From` both ways for the records other crates reach: the report itself, and the proposed
-/// anchors that `sage confirm`'s key (`sage.confirm-key/1`) carries.
-macro_rules! from_both {
-    ($($name:ident = $internal:ty;)*) => {$(
-        impl From<$internal> for $name {
-            fn from(v: $internal) -> $name {
-                v.conv()
-            }
-        }
-        impl From<$name> for $internal {
-            fn from(v: $name) -> $internal {
-                v.conv()
-            }
-        }
-    )*};
 }
 
 from_both! {

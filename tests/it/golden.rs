@@ -237,7 +237,7 @@ fn mask_szz(text: &str, tmp: &Path) -> String {
 
 /// `sage szz --format json` with every variant, and `sage szz eval --format json` of a small
 /// dataset on the same repository (one fix absent), pinned as written before the format had
-/// types of its own.
+/// types of its own, except the `schema` line that named each format with them.
 #[test]
 fn szz_on_a_built_repository_gives_its_golden_json() {
     let (r, fix1, fix2) = szz_repo();

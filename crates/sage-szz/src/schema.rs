@@ -93,9 +93,16 @@ macro_rules! words {
 
 // ---- sage szz ----------------------------------------------------------------------------
 
+/// The name of `sage szz --format json`'s format, its first field.
+pub const SZZ_SCHEMA: &str = "sage.szz/1";
+
+/// The name of `sage szz eval --format json`'s format, its first field.
+pub const SZZ_EVAL_SCHEMA: &str = "sage.szz-eval/1";
+
 /// What `sage szz --format json` prints: the repository, the fix and each variant's answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SzzReport {
+    pub schema: &'static str,
     pub repo: String,
     pub fix: String,
     pub results: Vec<SzzResult>,
@@ -104,6 +111,7 @@ pub struct SzzReport {
 impl SzzReport {
     pub fn new(repo: String, fix: String, results: Vec<model::SzzResult>) -> SzzReport {
         SzzReport {
+            schema: SZZ_SCHEMA,
             repo,
             fix,
             results: results.conv(),
@@ -310,18 +318,47 @@ mirror! {
 
 // ---- sage szz eval -----------------------------------------------------------------------
 
-mirror! {
-    /// What `sage szz eval --format json` prints: the whole evaluation.
-    pub struct EvalReport = eval::EvalReport {
-        dataset: String,
-        format: String,
-        fixes_in_dataset: usize,
-        fixes_run: usize,
-        fixes_skipped: usize,
-        missing_repos: Vec<String>,
-        scores: Vec<VariantScore>,
-        cases: Vec<CaseResult>,
-        problems: Vec<String>,
+/// What `sage szz eval --format json` prints: the whole evaluation, named by its first field
+/// (which the internal value does not carry, so the conversion is written out).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalReport {
+    pub schema: &'static str,
+    pub dataset: String,
+    pub format: String,
+    pub fixes_in_dataset: usize,
+    pub fixes_run: usize,
+    pub fixes_skipped: usize,
+    pub missing_repos: Vec<String>,
+    pub scores: Vec<VariantScore>,
+    pub cases: Vec<CaseResult>,
+    pub problems: Vec<String>,
+}
+
+impl From<eval::EvalReport> for EvalReport {
+    fn from(v: eval::EvalReport) -> EvalReport {
+        let eval::EvalReport {
+            dataset,
+            format,
+            fixes_in_dataset,
+            fixes_run,
+            fixes_skipped,
+            missing_repos,
+            scores,
+            cases,
+            problems,
+        } = v;
+        EvalReport {
+            schema: SZZ_EVAL_SCHEMA,
+            dataset,
+            format,
+            fixes_in_dataset,
+            fixes_run,
+            fixes_skipped,
+            missing_repos,
+            scores: scores.conv(),
+            cases: cases.conv(),
+            problems,
+        }
     }
 }
 
@@ -494,7 +531,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&super::EvalReport::from(report)).unwrap(),
-            r#"{"dataset":"d.json","format":"rosa","fixes_in_dataset":2,"fixes_run":1,"fixes_skipped":1,"missing_repos":[],"scores":[],"cases":[{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"hits":0,"status":"skipped","reason":"absent","elapsed_ms":3},{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"selected":"c","hits":0,"status":"failed","error":"bad","elapsed_ms":3,"notes":["n"]}],"problems":["p"]}"#
+            r#"{"schema":"sage.szz-eval/1","dataset":"d.json","format":"rosa","fixes_in_dataset":2,"fixes_run":1,"fixes_skipped":1,"missing_repos":[],"scores":[],"cases":[{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"hits":0,"status":"skipped","reason":"absent","elapsed_ms":3},{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"selected":"c","hits":0,"status":"failed","error":"bad","elapsed_ms":3,"notes":["n"]}],"problems":["p"]}"#
         );
     }
 }

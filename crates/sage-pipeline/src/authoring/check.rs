@@ -554,3 +554,41 @@ fn check_final(c: &mut CaseCheck, case: &Case, h: &ArtefactHistory) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON of the fields `golden__case_check` leaves out (a file's failed and executed
+    /// writes without a reason, a case whose replay failed), pinned as written before the
+    /// format had types of its own.
+    #[test]
+    fn the_json_of_fields_the_golden_run_leaves_out_is_pinned() {
+        let replayed = CaseCheck {
+            dir: "c".into(),
+            replay: Some(ReplayVerdicts {
+                results: vec![],
+                counts: Default::default(),
+                files: vec![FileVerdict {
+                    path: "a.py".into(),
+                    baseline: "none".into(),
+                    verdict: crate::trace_replay::Verdict::Differs.into(),
+                    reason: None,
+                    failed_writes: vec!["turn 2: no match".into()],
+                    executed: vec!["turn 3: verified".into()],
+                }],
+                execution: "on".into(),
+            }),
+            ..CaseCheck::default()
+        };
+        let unreplayed = CaseCheck {
+            dir: "d".into(),
+            problems: vec![problem("w", "f")],
+            ..CaseCheck::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&[replayed, unreplayed]).unwrap(),
+            r#"[{"dir":"c","problems":[],"verified":[],"notes":[],"replay":{"results":[],"counts":{"files":0,"matches":0,"differs":0,"unverifiable":0},"files":[{"path":"a.py","baseline":"none","verdict":"differs","failed_writes":["turn 2: no match"],"executed":["turn 3: verified"]}],"execution":"on"}},{"dir":"d","problems":[{"what":"w","fix":"f"}],"verified":[],"notes":[]}]"#
+        );
+    }
+}

@@ -1556,3 +1556,58 @@ fn the_szz_formats_are_their_own_types() {
         "fn run_one() {\n    #[derive(serde::Serialize)]\n    struct Out<'a> {\n        results: &'a [SzzResult],\n    }\n}\n"
     ));
 }
+
+/// `sage case check`'s JSON (`sage.case-check/1`, issue 30): the check's values in
+/// `authoring/check.rs` (the case's check, its problems, replay verdicts and file verdicts)
+/// derive no serde at all; only their records in `authoring/check/schema.rs` say what is
+/// printed, with a file's verdict and the counts as `sage.replay/1` publishes them. The CLI
+/// prints the report's record and builds no JSON of the check by hand.
+#[test]
+fn the_case_check_format_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src/authoring");
+    let read = |p: &Path| library_part(&std::fs::read_to_string(p).unwrap());
+    let bad = serde_outside_schema(&read(&src.join("check.rs")));
+    assert!(
+        bad.is_empty(),
+        "authoring/check.rs serializes outside authoring/check/schema.rs (add the field to its \
+         published record there): {bad:?}"
+    );
+    let schema = schema_sources(&read(&src.join("check/schema.rs")));
+    for name in ["CaseCheck", "Problem", "ReplayVerdicts", "FileVerdict"] {
+        assert!(
+            schema
+                .lines()
+                .any(|l| l.contains(&format!("pub struct {name} = check::{name} {{"))),
+            "authoring/check/schema.rs converts from {name}"
+        );
+    }
+    let sources: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .filter(|p| !p.ends_with("schema.rs"))
+        .map(|p| (p.display().to_string(), read(&p)))
+        .collect();
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage case check's JSON publishes through authoring/check/schema.rs derive \
+         serde of their own: {bad:?}"
+    );
+    // the check's JSON in the CLI is the report's record, not a map written there
+    let cli = read(&Path::new(ROOT).join("src/cli/case.rs"));
+    let by_hand = |text: &str| text.contains("\"with_problems\"") || text.contains("\"cases\":");
+    assert!(
+        !by_hand(&cli) && cli.contains("CaseCheckReport::new("),
+        "src/cli/case.rs writes the check's JSON by hand: print check::schema::CaseCheckReport"
+    );
+    // planted: the file verdict deriving Serialize again, with a field attribute, is caught in
+    // check.rs and by the mirror; the CLI's old map is caught
+    let planted = "/// One file's verdict.\n#[derive(Debug, Clone, serde::Serialize)]\npub struct FileVerdict {\n    #[serde(skip_serializing_if = \"Option::is_none\")]\n    pub reason: Option<String>,\n}\n";
+    assert_eq!(serde_outside_schema(planted).len(), 2);
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &[("check.rs".to_string(), planted.to_string())]),
+        vec!["check.rs: FileVerdict".to_string()]
+    );
+    assert!(by_hand(
+        "let json = || {\n    serde_json::json!({\n        \"cases\": checks,\n        \"with_problems\": n_bad,\n    })\n};\n"
+    ));
+}

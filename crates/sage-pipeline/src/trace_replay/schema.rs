@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 /// A conversion from a value of the replay to its published record (`Vec` and `Option`
 /// element by element).
-trait Conv<T> {
+pub(crate) trait Conv<T> {
     fn conv(self) -> T;
 }
 
@@ -68,6 +68,9 @@ macro_rules! mirror {
         }
     };
 }
+
+// `sage.case-check/1` (`crate::authoring::check::schema`) is written with the same macro.
+pub(crate) use mirror;
 
 mirror! {
     /// The replay of one trace.

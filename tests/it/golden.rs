@@ -343,7 +343,7 @@ fn replays_of_the_bundled_corpus_are_golden() {
 /// Aider case with a problem (an anchor on a file the trace never touches) and a constructed
 /// AG2 case whose final file is its own (a replay that differs). Commands are not executed
 /// (`--no-execute`), as in the replays above; nothing else is volatile. Pinned as written
-/// before the format had types of its own.
+/// before the format had types of its own, except the `schema` line that named it with them.
 #[test]
 fn case_check_of_the_bundled_corpus_is_golden() {
     let out = Command::cargo_bin("sage")

@@ -13,10 +13,14 @@ use super as check;
 use crate::trace_replay::schema::{mirror, Conv, Counts, Verdict};
 use serde::Serialize;
 
+/// The name of `sage case check --format json`'s format, its first field.
+pub const CASE_CHECK_SCHEMA: &str = "sage.case-check/1";
+
 /// What `sage case check --format json` prints: each case's check, how many were checked and
 /// how many have problems.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseCheckReport {
+    pub schema: &'static str,
     pub cases: Vec<CaseCheck>,
     pub checked: usize,
     pub with_problems: usize,
@@ -25,6 +29,7 @@ pub struct CaseCheckReport {
 impl CaseCheckReport {
     pub fn new(checks: Vec<check::CaseCheck>) -> CaseCheckReport {
         CaseCheckReport {
+            schema: CASE_CHECK_SCHEMA,
             checked: checks.len(),
             with_problems: checks.iter().filter(|c| !c.problems.is_empty()).count(),
             cases: checks.conv(),

@@ -356,8 +356,14 @@ fn data_overrides(limits: sage_trace::safe::Limits) -> RunConfig {
     RunConfig {
         rules: sage_pipeline::Rules {
             adapters: sage_adapters::Rules {
-                kinds: std::sync::Arc::new(kinds.unwrap_or_default()),
-                detect: std::sync::Arc::new(detect.unwrap_or_default()),
+                kinds: kinds.map_or_else(
+                    || sage_adapters::kinds::Classifier::embedded_arc().clone(),
+                    std::sync::Arc::new,
+                ),
+                detect: detect.map_or_else(
+                    || sage_adapters::rules::DetectRules::embedded_arc().clone(),
+                    std::sync::Arc::new,
+                ),
                 limits,
             },
             workspace_roots,
@@ -472,8 +478,8 @@ pub fn build_run(
     use sage_judge::spec::{JudgeOptions, JudgeSession};
     use std::sync::Arc;
     let lex = match lexicon {
-        Some(p) => Lexicon::load(p)?,
-        None => Lexicon::embedded(),
+        Some(p) => Arc::new(Lexicon::load(p)?),
+        None => Lexicon::embedded_shared(),
     };
     let injection = Arc::new(match injection_rules {
         Some(p) => sage_judge::injection::Rules::load(p)?,
@@ -481,13 +487,17 @@ pub fn build_run(
     });
     let mut opts = sage_pipeline::localize::Options {
         injection: injection.clone(),
-        lexicon: Arc::new(lex.clone()),
+        lexicon: lex.clone(),
         judges: Vec::new(),
         runs: flags.runs,
         max_attempts: flags.max_attempts,
+        // set below, once the judges have said what they prefer
+        concurrency: sage_judge::concurrent::DEFAULT_CONCURRENCY,
+        progress: None,
+        stats: None,
         shard: flags.shard,
+        follow_links: false,
         rules: run_config.rules.clone(),
-        ..Default::default()
     };
     let specs: Vec<String> = if judges.is_empty() {
         vec!["lexicon".into()]

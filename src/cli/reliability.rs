@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 use sage_pipeline::from_results::report_input;
 use sage_pipeline::results::{ResultSet, RESULTS_VERSION};
 use sage_reliability::annotations::parse_annotations;
-use sage_reliability::report::{build, figure5_svg, figure6_svg, markdown, Annotations};
+use sage_reliability::report::{build, figure5_svg, figure6_svg, markdown, schema, Annotations};
 use sage_reliability::Level;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -124,7 +124,10 @@ pub fn run(args: ReliabilityArgs) -> Result<super::ExitStatus> {
             }
             t
         },
-        || serde_json::to_value(&report).unwrap_or_default(),
+        || {
+            serde_json::to_value(schema::ReliabilityReport::from(report.clone()))
+                .unwrap_or_default()
+        },
     );
     if let Err(e) = printed {
         errln!("sage: error: {e:#}");
@@ -262,7 +265,7 @@ pub fn write_outputs(
     write("reliability.md", markdown(report))?;
     write(
         "reliability.json",
-        serde_json::to_string_pretty(report)? + "\n",
+        serde_json::to_string_pretty(&schema::ReliabilityReport::from(report.clone()))? + "\n",
     )?;
     write("figure5.svg", figure5_svg(report))?;
     write("figure6.svg", figure6_svg(report))?;

@@ -1436,6 +1436,149 @@ fn every_child_process_goes_through_the_bounded_runner() {
     );
 }
 
+/// `sage.reliability/1` (issue 30): the report's values (`report.rs`), the measures
+/// (`measures.rs`) and the resampling summaries (`resample.rs`) derive no serde; only their
+/// records in sage-reliability's `report/schema.rs` say what `reliability.json` holds. Nothing
+/// reads the format back, so the CLI converts the report (`From`) and nothing goes `into` the
+/// schema.
+#[test]
+fn the_published_reliability_format_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-reliability/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    for file in ["report.rs", "measures.rs", "resample.rs"] {
+        let bad = serde_outside_schema(&read(file));
+        assert!(
+            bad.is_empty(),
+            "sage-reliability's {file} serializes outside report/schema.rs (add the field to \
+             its published record there): {bad:?}"
+        );
+    }
+    // Every internal type the schema mirrors, wherever in the crate it is defined (the level
+    // of an alpha is in stats.rs, which deserializes it for the reference vectors), derives no
+    // Serialize of its own.
+    let schema = read("report/schema.rs");
+    let sources: Vec<(String, String)> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| !e.path().ends_with("schema.rs"))
+        .map(|e| {
+            let text = library_part(&std::fs::read_to_string(e.path()).unwrap());
+            (e.path().display().to_string(), text)
+        })
+        .collect();
+    assert!(sources.len() > 5, "{}", sources.len());
+    for name in [
+        "ReliabilityReport",
+        "ConsistencySection",
+        "Consistency",
+        "Share",
+        "Coefficient",
+        "ScoreDifferences",
+        "HumanComparison",
+        "PairAgreement",
+        "Resampling",
+        "ResamplingField",
+        "PartitionSummary",
+        "LeaveOneOut",
+        "SubgroupTable",
+        "SubgroupRow",
+    ] {
+        assert!(schema.contains(&format!("pub struct {name} = ")), "{name}");
+    }
+    assert!(schema.contains("pub enum Level = stats::Level {"));
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.reliability/1 publishes through report/schema.rs derive serde of \
+         their own: {bad:?}"
+    );
+    // planted: a share deriving Serialize again, with a field attribute, is caught in
+    // measures.rs and by the mirror, and so is the level; the level deserialized for the
+    // reference vectors, and a type the schema does not mirror, are not
+    let planted = "/// A count.\n#[derive(Debug, Clone, Copy, PartialEq, Serialize)]\npub struct Share {\n    #[serde(rename = \"n\")]\n    pub count: usize,\n}\n#[derive(Serialize)]\npub struct OriginRating;\n";
+    assert_eq!(serde_outside_schema(planted).len(), 3);
+    let schema = "mirror! {\n    pub struct Share = measures::Share {\n        count: usize,\n    }\n}\nwords! {\n    pub enum Level = stats::Level {\n        Nominal,\n    }\n}\n";
+    let sources = vec![
+        ("measures.rs".to_string(), planted.to_string()),
+        (
+            "stats.rs".to_string(),
+            "#[derive(Debug, Clone, Copy, Deserialize)]\n#[serde(rename_all = \"lowercase\")]\npub enum Level {\n    Nominal,\n}\n".to_string(),
+        ),
+        (
+            "stats2.rs".to_string(),
+            "#[derive(Clone, Copy, Serialize)]\npub enum Level {\n    Nominal,\n}\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        mirrored_types_with_serde(schema, &sources),
+        vec![
+            "measures.rs: Share".to_string(),
+            "stats2.rs: Level".to_string()
+        ]
+    );
+}
+
+/// `sage.annotation-packet/1` (issue 30): in `annotate.rs` the key serializes only through its
+/// published record in `annotate/schema.rs` (`#[serde(into, from)]`: `sage annotate import
+/// --key` reads keys back) and nothing else derives serde; the packets are written as the
+/// schema's `Packets`, and every type the schema mirrors derives no serde of its own.
+#[test]
+fn the_published_annotation_packets_are_their_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src");
+    let read = |rel: &str| library_part(&std::fs::read_to_string(src.join(rel)).unwrap());
+    let annotate = read("annotate.rs");
+    let bad = serde_outside_schema(&annotate);
+    assert!(
+        bad.is_empty(),
+        "annotate.rs serializes outside annotate/schema.rs (add the field to its published \
+         record there): {bad:?}"
+    );
+    assert!(
+        annotate
+            .contains("#[serde(into = \"schema::Key\", from = \"schema::Key\")]\npub struct Key {"),
+        "annotate.rs's Key must serialize through annotate/schema.rs"
+    );
+    let schema = read("annotate/schema.rs");
+    for name in [
+        "Packet",
+        "PacketWrite",
+        "PacketTurn",
+        "PacketFinalState",
+        "Key",
+    ] {
+        assert!(
+            schema.contains(&format!("pub struct {name} = annotate::{name} {{")),
+            "annotate/schema.rs mirrors {name}"
+        );
+    }
+    assert!(schema.contains("pub struct Packets {"));
+    let sources: Vec<(String, String)> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| !e.path().ends_with("schema.rs"))
+        .map(|e| {
+            let text = library_part(&std::fs::read_to_string(e.path()).unwrap());
+            (e.path().display().to_string(), text)
+        })
+        .collect();
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.annotation-packet/1 publishes through annotate/schema.rs derive serde \
+         of their own: {bad:?}"
+    );
+    // planted: a packet deriving serde again, with a field attribute, is caught in
+    // annotate.rs and by the mirror; the key through the schema is not
+    let planted = "/// One case.\n#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]\npub struct Packet {\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub anchor_fragment: Option<String>,\n}\n#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]\n#[serde(into = \"schema::Key\", from = \"schema::Key\")]\npub struct Key {}\n";
+    assert_eq!(serde_outside_schema(planted).len(), 2);
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &[("annotate.rs".to_string(), planted.to_string())]),
+        vec!["annotate.rs: Packet".to_string()]
+    );
+}
+
 /// The internal types a `schema` module converts from, whether with [`mirrored_types_with_serde`]'s
 /// `pub struct Name = path::Type {` line or by a hand-written `impl From<path::Type> for`
 /// (an enum whose variants carry data), as that function's lines.

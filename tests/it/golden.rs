@@ -337,6 +337,48 @@ fn replays_of_the_bundled_corpus_are_golden() {
     );
 }
 
+/// `sage reliability` (`sage.reliability/1`, issue 30): `reliability.json` and Table 6-7 as
+/// Markdown of two inputs. The results of the bundled corpus written by main
+/// (`tests/fixtures/results-main`: one judge, no annotations, so the report says why its
+/// tables are empty), and the inputs of `reliability.rs` (two runs of one judge, a second
+/// judge, two annotators), which fill every record of the format: consistency, agreement with
+/// humans, resampling and subgroups. What `--format json` prints is the same document.
+#[test]
+fn reliability_reports_are_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = |name: &str, sets: &[PathBuf], annotations: Option<&Path>| {
+        let out = tmp.path().join(name);
+        let mut cmd = Command::cargo_bin("sage").unwrap();
+        cmd.current_dir(ROOT).arg("reliability").args(sets);
+        if let Some(a) = annotations {
+            cmd.arg("--annotations").arg(a);
+        }
+        let printed = cmd
+            .arg("--out")
+            .arg(&out)
+            .args(["--format", "json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let json = read(&out.join("reliability.json"));
+        assert_eq!(String::from_utf8(printed).unwrap(), json, "{name}");
+        let tmp_dir = tmp.path().display().to_string();
+        (
+            json.replace(&tmp_dir, "[TMP]"),
+            read(&out.join("reliability.md")).replace(&tmp_dir, "[TMP]"),
+        )
+    };
+    let corpus = [PathBuf::from("tests/fixtures/results-main/results.json")];
+    let (json, _) = report("corpus", &corpus, None);
+    snapshot("reliability_corpus_json", &json);
+    let (sets, ann) = crate::reliability::two_runs_two_annotators(tmp.path());
+    let (json, md) = report("two-judges", &sets, Some(&ann));
+    snapshot("reliability_two_judges_json", &json);
+    snapshot("reliability_two_judges_md", &md);
+}
+
 /// `sage case check --format json` (issue 30) of three cases of the bundled corpus, run from
 /// `corpora/` so each case's folder is relative: a real SWE-agent case of SusVibes (views that
 /// agree, a replay equal to the final file, unverifiable files the trace made), a constructed

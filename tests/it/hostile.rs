@@ -526,7 +526,7 @@ fn the_default_request_deadline_is_finite() {
     assert!(p.deadline <= Duration::from_secs(600));
     let s =
         sage_llm::LlmSettings::from_env(sage_llm::Provider::OpenAi, "m", &sage_llm::Env::default());
-    assert!(s.max_reply_bytes <= 64 << 20);
+    assert!(s.max_reply_bytes.get() <= 64 << 20);
 }
 
 #[test]

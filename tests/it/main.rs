@@ -9,8 +9,8 @@
 //! - `architecture`: the invariants of `docs/architecture.md`
 //! - `susvibes`: the real SusVibes traces of ../shared (claude-stream adapter, `sage case`)
 //! - `golden`: the bundled corpus's results, SARIF, Table 5 and HTML, pinned (issue 30)
-//! - `results_compat`, `screen_compat`: results and screen files written before their
-//!   published types still read
+//! - `results_compat`, `screen_compat`, `confirm_key_compat`, `annotate_key_compat`: results,
+//!   screen reports and keys written before their published types still read
 //! - `corpus`, `localize`, `judges`, `screen`, `reliability`, `agree`, `szz`, `view`,
 //!   `case_authoring`: one subcommand each
 //! - `local_judge`: a real model (llama-server) as the judge; `hostile`: attack tests
@@ -23,6 +23,7 @@ mod adapters_detect;
 mod adapters_events;
 mod adapters_formats;
 mod agree;
+mod annotate_key_compat;
 mod architecture;
 mod case_authoring;
 mod cli;

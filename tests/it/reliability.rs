@@ -4,7 +4,7 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn sage() -> Command {
     Command::cargo_bin("sage").expect("binary")
@@ -76,12 +76,12 @@ fn write_json(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_string_pretty(v).expect("json")).expect("write");
 }
 
-#[test]
-fn report_from_two_runs_and_two_annotators() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let run1 = dir.path().join("run1.json");
-    let run2 = dir.path().join("run2.json");
-    let other = dir.path().join("other.json");
+/// Two runs of one judge, a second judge and two annotators' labels, written into `dir`: the
+/// result sets, then the annotation CSV (also the input of the golden report, `golden.rs`).
+pub(crate) fn two_runs_two_annotators(dir: &Path) -> ([PathBuf; 3], PathBuf) {
+    let run1 = dir.join("run1.json");
+    let run2 = dir.join("run2.json");
+    let other = dir.join("other.json");
     let set = result_set("llm-a", 0, |_| 0);
     write_json(&run1, &set);
     // Separate invocation, same judge and run index: counted as run 1. It differs from the
@@ -106,12 +106,21 @@ fn report_from_two_runs_and_two_annotators() {
             csv.push_str(&format!("{id},R2,{prov},cannot-determine\n"));
         }
     }
-    let ann = dir.path().join("ann.csv");
+    let ann = dir.join("ann.csv");
     std::fs::write(&ann, csv).expect("write");
+    ([run1, run2, other], ann)
+}
+
+#[test]
+fn report_from_two_runs_and_two_annotators() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (sets, ann) = two_runs_two_annotators(dir.path());
+    let set = result_set("llm-a", 0, |_| 0);
+    let results = set["results"].as_array().expect("results");
     let out = dir.path().join("report");
     sage()
         .arg("reliability")
-        .args([&run1, &run2, &other])
+        .args(&sets)
         .arg("--annotations")
         .arg(&ann)
         .arg("--out")

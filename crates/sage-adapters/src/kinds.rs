@@ -45,7 +45,7 @@ struct KindsFile {
 
 /// The embedded classifier, compiled once (a cache of embedded data, not configuration: a
 /// user's `SAGE_TURN_KINDS` file is a value the caller passes).
-static EMBEDDED: OnceLock<Classifier> = OnceLock::new();
+static EMBEDDED: OnceLock<std::sync::Arc<Classifier>> = OnceLock::new();
 
 /// The compiled classifier.
 #[derive(Debug, Clone)]
@@ -158,6 +158,22 @@ impl Default for Classifier {
 }
 
 impl Classifier {
+    /// Compile now the lists every ASCII turn is classified by (a caller warms them on a
+    /// thread of its own while it reads a trace); the Unicode sets stay for the text that
+    /// needs them.
+    pub fn warm(&self) {
+        for a in [
+            &self.tests,
+            &self.runs,
+            &self.inspects,
+            &self.diffs,
+            &self.edits,
+            &self.edit_failed,
+        ] {
+            a.ascii.warm();
+        }
+    }
+
     /// Parse a classifier file; the error names the file and the bad entry.
     pub fn parse(text: &str, source: &str) -> Result<Classifier, KindsError> {
         Self::parse_file(text, source, true).map_err(KindsError)
@@ -201,7 +217,13 @@ impl Classifier {
 
     /// The embedded classifier, compiled once per process and shared.
     pub fn embedded_shared() -> &'static Classifier {
-        EMBEDDED.get_or_init(Classifier::embedded)
+        Self::embedded_arc()
+    }
+
+    /// The embedded classifier as a run's configuration holds it: shared, not copied (its
+    /// patterns are compiled once, whichever holder asks first).
+    pub fn embedded_arc() -> &'static std::sync::Arc<Classifier> {
+        EMBEDDED.get_or_init(|| std::sync::Arc::new(Classifier::embedded()))
     }
 
     fn any(res: &AnyOf, text: &str) -> bool {

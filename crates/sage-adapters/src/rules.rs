@@ -258,7 +258,7 @@ pub struct DetectRules {
 
 /// The embedded rules, parsed once (a cache of embedded data, not configuration: a user's
 /// `SAGE_DETECT_RULES` file is a value the caller passes, in [`Rules::detect`]).
-static EMBEDDED: std::sync::OnceLock<DetectRules> = std::sync::OnceLock::new();
+static EMBEDDED: std::sync::OnceLock<std::sync::Arc<DetectRules>> = std::sync::OnceLock::new();
 
 impl DetectRules {
     /// Parse a rules file; `origin` names it in errors.
@@ -321,11 +321,17 @@ impl DetectRules {
 
     /// The embedded rules (`mappings/detect.toml`).
     pub fn embedded() -> &'static DetectRules {
+        Self::embedded_arc()
+    }
+
+    /// The embedded rules as a run's configuration holds them: shared, not copied.
+    pub fn embedded_arc() -> &'static std::sync::Arc<DetectRules> {
         EMBEDDED.get_or_init(|| {
             let origin = "mappings/detect.toml (embedded)";
             serde_json::from_str(DEFAULT_DETECT_RULES_JSON)
                 .map_err(|e| AdapterError::new(origin, None, e.to_string()))
                 .and_then(|r| DetectRules::checked(r, origin))
+                .map(std::sync::Arc::new)
                 .unwrap_or_else(|e| panic!("embedded detection rules are invalid: {e}"))
         })
     }
@@ -353,7 +359,7 @@ impl Default for DetectRules {
 /// (`SAGE_MAX_INPUT_MB`, `SAGE_CASE_ROOTS`). Built once by the CLI and passed down by
 /// reference (in [`crate::NormalizeOptions::rules`] and the pipeline's options); the default
 /// is the embedded data and the default limits. Cloning is cheap.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Rules {
     /// The turn classifier.
     pub kinds: std::sync::Arc<crate::kinds::Classifier>,
@@ -361,6 +367,17 @@ pub struct Rules {
     pub detect: std::sync::Arc<DetectRules>,
     /// The size limit of an input file and the folders a case may point into.
     pub limits: sage_trace::safe::Limits,
+}
+
+impl Default for Rules {
+    /// The embedded classifier and rules, shared with every other default (not copied).
+    fn default() -> Self {
+        Rules {
+            kinds: crate::kinds::Classifier::embedded_arc().clone(),
+            detect: DetectRules::embedded_arc().clone(),
+            limits: Default::default(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -119,17 +119,18 @@ struct Job {
 /// throughput at one core's worth of prompt building however many requests are in flight.
 /// Without a multi-thread tokio runtime (a plain executor, as in unit tests) there is one
 /// driver on the calling thread.
-async fn run_drivers<F, Fut, T>(concurrency: usize, drive: &F) -> Vec<T>
+async fn run_drivers<F, Fut, T>(concurrency: NonZeroUsize, drive: &F) -> Vec<T>
 where
-    F: Fn(usize) -> Fut + Sync,
+    F: Fn(NonZeroUsize) -> Fut + Sync,
     Fut: Future<Output = Vec<T>>,
     T: Send,
 {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
     let drivers = cores.min(concurrency);
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(h)
-            if drivers > 1 && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+            if drivers.get() > 1
+                && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
         {
             h
         }
@@ -139,10 +140,13 @@ where
     // this thread while the drivers run.
     tokio::task::block_in_place(|| {
         std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..drivers)
+            let threads: Vec<_> = (0..drivers.get())
                 .map(|i| {
-                    // slots shared out as evenly as possible, summing to `concurrency`
-                    let slots = concurrency / drivers + usize::from(i < concurrency % drivers);
+                    // slots shared out as evenly as possible, summing to `concurrency`: each
+                    // driver at least one, as there are no more drivers than slots
+                    let slots =
+                        concurrency.get() / drivers + usize::from(i < concurrency.get() % drivers);
+                    let slots = NonZeroUsize::new(slots).unwrap_or(NonZeroUsize::MIN);
                     let h = handle.clone();
                     scope.spawn(move || h.block_on(drive(slots)))
                 })
@@ -226,7 +230,7 @@ pub async fn score_traces_concurrently(
         let i = next.fetch_add(1, Ordering::Relaxed);
         jobs.get(i).copied()
     };
-    let drive = |slots: usize| {
+    let drive = |slots: NonZeroUsize| {
         futures::stream::iter(std::iter::from_fn(take))
             .map(|job| {
                 let judge = judges[job.judge].as_ref();
@@ -293,10 +297,10 @@ pub async fn score_traces_concurrently(
                     }
                 }
             })
-            .buffer_unordered(slots.max(1))
+            .buffer_unordered(slots.get())
             .collect::<Vec<(Job, Option<TurnOutcome>)>>()
     };
-    let results = run_drivers(opts.concurrency.get(), &drive).await;
+    let results = run_drivers(opts.concurrency, &drive).await;
     if let Some(b) = bar {
         b.finish();
     }

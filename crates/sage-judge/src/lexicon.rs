@@ -147,7 +147,13 @@ pub struct LexiconError {
 impl Lexicon {
     /// The embedded default lexicon (read once per process; each call returns a copy).
     pub fn embedded() -> Lexicon {
-        static EMBEDDED: std::sync::OnceLock<Lexicon> = std::sync::OnceLock::new();
+        Lexicon::clone(&Lexicon::embedded_shared())
+    }
+
+    /// The embedded lexicon, parsed once per process and shared (a copy costs as much as a
+    /// parse of its word lists).
+    pub fn embedded_shared() -> std::sync::Arc<Lexicon> {
+        static EMBEDDED: std::sync::OnceLock<std::sync::Arc<Lexicon>> = std::sync::OnceLock::new();
         EMBEDDED
             .get_or_init(|| {
                 let lex = serde_json::from_str(DEFAULT_LEXICON_JSON).map_err(|e| LexiconError {
@@ -157,6 +163,7 @@ impl Lexicon {
                 lex.and_then(|l| {
                     Lexicon::checked(l, "crates/sage-judge/rubrics/lexicon.toml (embedded)")
                 })
+                .map(std::sync::Arc::new)
                 .expect("the embedded lexicon is valid (checked by a unit test)")
             })
             .clone()
@@ -349,16 +356,17 @@ struct Flags {
 /// The offline lexicon judge.
 #[derive(Debug, Clone)]
 pub struct LexiconJudge {
-    lexicon: Lexicon,
+    /// Shared, not copied: a run's judges and its origin rule read the same lexicon.
+    lexicon: std::sync::Arc<Lexicon>,
     /// Compiled when the judge first scores (a judge made and never asked costs nothing).
     compiled: std::sync::OnceLock<Compiled>,
 }
 
 impl LexiconJudge {
-    pub fn new(lexicon: Lexicon) -> Self {
+    pub fn new(lexicon: impl Into<std::sync::Arc<Lexicon>>) -> Self {
         LexiconJudge {
             compiled: std::sync::OnceLock::new(),
-            lexicon,
+            lexicon: lexicon.into(),
         }
     }
 
@@ -367,7 +375,7 @@ impl LexiconJudge {
     }
 
     pub fn embedded() -> Self {
-        LexiconJudge::new(Lexicon::embedded())
+        LexiconJudge::new(Lexicon::embedded_shared())
     }
 
     pub fn lexicon(&self) -> &Lexicon {
@@ -615,6 +623,10 @@ impl Judge for LexiconJudge {
 
     fn deterministic(&self) -> bool {
         true
+    }
+
+    fn warm(&self) {
+        self.compiled();
     }
 }
 

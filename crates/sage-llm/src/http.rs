@@ -40,7 +40,8 @@ pub struct RetryPolicy {
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
 
 /// The default cap on one reply's body: a judgment is a few KiB, a model list a few hundred.
-pub const DEFAULT_MAX_REPLY_BYTES: u64 = 32 << 20;
+pub const DEFAULT_MAX_REPLY_BYTES: std::num::NonZeroU64 =
+    std::num::NonZeroU64::new(32 << 20).unwrap();
 
 /// How many times a reply's cap a batch result file may be (it holds every answer of a batch).
 pub const BATCH_FILE_FACTOR: u64 = 16;
@@ -145,7 +146,7 @@ impl Transport {
         retry: RetryPolicy,
         stats: Arc<RunStats>,
         secrets: Vec<String>,
-        max_reply_bytes: u64,
+        max_reply_bytes: std::num::NonZeroU64,
     ) -> Result<Transport, LlmError> {
         install_crypto_provider();
         // Registered once for the whole process: scrubbed from everything sage writes.
@@ -164,7 +165,7 @@ impl Transport {
             retry,
             stats,
             deadline: retry.deadline,
-            max_reply_bytes: max_reply_bytes.max(1),
+            max_reply_bytes: max_reply_bytes.get(),
         })
     }
 

@@ -93,20 +93,19 @@ pub struct LlmSettings {
     pub cache_prompt: bool,
     /// The cap on one reply's body, in bytes: `SAGE_MAX_REPLY_MB` of the environment given
     /// ([`max_reply_bytes`]), else [`crate::http::DEFAULT_MAX_REPLY_BYTES`].
-    pub max_reply_bytes: u64,
+    pub max_reply_bytes: std::num::NonZeroU64,
 }
 
 /// The reply cap `env` sets (`SAGE_MAX_REPLY_MB`, mebibytes): the default when unset; an
 /// error when set to anything but a positive number (the CLI names it; the default holds).
-pub fn max_reply_bytes(env: &Env) -> Result<u64, &'static str> {
+pub fn max_reply_bytes(env: &Env) -> Result<std::num::NonZeroU64, &'static str> {
     match env.var("SAGE_MAX_REPLY_MB") {
         None => Ok(crate::http::DEFAULT_MAX_REPLY_BYTES),
         Some(v) => v
             .trim()
-            .parse::<u64>()
+            .parse::<std::num::NonZeroU64>()
             .ok()
-            .filter(|n| *n > 0)
-            .map(|n| n.saturating_mul(1 << 20))
+            .map(|n| n.saturating_mul(std::num::NonZeroU64::new(1 << 20).unwrap()))
             .ok_or("not a positive number"),
     }
 }

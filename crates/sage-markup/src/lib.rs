@@ -67,20 +67,26 @@ pub fn terminal(s: &str) -> Cow<'_, str> {
 }
 
 /// Whether [`terminal`] would change `s`: eight bytes at a time while they are all
-/// printable ASCII (megabytes of JSON are almost all such), then byte by byte; only other
-/// characters are decoded.
+/// printable ASCII, newline or tab (megabytes of pretty JSON are almost all such), then byte
+/// by byte; only other characters are decoded.
 fn has_unsafe(s: &str) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = !HIGH;
+    // per byte, exactly (no carry leaves a byte): the high bit set where the byte is zero
+    let zero = |x: u64| !(((x & LOW7).wrapping_add(LOW7)) | x) & HIGH;
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
         if let Some(word) = b.get(i..i + 8) {
             let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
-            // a byte below 0x20 (exact for "any": borrows only follow a true one) …
-            let low = w.wrapping_sub(0x20 * ONES) & !w & HIGH;
+            // a byte below 0x20 (its low seven bits plus 0x60 do not reach 0x80, its high
+            // bit clear) that is neither a newline nor a tab …
+            let low = !((w & LOW7).wrapping_add(0x60 * ONES)) & !w & HIGH;
+            let low =
+                low & !zero(w ^ (u64::from(b'\n') * ONES)) & !zero(w ^ (u64::from(b'\t') * ONES));
             // … or of 0x7f and above: its high bit, or its low seven bits all ones
-            let high = (w | (w & !HIGH).wrapping_add(ONES)) & HIGH;
+            let high = (w | (w & LOW7).wrapping_add(ONES)) & HIGH;
             if low | high == 0 {
                 i += 8;
                 continue;
@@ -469,6 +475,25 @@ mod tests {
                     .chars()
                     .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c));
                 assert_eq!(has_unsafe(&s), by_char, "{s:?}");
+            }
+        }
+        // two of them in one word, at every pair of offsets (a newline or a tab beside a
+        // control character is the case the word test must not wave through)
+        let ascii: Vec<char> = specials.iter().copied().filter(char::is_ascii).collect();
+        for at in 0..9 {
+            for gap in 1..9 {
+                for &c in &ascii {
+                    for &d in &ascii {
+                        let mut s: Vec<char> = "abcdefghijklmnopq".chars().collect();
+                        s[at] = c;
+                        s[at + gap] = d;
+                        let s: String = s.into_iter().collect();
+                        let by_char = s
+                            .chars()
+                            .any(|c| c != '\n' && c != '\t' && is_unsafe_char(c));
+                        assert_eq!(has_unsafe(&s), by_char, "{s:?}");
+                    }
+                }
             }
         }
     }

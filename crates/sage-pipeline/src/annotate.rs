@@ -17,6 +17,8 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod schema;
+
 /// Version tag of the packets file and the key.
 pub const PACKET_VERSION: &str = "sage.annotation-packet/1";
 
@@ -27,19 +29,18 @@ pub fn packet_id(case_id: &str) -> String {
 }
 
 /// One write of the artefact history as an annotator sees it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PacketWrite {
     pub write: usize,
     pub turn: usize,
     pub artefact: String,
     /// Unified diff of the artefact before → after the write (empty when it failed).
     pub diff: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
 }
 
 /// One turn of the trace as text.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PacketTurn {
     pub turn: usize,
     pub actor: String,
@@ -48,12 +49,11 @@ pub struct PacketTurn {
 }
 
 /// Everything an annotator gets for one case.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Packet {
     pub packet_id: String,
     pub task: String,
     pub anchor_artefact: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor_fragment: Option<String>,
     pub anchor_category: String,
     pub anchor_cwe: String,
@@ -63,13 +63,12 @@ pub struct Packet {
     pub writes: Vec<PacketWrite>,
     /// Final states recorded outside the turns (the trace's submission, the case's final
     /// file), as diffs from the baseline: no turn's write.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub final_states: Vec<PacketFinalState>,
     pub turns: Vec<PacketTurn>,
 }
 
 /// A recorded final state in a packet.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PacketFinalState {
     pub artefact: String,
     pub source: String,
@@ -328,6 +327,7 @@ pub(crate) fn packet_text(p: &Packet) -> String {
 
 /// The key of an export: packet id → case id. Kept by the study lead, not sent.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(into = "schema::Key", from = "schema::Key")]
 pub struct Key {
     pub version: String,
     pub annotator: String,
@@ -430,17 +430,17 @@ pub fn export(set: &ResultSet, opts: &ExportOptions) -> Result<ExportReport, Ann
         std::fs::write(&tp, sage_llm::secrets::scrubbed(packet_text(p))).map_err(|e| io(&tp, e))?;
     }
     w.flush().map_err(|e| io(&sheet_path, e))?;
+    report.packets = packets.len();
     let pj = dir.join("packets.json");
-    let doc = serde_json::json!({"version": PACKET_VERSION, "annotator": opts.annotator, "packets": packets});
+    let doc = schema::Packets::new(&opts.annotator, packets);
     std::fs::write(&pj, crate::sink::pretty(&doc)).map_err(|e| io(&pj, e))?;
     let kp = opts.out.join("key.json");
     std::fs::write(&kp, crate::sink::pretty(&key)).map_err(|e| io(&kp, e))?;
-    report.packets = packets.len();
     Ok(report)
 }
 
 /// One validated row of a filled sheet.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Annotation {
     pub case_id: String,
     pub annotator: String,

@@ -5,11 +5,10 @@
 use crate::stats::{alpha_coded, invalid, Coded, Level, StatError};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// Everything KALPHA computes before its bootstrap loop.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KalphaSetup {
     pub alpha: f64,
     /// Expected disagreement D_e = Σ n_c n_k δ² / (n (n - 1)).
@@ -33,7 +32,7 @@ pub struct KalphaSetup {
 }
 
 /// The bootstrap's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BootstrapResult {
     pub alpha: f64,
     pub confidence: f64,

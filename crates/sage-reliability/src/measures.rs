@@ -9,7 +9,6 @@ use crate::stats::{
     alpha_coded, cohen_kappa, percent_agreement, AgreementWeights, Coded, KappaWeights, Label,
     Level, Scores, StatError,
 };
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The four scores at the origin turn, in the order TR, DI, VR, SA.
@@ -19,7 +18,7 @@ pub type OriginScores = [u8; 4];
 pub const DIMENSIONS: [&str; 4] = ["TR", "DI", "VR", "SA"];
 
 /// One source's origin for one case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OriginRating {
     pub case_id: String,
     /// `None` when the case is undetermined for this source.
@@ -27,7 +26,7 @@ pub struct OriginRating {
 }
 
 /// A localized origin.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Origin {
     pub origin_type: String,
     pub turn: u32,
@@ -36,14 +35,14 @@ pub struct Origin {
 }
 
 /// A named set of origin assignments (e.g. `judge-a run 2`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Source {
     pub name: String,
     pub ratings: Vec<OriginRating>,
 }
 
 /// A count out of a total, with its percentage.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Share {
     pub count: usize,
     pub total: usize,
@@ -56,12 +55,11 @@ impl Share {
 }
 
 /// A coefficient or why it has none.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Coefficient {
     pub value: Option<f64>,
     /// Units that entered it.
     pub n: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -83,7 +81,7 @@ impl Coefficient {
 }
 
 /// Score differences between sources on one dimension (max - min over sources).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ScoreDifferences {
     pub same: usize,
     pub one: usize,
@@ -91,7 +89,7 @@ pub struct ScoreDifferences {
 }
 
 /// Table 6(a) for one comparison, plus Figure 5.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Consistency {
     pub sources: Vec<String>,
     /// Cases rated by every source.
@@ -205,7 +203,7 @@ pub fn consistency(sources: &[Source], turn_level: Level) -> Consistency {
 }
 
 /// An artefact label of one case by one source (SAGE or an annotator).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtefactLabel {
     pub case_id: String,
     /// `inherited`, `agent-introduced`, `no-code-location`, or the annotator's word.
@@ -215,8 +213,7 @@ pub struct ArtefactLabel {
 }
 
 /// Which artefact label to compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArtefactField {
     Provenance,
     IntroducingWrite,
@@ -232,7 +229,7 @@ impl ArtefactField {
 }
 
 /// Percent agreement and Cohen's kappa of two label sets on one field (Table 6(c)).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PairAgreement {
     /// Cases labelled by both.
     pub n: usize,

@@ -13,9 +13,10 @@ use crate::resample::{
     leave_one_task_out, task_disjoint_partitions, LeaveOneOut, PartitionSummary,
 };
 use crate::stats::Level;
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+
+pub mod schema;
 
 /// Version tag of `reliability.json`.
 pub const REPORT_VERSION: &str = "sage.reliability/1";
@@ -27,7 +28,7 @@ pub const SMALL_GROUP: usize = 10;
 pub const SUBGROUPS: [&str; 4] = ["framework", "base model", "deficiency", "condition"];
 
 /// One case: task, subgroup values and SAGE's artefact labels.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseInfo {
     pub case_id: String,
     pub task_id: String,
@@ -38,7 +39,7 @@ pub struct CaseInfo {
 }
 
 /// Origin assignments of one judge in one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RatingSource {
     pub judge: String,
     pub run: u32,
@@ -46,7 +47,7 @@ pub struct RatingSource {
 }
 
 /// One annotator's labels.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Annotations {
     pub annotator: String,
     pub labels: Vec<ArtefactLabel>,
@@ -65,7 +66,7 @@ pub struct ReportInput {
     pub turn_level: Level,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConsistencySection {
     /// The primary judge's runs (Table 6(a) "Repeated scoring").
     pub repeated: Option<Consistency>,
@@ -75,7 +76,7 @@ pub struct ConsistencySection {
     pub all_ratings: Option<Consistency>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HumanComparison {
     /// `R1 vs R2`, `SAGE vs R1`, ...
     pub comparison: String,
@@ -85,7 +86,7 @@ pub struct HumanComparison {
     pub introducing_write: PairAgreement,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResamplingField {
     /// Percent agreement on all cases.
     pub all: Option<f64>,
@@ -94,7 +95,7 @@ pub struct ResamplingField {
     pub leave_one_task_out: LeaveOneOut,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Resampling {
     /// The annotator SAGE is compared with (the first).
     pub annotator: String,
@@ -103,7 +104,7 @@ pub struct Resampling {
     pub introducing_write: ResamplingField,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SubgroupRow {
     pub group: String,
     pub n: usize,
@@ -117,14 +118,14 @@ pub struct SubgroupRow {
     pub turn_cross_judge: Option<Share>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SubgroupTable {
     pub subgroup: String,
     pub rows: Vec<SubgroupRow>,
 }
 
 /// Everything `sage reliability` reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReliabilityReport {
     pub version: String,
     pub cases: usize,

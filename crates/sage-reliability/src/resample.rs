@@ -11,11 +11,10 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Summary of the per-half values over all partitions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PartitionSummary {
     pub partitions: usize,
     pub seed: u64,
@@ -27,7 +26,7 @@ pub struct PartitionSummary {
 }
 
 /// Range of the statistic when each task is left out in turn.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LeaveOneOut {
     pub tasks: usize,
     pub min: Option<f64>,

@@ -5,15 +5,14 @@
 //! Data are *reliability data*: one row per rater, one entry per unit, `None` = missing.
 //! An undefined coefficient is `Err(StatError::Undefined { reason })`, never 1.0 or NaN.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
 /// Why a coefficient has no value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StatError {
     /// The coefficient is mathematically undefined on these data (e.g. no variation).
     #[error("undefined: {reason}")]
@@ -36,7 +35,7 @@ pub(crate) fn invalid(reason: impl Into<String>) -> StatError {
 }
 
 /// A coefficient and what it was computed from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
     pub value: f64,
     /// Units that entered the computation: pairable units (alpha, AC, percent), units rated by
@@ -56,7 +55,7 @@ pub type StatResult = Result<Estimate, StatError>;
 
 /// One rating: a finite number or a text label. Labels compare exactly (no trimming, no case
 /// folding). Numbers sort numerically and before text.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Label {
     Num(f64),
@@ -371,7 +370,7 @@ impl Units for CodedUnits {
 // ---------------------------------------------------------------------------------------------
 
 /// Level of measurement (metric of Krippendorff's alpha).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Nominal,
@@ -765,7 +764,7 @@ fn finish_alpha(n: f64, obs: f64, de_num: f64, units: usize) -> StatResult {
 // ---------------------------------------------------------------------------------------------
 
 /// Disagreement weights of Cohen's kappa.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KappaWeights {
     Unweighted,
@@ -774,7 +773,7 @@ pub enum KappaWeights {
 }
 
 /// What the weights measure distance on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scores {
     /// Position of the category in the sorted (or declared) list: scikit-learn, statsmodels,
@@ -878,7 +877,7 @@ pub fn cohen_kappa(data: &Coded, weights: KappaWeights, scores: Scores) -> StatR
 
 /// Agreement weights as irrCAC defines them (on the categories' numeric values when all are
 /// numbers, else on 1..q).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgreementWeights {
     Identity,
@@ -1146,7 +1145,7 @@ pub fn gwet_ac_table(table: &[Vec<u64>], weights: AgreementWeights) -> StatResul
 // ---------------------------------------------------------------------------------------------
 
 /// Chance agreement of Fleiss' kappa.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FleissMethod {
     /// p_e = Σ p_j² (Fleiss 1971).
@@ -1157,7 +1156,7 @@ pub enum FleissMethod {
 }
 
 /// What to do when units have different numbers of ratings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FleissMissing {
     /// Classic Fleiss' kappa is undefined with unequal ratings per unit.

@@ -567,33 +567,60 @@ fn ratio_chars(a: &[char], b: &[char]) -> f64 {
 /// bit-parallel (Hyyrö 2004): one word operation per character of `a` instead of a row of
 /// the table.
 fn lcs_bits(a: &[char], b: &[char]) -> usize {
-    debug_assert!(b.len() <= 64);
-    let m = b.len();
-    if m == 0 {
-        return 0;
-    }
-    let mut ascii = [0u64; 128];
-    let mut other: Vec<(char, u64)> = Vec::new();
-    for (j, &c) in b.iter().enumerate() {
-        match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
-            Some(u) => ascii[u] |= 1 << j,
-            None => match other.iter_mut().find(|(x, _)| *x == c) {
-                Some((_, bits)) => *bits |= 1 << j,
-                None => other.push((c, 1 << j)),
-            },
+    Pattern::new(b).map_or(0, |p| p.lcs(a))
+}
+
+/// A text of at most 64 characters as the bit masks of where each character occurs: the
+/// part of [`lcs_bits`] that depends on that text only, built once for a text compared with
+/// many lines.
+struct Pattern {
+    ascii: [u64; 128],
+    other: Vec<(char, u64)>,
+    len: usize,
+}
+
+impl Pattern {
+    /// `None` for an empty text or one longer than 64 characters.
+    fn new(b: &[char]) -> Option<Pattern> {
+        if b.is_empty() || b.len() > 64 {
+            return None;
         }
-    }
-    let mask = if m == 64 { u64::MAX } else { (1u64 << m) - 1 };
-    let mut v = u64::MAX;
-    for &c in a {
-        let pm = match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
-            Some(u) => ascii[u],
-            None => other.iter().find(|(x, _)| *x == c).map_or(0, |(_, b)| *b),
+        let mut p = Pattern {
+            ascii: [0u64; 128],
+            other: Vec::new(),
+            len: b.len(),
         };
-        let u = v & pm;
-        v = v.wrapping_add(u) | v.wrapping_sub(u);
+        for (j, &c) in b.iter().enumerate() {
+            match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
+                Some(u) => p.ascii[u] |= 1 << j,
+                None => match p.other.iter_mut().find(|(x, _)| *x == c) {
+                    Some((_, bits)) => *bits |= 1 << j,
+                    None => p.other.push((c, 1 << j)),
+                },
+            }
+        }
+        Some(p)
     }
-    m - (v & mask).count_ones() as usize
+
+    /// The length of the longest common subsequence of this text and `a` (of any length).
+    fn lcs(&self, a: &[char]) -> usize {
+        let m = self.len;
+        let mask = if m == 64 { u64::MAX } else { (1u64 << m) - 1 };
+        let mut v = u64::MAX;
+        for &c in a {
+            let pm = match usize::try_from(u32::from(c)).ok().filter(|u| *u < 128) {
+                Some(u) => self.ascii[u],
+                None => self
+                    .other
+                    .iter()
+                    .find(|(x, _)| *x == c)
+                    .map_or(0, |(_, b)| *b),
+            };
+            let u = v & pm;
+            v = v.wrapping_add(u) | v.wrapping_sub(u);
+        }
+        m - (v & mask).count_ones() as usize
+    }
 }
 
 /// [`ratio_chars`] by the dynamic-programming table (any length).
@@ -747,23 +774,34 @@ impl FileDeleted {
     /// `count`: a tally the caller keeps between calls (all zeros between them), so that
     /// threads can share one `FileDeleted`.
     fn best(&self, text: &str, line: usize, count: &mut Vec<u16>) -> Option<usize> {
-        let stripped: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut stripped = String::with_capacity(text.len());
+        let mut a: Vec<char> = Vec::with_capacity(text.len());
+        for c in text.chars().filter(|c| !c.is_whitespace()) {
+            stripped.push(c);
+            a.push(c);
+        }
         if let Some(same) = self.exact.get(&stripped) {
             return same
                 .iter()
                 .map(|&i| self.lines[i].line)
                 .min_by_key(|n| n.abs_diff(line));
         }
-        let a: Vec<char> = stripped.chars().collect();
         let ha = Hist::of(&a);
         let ka = coarse(&a);
-        // the ASCII characters `a` holds: the bound sums over these only (the same sum)
-        let mut present: Vec<usize> = a
+        // the ASCII characters `a` holds, each once: the bound sums over these only (the
+        // same sum)
+        let mut seen = 0u128;
+        let present: Vec<usize> = a
             .iter()
             .filter_map(|&c| usize::try_from(u32::from(c)).ok().filter(|u| *u < 128))
+            .filter(|&u| {
+                let new = seen & (1 << u) == 0;
+                seen |= 1 << u;
+                new
+            })
             .collect();
-        present.sort_unstable();
-        present.dedup();
+        // `a` as bit masks, once for every line it is compared with (LCS is symmetric)
+        let pattern = Pattern::new(&a);
         let common = |h: &Hist| -> usize {
             present
                 .iter()
@@ -789,7 +827,11 @@ impl FileDeleted {
             {
                 return;
             }
-            let r = (ratio_chars(&a, &d.chars), d.line.abs_diff(line), i);
+            let ratio = match &pattern {
+                Some(p) => 2.0 * p.lcs(&d.chars) as f64 / total as f64,
+                None => ratio_chars(&a, &d.chars),
+            };
+            let r = (ratio, d.line.abs_diff(line), i);
             if best.is_none_or(|b| outranks(r, b)) {
                 *best = Some(r);
             }

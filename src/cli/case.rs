@@ -300,13 +300,7 @@ fn run_check(a: CheckArgs, rc: &super::RunConfig) -> anyhow::Result<super::ExitS
         }
         s
     };
-    let json = || {
-        serde_json::json!({
-            "cases": checks,
-            "checked": checks.len(),
-            "with_problems": n_bad,
-        })
-    };
+    let json = || serde_json::json!(check::schema::CaseCheckReport::new(checks.clone()));
     a.out.emit(table, json)?;
     errln!(
         "sage: {} case(s) checked, {} with problems",

@@ -28,7 +28,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sage-schema",
         ],
     ),
-    ("sage-szz", &["sage-llm", "sage-patch", "sage-sandbox"]),
+    (
+        "sage-szz",
+        &["sage-llm", "sage-patch", "sage-sandbox", "sage-schema"],
+    ),
     ("sage-judge", &["sage-trace", "sage-llm"]),
     (
         "sage-pipeline",
@@ -1586,4 +1589,180 @@ fn the_published_annotation_packets_are_their_own_types() {
         mirrored_types_with_serde(&schema, &[("annotate.rs".to_string(), planted.to_string())]),
         vec!["annotate.rs: Packet".to_string()]
     );
+}
+
+/// The internal types a `schema` module converts from, whether with [`mirrored_types_with_serde`]'s
+/// `pub struct Name = path::Type {` line or by a hand-written `impl From<path::Type> for`
+/// (an enum whose variants carry data), as that function's lines.
+fn schema_sources(schema: &str) -> String {
+    let mut out = String::new();
+    for l in schema.lines() {
+        let l = l.trim();
+        let hand = l
+            .strip_prefix("impl From<")
+            .and_then(|r| r.split_once("> for "))
+            .filter(|(internal, _)| internal.contains("::"));
+        if let Some((internal, _)) = hand {
+            let name = internal.rsplit("::").next().unwrap_or(internal);
+            out.push_str(&format!("pub enum {name} = {internal} {{\n"));
+        } else if l.starts_with("pub struct ") || l.starts_with("pub enum ") {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `sage szz`'s and `sage szz eval`'s JSON (`sage.szz/1`, `sage.szz-eval/1`, issue 30): the
+/// values of SZZ that reach them (the variants' results, the agent's report, the oracle's
+/// answers, the evaluation) derive no `Serialize`; only their records in sage-szz's
+/// `schema.rs` say what is printed. The oracle's answers keep `Deserialize` (an LLM's reply),
+/// and the CLI prints the published records, deriving no serde of its own.
+#[test]
+fn the_szz_formats_are_their_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-szz/src");
+    let schema = schema_sources(&library_part(
+        &std::fs::read_to_string(src.join("schema.rs")).unwrap(),
+    ));
+    let published = [
+        "SzzResult",
+        "Variant",
+        "Candidate",
+        "LineRef",
+        "Chain",
+        "AgentReport",
+        "RootCause",
+        "Evidence",
+        "EvidenceSource",
+        "Review",
+        "HunkReport",
+        "HunkIntent",
+        "ChangeCategory",
+        "Anchor",
+        "AnchorTrace",
+        "TraceStep",
+        "EvalReport",
+        "VariantScore",
+        "CaseResult",
+        "CaseStatus",
+    ];
+    for name in published {
+        assert!(
+            schema
+                .lines()
+                .any(|l| l.contains(&format!(" {name} = ")) && l.contains(&format!("::{name} {{"))),
+            "sage-szz's schema.rs converts from {name}"
+        );
+    }
+    let sources: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .filter(|p| !p.ends_with("schema.rs"))
+        .map(|p| {
+            let text = library_part(&std::fs::read_to_string(&p).unwrap());
+            (p.display().to_string(), text)
+        })
+        .collect();
+    assert!(sources.len() > 10, "{}", sources.len());
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage szz's JSON publishes through sage-szz's schema.rs derive Serialize of \
+         their own: {bad:?}"
+    );
+    let cli =
+        library_part(&std::fs::read_to_string(Path::new(ROOT).join("src/cli/szz.rs")).unwrap());
+    let cli_serde = |text: &str| text.contains("Serialize") || text.contains("#[serde(");
+    assert!(
+        !cli_serde(&cli),
+        "src/cli/szz.rs serializes a type of its own: print sage_szz::schema's records"
+    );
+    // planted: a candidate and a case status that derive Serialize again are caught (the
+    // status through its hand-written conversion), an oracle answer that only deserializes
+    // and a type the schema does not convert from are not; the CLI's old wrapper is caught
+    let schema = schema_sources(
+        "mirror! {\n    pub struct Candidate = model::Candidate {\n        commit: String,\n    }\n}\nimpl From<eval::CaseStatus> for CaseStatus {\n}\nimpl From<Vec<u8>> for Bytes {\n}\nmirror! {\n    pub struct Anchor = oracle::Anchor {\n    }\n}\n",
+    );
+    let planted = vec![
+        (
+            "model.rs".to_string(),
+            "/// One candidate.\n#[derive(Debug, Clone, PartialEq, Serialize)]\npub struct Candidate {\n    pub commit: String,\n}\n".to_string(),
+        ),
+        (
+            "eval.rs".to_string(),
+            "#[derive(Debug, Clone, PartialEq, Serialize)]\n#[serde(tag = \"status\")]\npub enum CaseStatus {\n    Ok,\n}\n".to_string(),
+        ),
+        (
+            "oracle.rs".to_string(),
+            "#[derive(Debug, Clone, PartialEq, Deserialize)]\npub struct Anchor {}\n".to_string(),
+        ),
+        (
+            "bench.rs".to_string(),
+            "#[derive(Debug, Clone, Serialize)]\npub struct BenchRow {}\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &planted),
+        vec![
+            "model.rs: Candidate".to_string(),
+            "eval.rs: CaseStatus".to_string()
+        ]
+    );
+    assert!(cli_serde(
+        "fn run_one() {\n    #[derive(serde::Serialize)]\n    struct Out<'a> {\n        results: &'a [SzzResult],\n    }\n}\n"
+    ));
+}
+
+/// `sage case check`'s JSON (`sage.case-check/1`, issue 30): the check's values in
+/// `authoring/check.rs` (the case's check, its problems, replay verdicts and file verdicts)
+/// derive no serde at all; only their records in `authoring/check/schema.rs` say what is
+/// printed, with a file's verdict and the counts as `sage.replay/1` publishes them. The CLI
+/// prints the report's record and builds no JSON of the check by hand.
+#[test]
+fn the_case_check_format_is_its_own_types() {
+    let src = Path::new(ROOT).join("crates/sage-pipeline/src/authoring");
+    let read = |p: &Path| library_part(&std::fs::read_to_string(p).unwrap());
+    let bad = serde_outside_schema(&read(&src.join("check.rs")));
+    assert!(
+        bad.is_empty(),
+        "authoring/check.rs serializes outside authoring/check/schema.rs (add the field to its \
+         published record there): {bad:?}"
+    );
+    let schema = schema_sources(&read(&src.join("check/schema.rs")));
+    for name in ["CaseCheck", "Problem", "ReplayVerdicts", "FileVerdict"] {
+        assert!(
+            schema
+                .lines()
+                .any(|l| l.contains(&format!("pub struct {name} = check::{name} {{"))),
+            "authoring/check/schema.rs converts from {name}"
+        );
+    }
+    let sources: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .filter(|p| !p.ends_with("schema.rs"))
+        .map(|p| (p.display().to_string(), read(&p)))
+        .collect();
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage case check's JSON publishes through authoring/check/schema.rs derive \
+         serde of their own: {bad:?}"
+    );
+    // the check's JSON in the CLI is the report's record, not a map written there
+    let cli = read(&Path::new(ROOT).join("src/cli/case.rs"));
+    let by_hand = |text: &str| text.contains("\"with_problems\"") || text.contains("\"cases\":");
+    assert!(
+        !by_hand(&cli) && cli.contains("CaseCheckReport::new("),
+        "src/cli/case.rs writes the check's JSON by hand: print check::schema::CaseCheckReport"
+    );
+    // planted: the file verdict deriving Serialize again, with a field attribute, is caught in
+    // check.rs and by the mirror; the CLI's old map is caught
+    let planted = "/// One file's verdict.\n#[derive(Debug, Clone, serde::Serialize)]\npub struct FileVerdict {\n    #[serde(skip_serializing_if = \"Option::is_none\")]\n    pub reason: Option<String>,\n}\n";
+    assert_eq!(serde_outside_schema(planted).len(), 2);
+    assert_eq!(
+        mirrored_types_with_serde(&schema, &[("check.rs".to_string(), planted.to_string())]),
+        vec!["check.rs: FileVerdict".to_string()]
+    );
+    assert!(by_hand(
+        "let json = || {\n    serde_json::json!({\n        \"cases\": checks,\n        \"with_problems\": n_bad,\n    })\n};\n"
+    ));
 }

@@ -1,7 +1,8 @@
 //! Golden outputs of the bundled corpus (issue 30): `sage localize corpora/` under the default
 //! lexicon judge, pinned byte for byte as insta snapshots: `results.json` (`sage.results/1`),
 //! `summary.json`, the SARIF view, Table 5 as printed, the HTML site of `sage view` and the
-//! annotation packets of `sage annotate export`; and `sage replay --format json` of two traces.
+//! annotation packets of `sage annotate export`; `sage replay --format json` of two traces; and
+//! `sage case check --format json` of three cases.
 //! A change to any published output fails here and shows the difference for review
 //! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
 //!
@@ -237,7 +238,7 @@ fn mask_szz(text: &str, tmp: &Path) -> String {
 
 /// `sage szz --format json` with every variant, and `sage szz eval --format json` of a small
 /// dataset on the same repository (one fix absent), pinned as written before the format had
-/// types of its own.
+/// types of its own, except the `schema` line that named each format with them.
 #[test]
 fn szz_on_a_built_repository_gives_its_golden_json() {
     let (r, fix1, fix2) = szz_repo();
@@ -376,4 +377,30 @@ fn reliability_reports_are_golden() {
     let (json, md) = report("two-judges", &sets, Some(&ann));
     snapshot("reliability_two_judges_json", &json);
     snapshot("reliability_two_judges_md", &md);
+}
+
+/// `sage case check --format json` (issue 30) of three cases of the bundled corpus, run from
+/// `corpora/` so each case's folder is relative: a real SWE-agent case of SusVibes (views that
+/// agree, a replay equal to the final file, unverifiable files the trace made), a constructed
+/// Aider case with a problem (an anchor on a file the trace never touches) and a constructed
+/// AG2 case whose final file is its own (a replay that differs). Commands are not executed
+/// (`--no-execute`), as in the replays above; nothing else is volatile. Pinned as written
+/// before the format had types of its own, except the `schema` line that named it with them.
+#[test]
+fn case_check_of_the_bundled_corpus_is_golden() {
+    let out = Command::cargo_bin("sage")
+        .unwrap()
+        .current_dir(Path::new(ROOT).join("corpora"))
+        .args(["case", "check", "--no-execute", "--format", "json"])
+        .args([
+            "susvibes/claude-4-sonnet__psf__requests_74ea7cf7a6a27a4eeb2ae24e162bcc942a6706d5",
+            "aider-undetermined-curl",
+            "ag2-final-only-normpath",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    snapshot("case_check", &String::from_utf8(out).unwrap());
 }

@@ -44,7 +44,9 @@ as_is!(
     usize,
     f64,
     [usize; 2],
-    (f64, f64)
+    (f64, f64),
+    i64,
+    (String, usize)
 );
 
 impl<A: Conv<B>, B> Conv<Vec<B>> for Vec<A> {

@@ -15,14 +15,12 @@ use crate::dataset::{find_repo, Dataset, LabelledFix};
 use crate::oracle::SzzOracle;
 use crate::variants::Options;
 use crate::{find_inducing, Git, SzzError, Variant};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
 /// What happened to one (case, variant).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum CaseStatus {
     Ok,
     /// The repository is not available locally.
@@ -36,7 +34,7 @@ pub enum CaseStatus {
 }
 
 /// One (case, variant) row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseResult {
     pub id: String,
     pub repo: String,
@@ -46,19 +44,16 @@ pub struct CaseResult {
     /// Labels, resolved to full hashes where possible.
     pub labels: Vec<String>,
     pub predicted: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub selected: Option<String>,
     /// |labels ∩ predicted|
     pub hits: usize,
-    #[serde(flatten)]
     pub status: CaseStatus,
     pub elapsed_ms: u64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
 /// Scores of one variant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VariantScore {
     pub variant: Variant,
     /// Cases run (repository present).
@@ -80,7 +75,7 @@ pub struct VariantScore {
 }
 
 /// The whole evaluation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct EvalReport {
     pub dataset: String,
     pub format: String,

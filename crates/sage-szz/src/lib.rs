@@ -21,6 +21,7 @@ mod find;
 pub mod git;
 pub mod oracle;
 pub mod oracle_data;
+pub mod schema;
 pub mod tools;
 pub mod variants;
 

@@ -1,13 +1,11 @@
 //! What every SZZ stage shares: the variants, candidates, chains and results.
 
 use crate::report::AgentReport;
-use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
 
 /// The SZZ variants `sage szz` implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Variant {
     /// B-SZZ: plain blame of the deleted lines at `fix^`.
     B,
@@ -93,7 +91,7 @@ impl FromStr for Variant {
 }
 
 /// A blamed line that led to a candidate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineRef {
     /// The file at `fix^` and the line number there (the fix's old side).
     pub path: String,
@@ -105,7 +103,7 @@ pub struct LineRef {
 }
 
 /// One inducing-commit candidate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     pub commit: String,
     /// Committer time (Unix seconds).
@@ -114,12 +112,11 @@ pub struct Candidate {
     /// The lines (or anchors) that point at it.
     pub lines: Vec<LineRef>,
     /// The agent's vote count or score, when the agent produced it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
 }
 
 /// V-SZZ's chain for one blamed line: commits from the first blame back to the chain end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Chain {
     pub path: String,
     pub line: usize,
@@ -127,7 +124,7 @@ pub struct Chain {
 }
 
 /// The answer of one variant for one fix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SzzResult {
     pub variant: Variant,
     pub fix: String,
@@ -138,13 +135,10 @@ pub struct SzzResult {
     /// end, agent top vote).
     pub selected: Option<String>,
     /// Commits ignored through `--ignore-rev` (large commits, merges, meta-changes).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub chains: Vec<Chain>,
     /// Skipped files (binary, added, filtered), filtered lines, timeouts: said, not hidden.
     pub notes: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentReport>,
     pub git_calls: u64,
     pub elapsed_ms: u64,

@@ -8,12 +8,12 @@
 
 use crate::oracle_data::{fill, OracleData};
 use crate::SzzError;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// One hunk of the fix as the oracle sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HunkView {
     pub index: usize,
     /// The file at `fix^` (old side) and after the fix.
@@ -31,7 +31,7 @@ pub struct HunkView {
 }
 
 /// What the Auditor is given.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RootCauseInput<'a> {
     pub cve: Option<&'a str>,
     pub message: &'a str,
@@ -41,7 +41,7 @@ pub struct RootCauseInput<'a> {
 }
 
 /// Where an evidence point comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "source", content = "hunk")]
 pub enum EvidenceSource {
     Cve,
@@ -50,7 +50,7 @@ pub enum EvidenceSource {
 }
 
 /// A claim with the verbatim quote that supports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Evidence {
     pub claim: String,
     pub quote: String,
@@ -59,7 +59,7 @@ pub struct Evidence {
 }
 
 /// The root-cause summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RootCause {
     pub summary: String,
     pub evidence: Vec<Evidence>,
@@ -71,7 +71,7 @@ pub struct RootCause {
 }
 
 /// The Judge's verdict on a root cause.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Review {
     pub pass: bool,
     /// Per evidence point: its quote was found in the source it names.
@@ -80,7 +80,7 @@ pub struct Review {
 }
 
 /// Conventional Commits categories (ten, as MAS-SZZ uses them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeCategory {
     Feat,
@@ -96,7 +96,7 @@ pub enum ChangeCategory {
 }
 
 /// A hunk's intent and relevance to the root cause.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct HunkIntent {
     pub category: ChangeCategory,
     pub summary: String,
@@ -105,7 +105,7 @@ pub struct HunkIntent {
 }
 
 /// An anchor statement: a pre-fix line (deleted or context, never added).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Anchor {
     pub hunk: usize,
     pub path: String,
@@ -117,7 +117,7 @@ pub struct Anchor {
 }
 
 /// What the Tracer sees at one commit of the walk back.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PresenceQuery<'a> {
     pub root: &'a RootCause,
     pub anchor: &'a Anchor,
@@ -132,7 +132,7 @@ pub struct PresenceQuery<'a> {
 }
 
 /// The Tracer's decision at one commit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Presence {
     pub present: bool,
     /// This commit's own change brought the vulnerability in (it removed a guard, say): the

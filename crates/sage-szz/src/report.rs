@@ -1,20 +1,18 @@
 //! What the agentic tracer reports: its hunks, anchors, walks back and votes.
 
 use crate::oracle::{Anchor, HunkIntent, Review, RootCause};
-use serde::Serialize;
 
 /// A hunk with its intent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HunkReport {
     pub index: usize,
     pub path: String,
     pub header: String,
-    #[serde(flatten)]
     pub intent: HunkIntent,
 }
 
 /// One step of the walk back.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceStep {
     pub commit: String,
     pub path: String,
@@ -25,7 +23,7 @@ pub struct TraceStep {
 }
 
 /// The walk back from one anchor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AnchorTrace {
     pub anchor: usize,
     pub steps: Vec<TraceStep>,
@@ -35,7 +33,7 @@ pub struct AnchorTrace {
 }
 
 /// What the agent did.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentReport {
     pub oracle: String,
     pub root_cause: Option<RootCause>,
@@ -46,7 +44,6 @@ pub struct AgentReport {
     pub traces: Vec<AnchorTrace>,
     /// (commit, votes), best first.
     pub votes: Vec<(String, usize)>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
     pub tool_calls: usize,
     pub cache_hits: usize,

@@ -18,15 +18,17 @@ use sage_trace::CanonicalTrace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+pub mod schema;
+
 /// One problem and how to fix it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
     pub what: String,
     pub fix: String,
 }
 
 /// The check of one case.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct CaseCheck {
     pub dir: String,
     pub problems: Vec<Problem>,
@@ -36,38 +38,34 @@ pub struct CaseCheck {
     pub notes: Vec<String>,
     /// The replay of the case's trace (`sage replay`'s, from the same knowledge of the files),
     /// one verdict per file against the case's final files and the trace's own results.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayVerdicts>,
 }
 
 /// `sage replay`'s verdicts on a case, file by file.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplayVerdicts {
     /// What the files were compared with (`case final files`, `submission (git_patch)`, ...).
     pub results: Vec<String>,
-    pub counts: crate::trace_replay::schema::Counts,
+    pub counts: crate::trace_replay::Counts,
     pub files: Vec<FileVerdict>,
     /// Replay by execution: `on (...)` or `off: WHY`.
     pub execution: String,
 }
 
 /// One file's verdict.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone)]
 pub struct FileVerdict {
     pub path: String,
     /// Where its baseline comes from (`case baseline FILE`, `shown whole by the trace (HOW)`,
     /// `partial: N lines known`, `none`).
     pub baseline: String,
     /// `matches`, `differs` or `unverifiable`.
-    pub verdict: crate::trace_replay::schema::Verdict,
+    pub verdict: crate::trace_replay::Verdict,
     /// Why (always for `unverifiable`: what is missing).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Its writes that could not be applied, each with why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed_writes: Vec<String>,
     /// Its executed writes: `turn N: verified | diverged | not comparable`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub executed: Vec<String>,
 }
 
@@ -100,14 +98,14 @@ fn replay_verdicts(
     let r = crate::trace_replay::replay(&files, &opts).map_err(|e| e.to_string())?;
     Ok(ReplayVerdicts {
         results: r.results,
-        counts: r.counts.into(),
+        counts: r.counts,
         files: r
             .artefacts
             .into_iter()
             .map(|a| FileVerdict {
                 path: a.path,
                 baseline: a.baseline,
-                verdict: a.verdict.into(),
+                verdict: a.verdict,
                 reason: a.reason,
                 failed_writes: a.failed_writes,
                 executed: a

@@ -1,0 +1,464 @@
+//! What `sage szz --format json` and `sage szz eval --format json` print (`docs/szz.md`), as
+//! types of their own.
+//!
+//! Every record of the two formats is defined here, with its field names and serde
+//! attributes, and converted explicitly from the values SZZ works with (the variants' results,
+//! the agent's report, the oracle's answers, the evaluation). Those values derive no
+//! `Serialize`: renaming or adding a field of theirs stops the build here, at the conversion,
+//! instead of silently changing the published JSON. The oracle's answers keep their
+//! `Deserialize`, which reads an LLM's reply (the prompts in `data/oracle.toml` say its
+//! shape), not a published format. Nothing reads either format back, so the conversions go
+//! one way.
+//!
+//! [`mirror_out!`] writes a record with the same field names as its internal value; its
+//! conversion takes the internal value apart with an exhaustive pattern, so each internal
+//! field is named once here. [`words_out!`] does the same for a word list (a unit enum).
+
+use crate::{eval, model, oracle, report};
+use sage_schema::{mirror_out, words_out, Conv};
+use serde::Serialize;
+
+// ---- sage szz ----------------------------------------------------------------------------
+
+/// The name of `sage szz --format json`'s format, its first field.
+pub const SZZ_SCHEMA: &str = "sage.szz/1";
+
+/// The name of `sage szz eval --format json`'s format, its first field.
+pub const SZZ_EVAL_SCHEMA: &str = "sage.szz-eval/1";
+
+/// What `sage szz --format json` prints: the repository, the fix and each variant's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SzzReport {
+    pub schema: &'static str,
+    pub repo: String,
+    pub fix: String,
+    pub results: Vec<SzzResult>,
+}
+
+impl SzzReport {
+    pub fn new(repo: String, fix: String, results: Vec<model::SzzResult>) -> SzzReport {
+        SzzReport {
+            schema: SZZ_SCHEMA,
+            repo,
+            fix,
+            results: results.conv(),
+        }
+    }
+}
+
+words_out! {
+    /// An SZZ variant, by its short name.
+    #[serde(rename_all = "lowercase")]
+    pub enum Variant = model::Variant {
+        B, Ag, Ma, R, L, V, Agent,
+    }
+}
+
+mirror_out! {
+    /// The answer of one variant for one fix.
+    pub struct SzzResult = model::SzzResult {
+        variant: Variant,
+        fix: String,
+        candidates: Vec<Candidate>,
+        selected: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        ignored: Vec<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        chains: Vec<Chain>,
+        notes: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<AgentReport>,
+        git_calls: u64,
+        elapsed_ms: u64,
+    }
+}
+
+mirror_out! {
+    /// One inducing-commit candidate.
+    pub struct Candidate = model::Candidate {
+        commit: String,
+        committed: i64,
+        subject: String,
+        lines: Vec<LineRef>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+    }
+}
+
+mirror_out! {
+    /// A blamed line that led to a candidate.
+    pub struct LineRef = model::LineRef {
+        path: String,
+        line: usize,
+        orig_path: String,
+        orig_line: usize,
+        content: String,
+    }
+}
+
+mirror_out! {
+    /// V-SZZ's chain for one blamed line.
+    pub struct Chain = model::Chain {
+        path: String,
+        line: usize,
+        commits: Vec<String>,
+    }
+}
+
+// ---- the agent ---------------------------------------------------------------------------
+
+mirror_out! {
+    /// What the agentic tracer did.
+    pub struct AgentReport = report::AgentReport {
+        oracle: String,
+        root_cause: Option<RootCause>,
+        review_rounds: usize,
+        review: Option<Review>,
+        hunks: Vec<HunkReport>,
+        anchors: Vec<Anchor>,
+        traces: Vec<AnchorTrace>,
+        votes: Vec<(String, usize)>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fallback: Option<String>,
+        tool_calls: usize,
+        cache_hits: usize,
+        bytes_saved: usize,
+    }
+}
+
+mirror_out! {
+    /// The root-cause summary.
+    pub struct RootCause = oracle::RootCause {
+        summary: String,
+        evidence: Vec<Evidence>,
+        keywords: Vec<String>,
+        guards: Vec<String>,
+    }
+}
+
+mirror_out! {
+    /// A claim with the verbatim quote that supports it.
+    pub struct Evidence = oracle::Evidence {
+        claim: String,
+        quote: String,
+        #[serde(flatten)]
+        source: EvidenceSource,
+    }
+}
+
+/// Where an evidence point comes from: `"source"`, and for a hunk its index as `"hunk"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "source", content = "hunk")]
+pub enum EvidenceSource {
+    Cve,
+    Message,
+    Hunk(usize),
+}
+
+impl From<oracle::EvidenceSource> for EvidenceSource {
+    fn from(v: oracle::EvidenceSource) -> EvidenceSource {
+        match v {
+            oracle::EvidenceSource::Cve => EvidenceSource::Cve,
+            oracle::EvidenceSource::Message => EvidenceSource::Message,
+            oracle::EvidenceSource::Hunk(h) => EvidenceSource::Hunk(h),
+        }
+    }
+}
+
+impl Conv<EvidenceSource> for oracle::EvidenceSource {
+    fn conv(self) -> EvidenceSource {
+        self.into()
+    }
+}
+
+mirror_out! {
+    /// The Judge's verdict on a root cause.
+    pub struct Review = oracle::Review {
+        pass: bool,
+        verified: Vec<bool>,
+        feedback: String,
+    }
+}
+
+mirror_out! {
+    /// A hunk of the fix with its intent.
+    pub struct HunkReport = report::HunkReport {
+        index: usize,
+        path: String,
+        header: String,
+        #[serde(flatten)]
+        intent: HunkIntent,
+    }
+}
+
+mirror_out! {
+    /// A hunk's intent and relevance to the root cause.
+    pub struct HunkIntent = oracle::HunkIntent {
+        category: ChangeCategory,
+        summary: String,
+        relevant: bool,
+        score: f64,
+    }
+}
+
+words_out! {
+    /// A Conventional Commits category.
+    #[serde(rename_all = "lowercase")]
+    pub enum ChangeCategory = oracle::ChangeCategory {
+        Feat, Fix, Docs, Style, Refactor, Perf, Test, Build, Ci, Chore,
+    }
+}
+
+mirror_out! {
+    /// An anchor statement: a pre-fix line.
+    pub struct Anchor = oracle::Anchor {
+        hunk: usize,
+        path: String,
+        line: usize,
+        text: String,
+        deleted: bool,
+        score: f64,
+    }
+}
+
+mirror_out! {
+    /// The walk back from one anchor.
+    pub struct AnchorTrace = report::AnchorTrace {
+        anchor: usize,
+        steps: Vec<TraceStep>,
+        result: Option<String>,
+        stop: String,
+    }
+}
+
+mirror_out! {
+    /// One step of the walk back.
+    pub struct TraceStep = report::TraceStep {
+        commit: String,
+        path: String,
+        line: usize,
+        content: String,
+        present: bool,
+        reason: String,
+    }
+}
+
+// ---- sage szz eval -----------------------------------------------------------------------
+
+/// What `sage szz eval --format json` prints: the whole evaluation, named by its first field
+/// (which the internal value does not carry, so the conversion is written out).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalReport {
+    pub schema: &'static str,
+    pub dataset: String,
+    pub format: String,
+    pub fixes_in_dataset: usize,
+    pub fixes_run: usize,
+    pub fixes_skipped: usize,
+    pub missing_repos: Vec<String>,
+    pub scores: Vec<VariantScore>,
+    pub cases: Vec<CaseResult>,
+    pub problems: Vec<String>,
+}
+
+impl From<eval::EvalReport> for EvalReport {
+    fn from(v: eval::EvalReport) -> EvalReport {
+        let eval::EvalReport {
+            dataset,
+            format,
+            fixes_in_dataset,
+            fixes_run,
+            fixes_skipped,
+            missing_repos,
+            scores,
+            cases,
+            problems,
+        } = v;
+        EvalReport {
+            schema: SZZ_EVAL_SCHEMA,
+            dataset,
+            format,
+            fixes_in_dataset,
+            fixes_run,
+            fixes_skipped,
+            missing_repos,
+            scores: scores.conv(),
+            cases: cases.conv(),
+            problems,
+        }
+    }
+}
+
+mirror_out! {
+    /// Scores of one variant.
+    pub struct VariantScore = eval::VariantScore {
+        variant: Variant,
+        cases: usize,
+        failed: usize,
+        oracle_pairs: usize,
+        predicted_pairs: usize,
+        true_pairs: usize,
+        precision: f64,
+        recall: f64,
+        f1: f64,
+        label_in_candidates: usize,
+        top1_cases: usize,
+        top1_correct: usize,
+        median_ms: u64,
+        mean_ms: f64,
+    }
+}
+
+mirror_out! {
+    /// One (case, variant) row.
+    pub struct CaseResult = eval::CaseResult {
+        id: String,
+        repo: String,
+        fix: String,
+        variant: Variant,
+        labels: Vec<String>,
+        predicted: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        selected: Option<String>,
+        hits: usize,
+        #[serde(flatten)]
+        status: CaseStatus,
+        elapsed_ms: u64,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    }
+}
+
+/// What happened to one (case, variant), tagged by `status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum CaseStatus {
+    Ok,
+    Skipped { reason: String },
+    Failed { error: String },
+}
+
+impl From<eval::CaseStatus> for CaseStatus {
+    fn from(v: eval::CaseStatus) -> CaseStatus {
+        match v {
+            eval::CaseStatus::Ok => CaseStatus::Ok,
+            eval::CaseStatus::Skipped { reason } => CaseStatus::Skipped { reason },
+            eval::CaseStatus::Failed { error } => CaseStatus::Failed { error },
+        }
+    }
+}
+
+impl Conv<CaseStatus> for eval::CaseStatus {
+    fn conv(self) -> CaseStatus {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The JSON of the fields `golden__szz_json` and `golden__szz_eval_json` leave out
+    /// (`ignored`, a score, the agent's fallback and missing root cause and review, evidence
+    /// from the CVE and the message, a skipped and a failed case), pinned as written before
+    /// the format had types of its own: the records here write them byte for byte.
+    #[test]
+    fn the_json_of_fields_the_golden_runs_leave_out_is_pinned() {
+        use crate::eval::{CaseResult, CaseStatus, EvalReport};
+        use crate::model::{Candidate, SzzResult, Variant};
+        use crate::oracle::{Evidence, EvidenceSource, RootCause};
+        use crate::report::{AgentReport, AnchorTrace};
+        let result = SzzResult {
+            variant: Variant::Ma,
+            fix: "f1".into(),
+            candidates: vec![Candidate {
+                commit: "c1".into(),
+                committed: 5,
+                subject: "s".into(),
+                lines: vec![],
+                score: Some(0.5),
+            }],
+            selected: None,
+            ignored: vec!["i1".into()],
+            chains: vec![],
+            notes: vec![],
+            agent: Some(AgentReport {
+                oracle: "lexicon".into(),
+                root_cause: Some(RootCause {
+                    summary: "x".into(),
+                    evidence: vec![
+                        Evidence {
+                            claim: "a".into(),
+                            quote: "q".into(),
+                            source: EvidenceSource::Cve,
+                        },
+                        Evidence {
+                            claim: "b".into(),
+                            quote: "r".into(),
+                            source: EvidenceSource::Message,
+                        },
+                    ],
+                    keywords: vec![],
+                    guards: vec!["g".into()],
+                }),
+                review_rounds: 0,
+                review: None,
+                traces: vec![AnchorTrace {
+                    anchor: 1,
+                    steps: vec![],
+                    result: None,
+                    stop: "no".into(),
+                }],
+                fallback: Some("ma".into()),
+                ..AgentReport::default()
+            }),
+            git_calls: 1,
+            elapsed_ms: 2,
+        };
+        assert_eq!(
+            serde_json::to_string(&super::SzzResult::from(result)).unwrap(),
+            r#"{"variant":"ma","fix":"f1","candidates":[{"commit":"c1","committed":5,"subject":"s","lines":[],"score":0.5}],"selected":null,"ignored":["i1"],"notes":[],"agent":{"oracle":"lexicon","root_cause":{"summary":"x","evidence":[{"claim":"a","quote":"q","source":"cve"},{"claim":"b","quote":"r","source":"message"}],"keywords":[],"guards":["g"]},"review_rounds":0,"review":null,"hunks":[],"anchors":[],"traces":[{"anchor":1,"steps":[],"result":null,"stop":"no"}],"votes":[],"fallback":"ma","tool_calls":0,"cache_hits":0,"bytes_saved":0},"git_calls":1,"elapsed_ms":2}"#
+        );
+        let case = |status, selected: Option<&str>, notes: &[&str]| CaseResult {
+            id: "1".into(),
+            repo: "o/r".into(),
+            fix: "f".into(),
+            variant: Variant::Agent,
+            labels: vec!["l".into()],
+            predicted: vec![],
+            selected: selected.map(Into::into),
+            hits: 0,
+            status,
+            elapsed_ms: 3,
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        };
+        let report = EvalReport {
+            dataset: "d.json".into(),
+            format: "rosa".into(),
+            fixes_in_dataset: 2,
+            fixes_run: 1,
+            fixes_skipped: 1,
+            missing_repos: vec![],
+            scores: vec![],
+            cases: vec![
+                case(
+                    CaseStatus::Skipped {
+                        reason: "absent".into(),
+                    },
+                    None,
+                    &[],
+                ),
+                case(
+                    CaseStatus::Failed {
+                        error: "bad".into(),
+                    },
+                    Some("c"),
+                    &["n"],
+                ),
+            ],
+            problems: vec!["p".into()],
+        };
+        assert_eq!(
+            serde_json::to_string(&super::EvalReport::from(report)).unwrap(),
+            r#"{"schema":"sage.szz-eval/1","dataset":"d.json","format":"rosa","fixes_in_dataset":2,"fixes_run":1,"fixes_skipped":1,"missing_repos":[],"scores":[],"cases":[{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"hits":0,"status":"skipped","reason":"absent","elapsed_ms":3},{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"selected":"c","hits":0,"status":"failed","error":"bad","elapsed_ms":3,"notes":["n"]}],"problems":["p"]}"#
+        );
+    }
+}

@@ -96,7 +96,6 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         rc,
     )?;
     let mut opts = built.opts;
-    opts.warm();
     opts.follow_links = a.follow_links;
     let mut cases = sage_pipeline::localize::Cases::found(&a.dir, found, &opts);
     if let Some(session) = &built.session {

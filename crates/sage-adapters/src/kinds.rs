@@ -158,22 +158,6 @@ impl Default for Classifier {
 }
 
 impl Classifier {
-    /// Compile now the lists every ASCII turn is classified by (a caller warms them on a
-    /// thread of its own while it reads a trace); the Unicode sets stay for the text that
-    /// needs them.
-    pub fn warm(&self) {
-        for a in [
-            &self.tests,
-            &self.runs,
-            &self.inspects,
-            &self.diffs,
-            &self.edits,
-            &self.edit_failed,
-        ] {
-            a.ascii.warm();
-        }
-    }
-
     /// Parse a classifier file; the error names the file and the bad entry.
     pub fn parse(text: &str, source: &str) -> Result<Classifier, KindsError> {
         Self::parse_file(text, source, true).map_err(KindsError)

@@ -226,14 +226,6 @@ impl Rules {
         out
     }
 
-    /// Compile now what every search of ASCII text uses (see [`Judge::warm`]); the
-    /// Unicode set and each rule's own regex stay for the text that needs them.
-    ///
-    /// [`Judge::warm`]: crate::Judge::warm
-    pub fn warm(&self) {
-        self.ascii.warm();
-    }
-
     /// The flags of a whole trace, in turn order.
     pub fn scan(&self, trace: &CanonicalTrace) -> Vec<InjectionFlag> {
         trace.turns.iter().flat_map(|t| self.scan_turn(t)).collect()

@@ -85,7 +85,4 @@ pub trait Judge: Send + Sync {
     fn deterministic(&self) -> bool {
         false
     }
-    /// Build now what the judge builds on its first turn (a caller warms judges on a thread
-    /// of its own while it reads the cases); the default has nothing to build.
-    fn warm(&self) {}
 }

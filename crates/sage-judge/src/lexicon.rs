@@ -624,10 +624,6 @@ impl Judge for LexiconJudge {
     fn deterministic(&self) -> bool {
         true
     }
-
-    fn warm(&self) {
-        self.compiled();
-    }
 }
 
 #[cfg(test)]

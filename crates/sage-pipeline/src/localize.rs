@@ -60,30 +60,6 @@ impl Default for Options {
     }
 }
 
-impl Options {
-    /// Start compiling, on a thread of its own, what every case of the run will use: the
-    /// turn classifier's lists, the judges' vocabularies and the injection rules. Each is
-    /// compiled on first use anyway; warmed, a short run reads its first trace on one core
-    /// while they compile on the other, instead of waiting for each in turn (a one-case run
-    /// starts in about two thirds of the time: `docs/performance.md`). The thread is not
-    /// joined: whatever asks first for a set it is compiling waits for it, once.
-    pub fn warm(&self) {
-        let kinds = self.rules.adapters.kinds.clone();
-        let judges = self.judges.clone();
-        let injection = self.injection.clone();
-        // Nothing is lost when no thread can be made: each set compiles on first use.
-        let _ = std::thread::Builder::new()
-            .name("sage-warm".into())
-            .spawn(move || {
-                kinds.warm();
-                for j in &judges {
-                    j.warm();
-                }
-                injection.warm();
-            });
-    }
-}
-
 /// A case read and reconstructed, ready for scoring.
 pub struct PreparedCase {
     pub case: Case,
@@ -600,15 +576,8 @@ async fn localize_batches(
         stats: opts.stats.clone(),
         injection: opts.injection.clone(),
     };
-    // Compiled once for the run, not once per case, on a thread of its own while the first
-    // batch is read and scored (nothing is lost when no thread can be made: it is built
-    // where it is first needed).
-    let lexicon = opts.lexicon.clone();
-    let mut pending = std::thread::Builder::new()
-        .name("sage-vocabulary".into())
-        .spawn(move || origin::WeaknessVocabulary::new(lexicon.weakness_vocabulary()))
-        .ok();
-    let mut vocabulary = None;
+    // Compiled once for the run, not once per case.
+    let vocabulary = origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary());
     for cases in batches {
         let ready: Vec<&PreparedCase> = cases
             .iter()
@@ -627,14 +596,6 @@ async fn localize_batches(
             sage_judge::concurrent::score_traces_concurrently(&opts.judges, &items, &score_opts)
                 .await;
         let stopped = batch.stopped.as_ref().map(|e| e.to_string());
-        let vocabulary: &origin::WeaknessVocabulary = vocabulary.get_or_insert_with(|| {
-            pending
-                .take()
-                .and_then(|t| t.join().ok())
-                .unwrap_or_else(|| {
-                    origin::WeaknessVocabulary::new(opts.lexicon.weakness_vocabulary())
-                })
-        });
         let mut scored = batch.scores.into_iter();
         let work: Vec<_> = cases
             .into_iter()
@@ -679,7 +640,7 @@ async fn localize_batches(
             // The trace's turns addressing the judge: the same under every judge run.
             let injection = opts.injection.scan(&p.trace);
             let results: Vec<CaseResult> = map_ordered(results, |scores| {
-                conclude(&p, scores, &opts.lexicon, vocabulary, &injection)
+                conclude(&p, scores, &opts.lexicon, &vocabulary, &injection)
             });
             let skipped = (!unscored.is_empty()).then(|| {
                 skip(

@@ -133,12 +133,6 @@ impl AsciiPatterns {
             .as_ref()
     }
 
-    /// Compile now (a caller that will ask soon compiles on a thread of its own, so the
-    /// first question does not wait); a set already compiled costs nothing.
-    pub fn warm(&self) {
-        let _ = self.get();
-    }
-
     /// Whether any pattern matches `text`; `None` when `text` is not all ASCII or a pattern
     /// has no ASCII form (ask the Unicode regex).
     pub fn is_match(&self, text: &str) -> Option<bool> {

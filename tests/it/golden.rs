@@ -404,3 +404,32 @@ fn case_check_of_the_bundled_corpus_is_golden() {
         .clone();
     snapshot("case_check", &String::from_utf8(out).unwrap());
 }
+
+/// `sage szz bench --format json` on the built repository's two fixes: each fix's row as
+/// written before the output had types of its own. The timings and the repository's folder
+/// are masked; the rest (files, lines, candidates, git calls) is the same on every machine.
+#[test]
+fn szz_bench_on_a_built_repository_gives_its_golden_json() {
+    let (r, fix1, fix2) = szz_repo();
+    let bench = |fix: &str| {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .args(["szz", "bench", "--repo"])
+            .arg(r.path())
+            .args(["--fix", fix, "--runs", "1", "--format", "json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let ms = regex::Regex::new(r#""(bszz_ms|blame_ms)": [0-9.e-]+"#).unwrap();
+        ms.replace_all(
+            &String::from_utf8(out)
+                .unwrap()
+                .replace(&r.path().display().to_string(), "[TMP]"),
+            "\"$1\": [MS]",
+        )
+        .into_owned()
+    };
+    snapshot("szz_bench_json", &format!("{}{}", bench(&fix1), bench(&fix2)));
+}

@@ -581,9 +581,12 @@ fn run_bench(a: BenchArgs) -> Result<super::ExitStatus> {
     }
     match a.format {
         Format::Json => {
-            let v: Vec<_> = rows
+            let v: Vec<sage_szz::schema::BenchEntry> = rows
                 .iter()
-                .map(|(r, row)| serde_json::json!({"repo": r, "row": row}))
+                .map(|(repo, row)| sage_szz::schema::BenchEntry {
+                    repo: repo.clone(),
+                    row: row.clone().into(),
+                })
                 .collect();
             _ = writeln!(o, "{}", serde_json::to_string_pretty(&v)?);
         }

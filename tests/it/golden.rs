@@ -431,5 +431,8 @@ fn szz_bench_on_a_built_repository_gives_its_golden_json() {
         )
         .into_owned()
     };
-    snapshot("szz_bench_json", &format!("{}{}", bench(&fix1), bench(&fix2)));
+    snapshot(
+        "szz_bench_json",
+        &format!("{}{}", bench(&fix1), bench(&fix2)),
+    );
 }

@@ -6,12 +6,11 @@ use crate::blame::line_ranges;
 use crate::variants::{impacted_files, load_fix, Options};
 use crate::{find_inducing, Git, SzzError, Variant};
 use sage_sandbox::child;
-use serde::Serialize;
 use std::process::Stdio;
 use std::time::Instant;
 
-/// One benchmarked fix.
-#[derive(Debug, Clone, Serialize)]
+/// One benchmarked fix (published through `schema::BenchRow`).
+#[derive(Debug, Clone)]
 pub struct BenchRow {
     pub fix: String,
     pub files: usize,

@@ -2,11 +2,10 @@
 
 use crate::git::Git;
 use crate::SzzError;
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// One blamed line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlameLine {
     /// Line number in the blamed revision (the `-L` side).
     pub final_line: usize,

@@ -13,7 +13,6 @@
 //! evaluation time. Repository names are normalized to `owner/name`.
 
 use crate::SzzError;
-use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,8 +21,7 @@ use std::path::{Path, PathBuf};
 pub const VSZZ_PROJECTS: &str = include_str!("../data/szz-vszz-projects.tsv");
 
 /// Which loader read the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatasetFormat {
     Vszz,
     Rosa,
@@ -43,7 +41,7 @@ impl DatasetFormat {
 }
 
 /// One labelled fix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabelledFix {
     /// CVE id or dataset id.
     pub id: String,
@@ -53,12 +51,11 @@ pub struct LabelledFix {
     pub fix: String,
     /// The inducing commits (possibly truncated).
     pub inducing: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
 }
 
 /// A loaded dataset, with the records that could not be read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Dataset {
     pub path: String,
     pub format: DatasetFormat,

@@ -354,6 +354,30 @@ impl Conv<CaseStatus> for eval::CaseStatus {
     }
 }
 
+// ---- sage szz bench ----------------------------------------------------------------------
+
+/// One benchmarked fix as `sage szz bench --format json` prints it (the output is an array of
+/// these): the repository it was read from, and its row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchEntry {
+    pub repo: String,
+    pub row: BenchRow,
+}
+
+mirror_out! {
+    /// One fix timed both ways: B-SZZ and a plain `git blame` of the same lines.
+    pub struct BenchRow = crate::bench::BenchRow {
+        fix: String,
+        files: usize,
+        lines: usize,
+        candidates: usize,
+        /// Median over the runs, milliseconds.
+        bszz_ms: f64,
+        blame_ms: f64,
+        git_calls: u64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The JSON of the fields `golden__szz_json` and `golden__szz_eval_json` leave out

@@ -8,12 +8,11 @@ use crate::blame::{blame_lines, BlameFlags, BlameLine};
 use crate::diff::{file_diff, name_status, ChangeKind, FileDiff};
 use crate::git::Git;
 use crate::SzzError;
-use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// One tool call, as recorded in the agent report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     pub tool: String,
     pub args: String,

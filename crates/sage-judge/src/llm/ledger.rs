@@ -603,6 +603,123 @@ pub(crate) fn now_secs() -> u64 {
 mod tests {
     use super::*;
 
+    /// The entries and batch records of `tests/fixtures/ledger-main`: every field of both
+    /// records set, an optional one absent, a key component that needs escaping.
+    fn fixture_records() -> (Vec<LedgerEntry>, Vec<BatchRecord>) {
+        let k = |backend: &str, model: &str, run: u32, attempt: u32| LedgerKey {
+            backend: backend.into(),
+            model: model.into(),
+            rubric_version: "sage-rubric/4#6f1c".into(),
+            prompt_hash: format!("{:064x}", 0xabcdef_u64 + u64::from(run)),
+            run,
+            attempt,
+        };
+        let keys = [
+            k("openai", "gpt-4.1-mini", 0, 1),
+            k("openai", "gpt-4.1-mini", 1, 2),
+            k("anthropic", "claude/3:haiku", 0, 1),
+        ];
+        let entries = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| LedgerEntry {
+                schema: LEDGER_SCHEMA.into(),
+                id: key.id(),
+                key: key.clone(),
+                source: if i == 2 { "batch" } else { "api" }.into(),
+                response: format!(
+                    "{{\"choices\":[{{\"message\":{{\"content\":\"answer {i}\"}}}}]}}"
+                ),
+                usage: Usage {
+                    input_tokens: 1200 + i as u64,
+                    cached_input_tokens: if i == 1 { 1024 } else { 0 },
+                    cache_write_tokens: if i == 2 { 512 } else { 0 },
+                    output_tokens: 90,
+                },
+                cost_usd: (i != 1).then_some(0.000_42 * (i as f64 + 1.0)),
+                latency_ms: 812 + i as u64,
+                http_retries: i as u32,
+                recorded_at: 1_765_000_000 + i as u64,
+            })
+            .collect();
+        let batch = |id: &str, state: &str, file: Option<&str>, keys: &[LedgerKey]| BatchRecord {
+            schema: BATCH_SCHEMA.into(),
+            backend: keys[0].backend.clone(),
+            model: keys[0].model.clone(),
+            judge: format!("{}:{}", keys[0].backend, keys[0].model),
+            batch_id: id.into(),
+            input_file_id: file.map(Into::into),
+            submitted_at: 1_765_000_100,
+            state: state.into(),
+            detail: if state == "imported" {
+                "completed".into()
+            } else {
+                String::new()
+            },
+            requests: keys.iter().map(|k| (k.id(), k.clone())).collect(),
+            imported: if state == "imported" {
+                keys.len() as u64
+            } else {
+                0
+            },
+            unanswered: 0,
+        };
+        let batches = vec![
+            batch("batch_01", "imported", Some("file-9"), &keys[..2]),
+            batch("msgbatch_02", "submitted", None, &keys[2..]),
+        ];
+        (entries, batches)
+    }
+
+    /// A ledger written by sage before `sage.ledger/1` and `sage.batch/1` had types of their
+    /// own (`tests/fixtures/ledger-main`) reads as the records it was written from, and
+    /// writes back byte for byte, file for file.
+    #[test]
+    fn a_ledger_written_before_reads_and_writes_back_byte_for_byte() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ledger-main");
+        let old = Ledger::new(&fixture);
+        let (want_entries, want_batches) = fixture_records();
+        let mut entries: Vec<LedgerEntry> = entries_of(&old)
+            .unwrap()
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
+        entries.sort_by(|a, b| a.recorded_at.cmp(&b.recorded_at));
+        assert_eq!(entries, want_entries);
+        let batches: Vec<BatchRecord> =
+            old.batches().unwrap().into_iter().map(|(_, b)| b).collect();
+        assert_eq!(batches.len(), 2);
+        for b in &want_batches {
+            assert!(batches.contains(b), "{}", b.batch_id);
+        }
+        let d = tempfile::tempdir().unwrap();
+        let new = Ledger::new(d.path());
+        for e in &entries {
+            new.put(e).unwrap();
+        }
+        for b in &batches {
+            new.put_batch(b).unwrap();
+        }
+        let files = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+            walkdir::WalkDir::new(root)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "json")
+                })
+                .map(|e| {
+                    let rel = e.path().strip_prefix(root).unwrap().to_path_buf();
+                    (rel, std::fs::read(e.path()).unwrap())
+                })
+                .collect()
+        };
+        let (was, is) = (files(&fixture), files(d.path()));
+        assert_eq!(was.len(), 5);
+        assert_eq!(is, was);
+    }
+
     fn key(run: u32) -> LedgerKey {
         LedgerKey {
             backend: "openai".into(),

@@ -32,7 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "sage-szz",
         &["sage-llm", "sage-patch", "sage-sandbox", "sage-schema"],
     ),
-    ("sage-judge", &["sage-trace", "sage-llm"]),
+    ("sage-judge", &["sage-trace", "sage-llm", "sage-schema"]),
     (
         "sage-pipeline",
         &[
@@ -1768,5 +1768,80 @@ fn the_case_check_format_is_its_own_types() {
     );
     assert!(by_hand(
         "let json = || {\n    serde_json::json!({\n        \"cases\": checks,\n        \"with_problems\": n_bad,\n    })\n};\n"
+    ));
+}
+
+/// `sage.ledger/1` and `sage.batch/1` (issue 30): a ledger entry and a batch record serialize
+/// only through `crates/sage-judge/src/llm/ledger/schema.rs`, and the values those records
+/// mirror (the entry, the record, the call's key, and sage-llm's token counts) derive no serde
+/// of their own, so neither a rename in the judge nor one in the transport can change the
+/// files of a user's ledger or make them unreadable.
+#[test]
+fn the_ledger_formats_are_their_own_types() {
+    let root = Path::new(ROOT);
+    let read = |rel: &str| library_part(&std::fs::read_to_string(root.join(rel)).unwrap());
+    let schema = read("crates/sage-judge/src/llm/ledger/schema.rs");
+    let ledger = read("crates/sage-judge/src/llm/ledger.rs");
+    let cost = read("crates/sage-llm/src/cost.rs");
+    for name in ["LedgerKey", "Usage", "LedgerEntry", "BatchRecord"] {
+        assert!(
+            schema.contains(&format!("pub struct {name} = ")),
+            "ledger/schema.rs mirrors {name}"
+        );
+    }
+    let through = |text: &str, name: &str| {
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(at) = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("pub struct {name} {{")))
+        else {
+            return false;
+        };
+        lines[..at]
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+            .any(|l| {
+                l.contains(&format!("into = \"schema::{name}\""))
+                    && l.contains(&format!("from = \"schema::{name}\""))
+            })
+    };
+    for name in ["LedgerEntry", "BatchRecord"] {
+        assert!(
+            through(&ledger, name),
+            "ledger.rs's {name} must serialize through ledger/schema.rs"
+        );
+    }
+    let sources = vec![
+        ("ledger.rs".to_string(), ledger),
+        ("sage-llm cost.rs".to_string(), cost),
+    ];
+    let bad = mirrored_types_with_serde(&schema, &sources);
+    assert!(
+        bad.is_empty(),
+        "types that sage.ledger/1 and sage.batch/1 publish through ledger/schema.rs derive \
+         serde of their own: {bad:?}"
+    );
+    // planted: token counts that derive Serialize again are caught; a key that does too is
+    // caught; an entry through the schema is not, one without it is
+    let planted_cost = "/// Token counts.\n#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]\npub struct Usage {\n    pub input_tokens: u64,\n}\n";
+    let planted_ledger = "#[derive(Debug, Clone, Hash, Serialize)]\npub struct LedgerKey {}\n#[derive(Serialize, Deserialize)]\n#[serde(into = \"schema::LedgerEntry\", from = \"schema::LedgerEntry\")]\npub struct LedgerEntry {}\n";
+    assert_eq!(
+        mirrored_types_with_serde(
+            &schema,
+            &[
+                ("cost.rs".to_string(), planted_cost.to_string()),
+                ("ledger.rs".to_string(), planted_ledger.to_string()),
+            ]
+        ),
+        vec![
+            "cost.rs: Usage".to_string(),
+            "ledger.rs: LedgerKey".to_string()
+        ]
+    );
+    assert!(through(planted_ledger, "LedgerEntry"));
+    assert!(!through(
+        "#[derive(Serialize, Deserialize)]\npub struct LedgerEntry {}\n",
+        "LedgerEntry"
     ));
 }

@@ -6,16 +6,15 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Token counts of one call, from the API's usage fields.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+/// Token counts of one call, from the API's usage fields (kept in a ledger entry as
+/// `sage-judge`'s `ledger::schema::Usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// All prompt tokens, cached or not.
     pub input_tokens: u64,
     /// Prompt tokens read from the provider's prefix cache.
-    #[serde(default)]
     pub cached_input_tokens: u64,
     /// Prompt tokens written to the provider's cache (Anthropic bills these higher).
-    #[serde(default)]
     pub cache_write_tokens: u64,
     pub output_tokens: u64,
 }

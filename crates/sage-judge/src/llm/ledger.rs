@@ -8,6 +8,8 @@
 //! killed run leaves either a whole entry or none. The ledger holds no request headers and
 //! therefore no API key.
 
+pub mod schema;
+
 use sage_llm::cost::Usage;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -22,7 +24,7 @@ pub const LEDGER_SCHEMA: &str = "sage.ledger/1";
 pub const DEFAULT_LEDGER_DIR: &str = ".sage/ledger";
 
 /// What identifies one judge call.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LedgerKey {
     pub backend: String,
     pub model: String,
@@ -53,12 +55,12 @@ impl LedgerKey {
     }
 }
 
-/// One stored call.
+/// One stored call (`sage.ledger/1`, published through [`schema::LedgerEntry`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "schema::LedgerEntry", from = "schema::LedgerEntry")]
 pub struct LedgerEntry {
     pub schema: String,
     pub id: String,
-    #[serde(flatten)]
     pub key: LedgerKey,
     /// `api` (answered live) or `batch` (imported from a batch result file).
     pub source: String,
@@ -66,7 +68,6 @@ pub struct LedgerEntry {
     pub response: String,
     pub usage: Usage,
     /// Cost of the call in USD when the model's price is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
     pub latency_ms: u64,
     /// Transport retries before the answer (429, 5xx, timeouts).
@@ -334,6 +335,7 @@ pub const BATCH_SCHEMA: &str = "sage.batch/1";
 /// carries, so that `--batch poll` (in any later process) can import its results into the
 /// ledger under exactly the keys they answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "schema::BatchRecord", from = "schema::BatchRecord")]
 pub struct BatchRecord {
     pub schema: String,
     pub backend: String,
@@ -342,23 +344,19 @@ pub struct BatchRecord {
     pub judge: String,
     /// The provider's batch id.
     pub batch_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file_id: Option<String>,
     pub submitted_at: u64,
     /// `submitted` (outstanding), `imported` (results are in the ledger) or `failed` (the
     /// provider refused the batch; its calls are submitted again).
     pub state: String,
     /// The provider's last status line.
-    #[serde(default)]
     pub detail: String,
     /// custom_id (the ledger id) → the call it stands for.
     pub requests: BTreeMap<String, LedgerKey>,
     /// Answers imported into the ledger.
-    #[serde(default)]
     pub imported: u64,
     /// Requests the batch did not answer usably (errored, expired, cancelled, a broken
     /// envelope): submitted again in the next round.
-    #[serde(default)]
     pub unanswered: u64,
 }
 

@@ -189,6 +189,9 @@ fn long_comment_runs(src: &str) -> Vec<(usize, usize)> {
     let mut run: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     let b = src.as_bytes();
+    // the line before ends in a line continuation (`\`): the next line is joined to it, and
+    // a comment there is read as part of that statement, not on a line of its own
+    let mut continued = false;
     while start < b.len() {
         let end = b[start..]
             .iter()
@@ -200,7 +203,9 @@ fn long_comment_runs(src: &str) -> Vec<(usize, usize)> {
             .iter()
             .take_while(|c| matches!(c, b' ' | b'\t' | b'\x0c'))
             .count();
-        if body.get(indent) == Some(&b'#') {
+        let comment = body.get(indent) == Some(&b'#');
+        let joined = std::mem::replace(&mut continued, !comment && body.ends_with(b"\\"));
+        if comment && !joined {
             run.push((start + indent, start + body.len()));
         } else if indent < body.len() {
             // code ends the run
@@ -656,6 +661,20 @@ mod tests {
             let plain = analyse_parsed(&src, &src, &[]).unwrap();
             proptest::prop_assert_eq!(reading(analyse(&src)), reading(plain));
         }
+    }
+
+    /// The case proptest found (a line continuation before a long comment run, then a
+    /// string opened and closed after it): read as the text's own parse reads it.
+    #[test]
+    fn a_continuation_before_a_long_comment_run_reads_as_written() {
+        let mut src = String::from("z = \\\n");
+        for i in 0..19 {
+            src.push_str(if i % 7 == 3 { "" } else { "# " });
+            src.push('\n');
+        }
+        src.push_str("\"\"\"\ns = \"\"\"\n");
+        let plain = analyse_parsed(&src, &src, &[]).unwrap();
+        assert_eq!(reading(analyse(&src)), reading(plain));
     }
 
     #[test]

@@ -112,6 +112,9 @@ struct Job {
     k: usize,
 }
 
+/// Requests below which one more driver thread is not started.
+const JOBS_PER_DRIVER: usize = 16;
+
 /// Run the scoring pool: `concurrency` request slots in all, shared out among one driver per
 /// core, each a thread of its own that polls its slots' futures on the caller's tokio runtime.
 /// A request's CPU work (building and measuring the prompt, hashing, parsing, verifying
@@ -119,14 +122,17 @@ struct Job {
 /// throughput at one core's worth of prompt building however many requests are in flight.
 /// Without a multi-thread tokio runtime (a plain executor, as in unit tests) there is one
 /// driver on the calling thread.
-async fn run_drivers<F, Fut, T>(concurrency: NonZeroUsize, drive: &F) -> Vec<T>
+async fn run_drivers<F, Fut, T>(concurrency: NonZeroUsize, jobs: usize, drive: &F) -> Vec<T>
 where
     F: Fn(NonZeroUsize) -> Fut + Sync,
     Fut: Future<Output = Vec<T>>,
     T: Send,
 {
     let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-    let drivers = cores.min(concurrency);
+    // a driver thread is not worth starting for a handful of requests (a short trace under
+    // the lexicon judge is scored before the threads would have started)
+    let worth = NonZeroUsize::new(jobs.div_ceil(JOBS_PER_DRIVER)).unwrap_or(NonZeroUsize::MIN);
+    let drivers = cores.min(concurrency).min(worth);
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(h)
             if drivers.get() > 1
@@ -300,7 +306,7 @@ pub async fn score_traces_concurrently(
             .buffer_unordered(slots.get())
             .collect::<Vec<(Job, Option<TurnOutcome>)>>()
     };
-    let results = run_drivers(opts.concurrency, &drive).await;
+    let results = run_drivers(opts.concurrency, jobs.len(), &drive).await;
     if let Some(b) = bar {
         b.finish();
     }

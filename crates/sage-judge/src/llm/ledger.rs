@@ -683,7 +683,7 @@ mod tests {
             .into_iter()
             .map(|(_, e)| e)
             .collect();
-        entries.sort_by(|a, b| a.recorded_at.cmp(&b.recorded_at));
+        entries.sort_by_key(|e| e.recorded_at);
         assert_eq!(entries, want_entries);
         let batches: Vec<BatchRecord> =
             old.batches().unwrap().into_iter().map(|(_, b)| b).collect();

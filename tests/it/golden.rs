@@ -436,3 +436,43 @@ fn szz_bench_on_a_built_repository_gives_its_golden_json() {
         &format!("{}{}", bench(&fix1), bench(&fix2)),
     );
 }
+
+/// `sage agree --format json` (a document the CLI builds, no internal type reaches it) of the
+/// Krippendorff 2011 reliability data with alpha at each level and Gwet's AC2, and of Cohen's
+/// yes/no example with kappa, run from the repository so the file is named relatively: pinned
+/// so any change of its bytes is a reviewed one.
+#[test]
+fn agreement_reports_are_golden() {
+    let agree = |args: &[&str]| {
+        let out = Command::cargo_bin("sage")
+            .unwrap()
+            .current_dir(ROOT)
+            .arg("agree")
+            .args(args)
+            .args(["--format", "json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let k2011 = "tests/data/agree/krippendorff2011.csv";
+    let mut text = String::new();
+    for level in ["nominal", "ordinal", "interval", "ratio"] {
+        text.push_str(&agree(&[k2011, "--metric", "alpha", "--level", level]));
+    }
+    text.push_str(&agree(&[
+        k2011,
+        "--metric",
+        "gwet",
+        "--weights",
+        "quadratic",
+    ]));
+    text.push_str(&agree(&[
+        "tests/data/agree/cohen_yes_no.csv",
+        "--metric",
+        "cohen",
+    ]));
+    snapshot("agree_json", &text);
+}

@@ -116,7 +116,8 @@ struct Job {
 const JOBS_PER_DRIVER: usize = 16;
 
 /// Run the scoring pool: `concurrency` request slots in all, shared out among one driver per
-/// core, each a thread of its own that polls its slots' futures on the caller's tokio runtime.
+/// core (but no more than one per [`JOBS_PER_DRIVER`] of the `jobs` requests), each a thread of
+/// its own that polls its slots' futures on the caller's tokio runtime.
 /// A request's CPU work (building and measuring the prompt, hashing, parsing, verifying
 /// quotes) runs on the thread that polls it, so a single driver caps a long trace's
 /// throughput at one core's worth of prompt building however many requests are in flight.

@@ -247,13 +247,20 @@ pub fn candidates(git: &Git, lines: &[(String, BlameLine)]) -> Result<Vec<Candid
     Ok(out)
 }
 
+/// Which lines of a file are comments (by 1-based number), shared by the filter's caches.
+type Mask = std::rc::Rc<Vec<bool>>;
+
 /// Comment and blank-line filter over blamed lines, reading the blamed commit's version of
 /// the file (cached per commit and path).
 pub struct LineFilter {
     skip_blank: bool,
     skip_comments: bool,
     /// commit → path → comment mask (looked up by `&str`: no key built per line).
-    masks: HashMap<String, HashMap<String, Vec<bool>>>,
+    masks: HashMap<String, HashMap<String, Mask>>,
+    /// The (commit, path) of the line before and its mask (`None`: a path the filter does
+    /// not read): consecutive blamed lines mostly share them, so most lines are answered by
+    /// two string comparisons instead of two keyed hashes and a lower-cased copy of the path.
+    last: Option<(String, String, Option<Mask>)>,
     comments: usize,
     blanks: usize,
 }
@@ -264,6 +271,7 @@ impl LineFilter {
             skip_blank,
             skip_comments,
             masks: HashMap::new(),
+            last: None,
             comments: 0,
             blanks: 0,
         }
@@ -275,27 +283,40 @@ impl LineFilter {
             self.blanks += 1;
             return Ok(true);
         }
-        if !self.skip_comments || !crate::comments::supported(&l.orig_path) {
+        if !self.skip_comments {
             return Ok(false);
         }
-        // the mask is read from git once per commit and path, then looked up once per line
-        let is_comment = match self.masks.get(&l.commit).and_then(|m| m.get(&l.orig_path)) {
-            Some(mask) => mask.get(l.orig_line).copied().unwrap_or(false),
-            None => {
-                let mask = match git.file_at(&l.commit, &l.orig_path)? {
-                    Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
-                    None => Vec::new(),
-                };
-                let is_comment = mask.get(l.orig_line).copied().unwrap_or(false);
-                self.masks
-                    .entry(l.commit.clone())
-                    .or_default()
-                    .insert(l.orig_path.clone(), mask);
-                is_comment
+        let mask = match &self.last {
+            Some((c, p, mask)) if *c == l.commit && *p == l.orig_path => mask.clone(),
+            _ => {
+                let mask = self.mask(git, l)?;
+                self.last = Some((l.commit.clone(), l.orig_path.clone(), mask.clone()));
+                mask
             }
         };
+        let is_comment = mask.is_some_and(|m| m.get(l.orig_line).copied().unwrap_or(false));
         self.comments += usize::from(is_comment);
         Ok(is_comment)
+    }
+
+    /// The comment mask of the line's commit and path, read from git once per pair (`None`
+    /// for a language the filter does not know).
+    fn mask(&mut self, git: &Git, l: &BlameLine) -> Result<Option<Mask>, SzzError> {
+        if !crate::comments::supported(&l.orig_path) {
+            return Ok(None);
+        }
+        if let Some(mask) = self.masks.get(&l.commit).and_then(|m| m.get(&l.orig_path)) {
+            return Ok(Some(mask.clone()));
+        }
+        let mask = std::rc::Rc::new(match git.file_at(&l.commit, &l.orig_path)? {
+            Some(bytes) => comment_lines(&String::from_utf8_lossy(&bytes), &l.orig_path),
+            None => Vec::new(),
+        });
+        self.masks
+            .entry(l.commit.clone())
+            .or_default()
+            .insert(l.orig_path.clone(), mask.clone());
+        Ok(Some(mask))
     }
 
     pub fn notes(&self) -> Vec<String> {
@@ -703,9 +724,8 @@ struct FileDeleted {
     lines: Vec<Deleted>,
     /// Each line's [`coarse`] counts, side by side: the first bound tried on a candidate.
     coarse: Vec<Coarse>,
-    /// A line's text stripped of whitespace → where it occurs (keyed by the UTF-8 text: one
-    /// hash write per key, not one per character).
-    exact: HashMap<String, Vec<usize>>,
+    /// Identical texts, found without a key allocated per line.
+    exact: Exact,
     /// 4-gram → the lines holding it: rarer than 3-grams, so fewer lines to count.
     grams: Grams,
     /// 3-gram → the lines holding it, built once [`GRAMS3_AFTER`] texts were too short (or
@@ -716,6 +736,93 @@ struct FileDeleted {
     unnarrowed: std::sync::atomic::AtomicUsize,
     /// [`GRAMS3_AFTER`], or 0 in tests (to exercise the 3-gram filter on one text).
     grams3_after: usize,
+}
+
+/// Where each distinct text occurs, as a table of keyed hashes (of the UTF-8 text) to the
+/// first line holding it, and a chain from each line to the next with the same hash: one
+/// table entry per distinct text and no string kept per line. A look-up compares the text
+/// itself, so a hash collision only lengthens a chain; the keys are random per process, so
+/// a file cannot be made to collide.
+struct Exact {
+    hasher: std::collections::hash_map::RandomState,
+    first: HashMap<u64, u32, std::hash::BuildHasherDefault<Prehashed>>,
+    /// The next line with the same hash, or `u32::MAX`.
+    next: Vec<u32>,
+}
+
+impl Exact {
+    fn new<'a>(lines: impl ExactSizeIterator<Item = &'a [char]>) -> Exact {
+        let hasher = std::collections::hash_map::RandomState::new();
+        let n = lines.len();
+        let mut hashes = Vec::with_capacity(n);
+        let mut text = String::new();
+        for chars in lines {
+            text.clear();
+            text.extend(chars);
+            hashes.push(std::hash::BuildHasher::hash_one(&hasher, text.as_str()));
+        }
+        let mut first: HashMap<u64, u32, _> = HashMap::default();
+        first.reserve(n);
+        let mut next = vec![u32::MAX; n];
+        // from the last line back, so that each chain runs in ascending line order
+        for (i, h) in hashes.into_iter().enumerate().rev() {
+            if let Some(prev) = first.insert(h, i as u32) {
+                next[i] = prev;
+            }
+        }
+        Exact {
+            hasher,
+            first,
+            next,
+        }
+    }
+
+    /// The lines whose text is `text`, ascending; `equal(i)`: whether line `i` holds it.
+    fn same<'a>(
+        &'a self,
+        text: &str,
+        equal: impl Fn(usize) -> bool + 'a,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let h = std::hash::BuildHasher::hash_one(&self.hasher, text);
+        let mut at = self.first.get(&h).copied().unwrap_or(u32::MAX);
+        std::iter::from_fn(move || {
+            while at != u32::MAX {
+                let i = at as usize;
+                at = self.next[i];
+                if equal(i) {
+                    return Some(i);
+                }
+            }
+            None
+        })
+    }
+}
+
+/// A hasher for keys that are already keyed hashes: the key is the hash.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // (only `u64` keys are hashed: this keeps any other key correct, if slower)
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The result of a scoped thread (its panic goes on).
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match h.join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// Texts compared with every line before a 3-gram index of the lines is built: building it
@@ -732,25 +839,47 @@ fn outranks(a: Ranked, b: Ranked) -> bool {
 }
 
 impl FileDeleted {
-    fn new(deleted: Vec<(usize, String)>) -> FileDeleted {
-        let lines: Vec<Deleted> = deleted
-            .into_iter()
-            .map(|(n, t)| {
-                let chars = strip_ws(&t);
-                let hist = Hist::of(&chars);
-                Deleted {
-                    line: n,
-                    chars,
-                    hist,
-                }
+    fn new(deleted: Vec<(usize, String)>, threads: std::num::NonZeroUsize) -> FileDeleted {
+        let deleted_line = |(n, t): &(usize, String)| {
+            let chars = strip_ws(t);
+            let hist = Hist::of(&chars);
+            Deleted {
+                line: *n,
+                chars,
+                hist,
+            }
+        };
+        // Two halves on two threads when the change is large: the parts are independent,
+        // and a rewrite of a 40,000-line file spends tens of milliseconds here.
+        let split = threads.get() > 1 && deleted.len() >= 2 * LINES_PER_THREAD;
+        let lines: Vec<Deleted> = if split {
+            let (a, b) = deleted.split_at(deleted.len() / 2);
+            std::thread::scope(|s| {
+                let second = s.spawn(|| b.iter().map(deleted_line).collect::<Vec<_>>());
+                let mut lines: Vec<Deleted> = Vec::with_capacity(deleted.len());
+                lines.extend(a.iter().map(deleted_line));
+                lines.extend(join(second));
+                lines
             })
-            .collect();
-        let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, l) in lines.iter().enumerate() {
-            exact.entry(l.chars.iter().collect()).or_default().push(i);
-        }
-        let grams = Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
-        let coarse = lines.iter().map(|l| coarse(&l.chars)).collect();
+        } else {
+            deleted.iter().map(deleted_line).collect()
+        };
+        drop(deleted);
+        let grams4 = || Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
+        let rest = || {
+            let exact = Exact::new(lines.iter().map(|l| l.chars.as_slice()));
+            let coarse: Vec<Coarse> = lines.iter().map(|l| coarse(&l.chars)).collect();
+            (exact, coarse)
+        };
+        let (grams, (exact, coarse)) = if split {
+            std::thread::scope(|s| {
+                let g = s.spawn(grams4);
+                let r = rest();
+                (join(g), r)
+            })
+        } else {
+            (grams4(), rest())
+        };
         FileDeleted {
             lines,
             coarse,
@@ -780,11 +909,13 @@ impl FileDeleted {
             stripped.push(c);
             a.push(c);
         }
-        if let Some(same) = self.exact.get(&stripped) {
-            return same
-                .iter()
-                .map(|&i| self.lines[i].line)
-                .min_by_key(|n| n.abs_diff(line));
+        if let Some(same) = self
+            .exact
+            .same(&stripped, |i| self.lines[i].chars == a)
+            .map(|i| self.lines[i].line)
+            .min_by_key(|n| n.abs_diff(line))
+        {
+            return Some(same);
         }
         let ha = Hist::of(&a);
         let ka = coarse(&a);
@@ -1113,8 +1244,10 @@ fn gram_key(w: &[char]) -> u64 {
 
 impl Grams {
     fn new<'a>(q: usize, lines: impl Iterator<Item = &'a [char]>) -> Grams {
-        let mut pairs: Vec<(u64, u32)> = Vec::new();
-        for (i, chars) in lines.enumerate() {
+        let lines: Vec<&[char]> = lines.collect();
+        let mut pairs: Vec<(u64, u32)> =
+            Vec::with_capacity(lines.iter().map(|l| (l.len() + 1).saturating_sub(q)).sum());
+        for (i, chars) in lines.into_iter().enumerate() {
             pairs.extend(chars.windows(q).map(|w| (gram_key(w), i as u32)));
         }
         sort_by_key_stable(&mut pairs);
@@ -1198,12 +1331,18 @@ pub struct MapCache {
 
 impl MapCache {
     /// Read `commit`'s change of `path` unless it was read before.
-    fn load(&mut self, git: &Git, commit: &str, path: &str) -> Result<(), SzzError> {
+    fn load(
+        &mut self,
+        git: &Git,
+        commit: &str,
+        path: &str,
+        threads: std::num::NonZeroUsize,
+    ) -> Result<(), SzzError> {
         if self.get(commit, path).is_none() {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
-                    file_diff(git, commit, f, 0)?.map(|d| FileDeleted::new(d.deleted()))
+                    file_diff(git, commit, f, 0)?.map(|d| FileDeleted::new(d.deleted(), threads))
                 }
                 _ => None,
             };
@@ -1323,7 +1462,7 @@ fn v_szz(
                 w.done = true;
                 continue;
             }
-            cache.load(git, &w.cur.commit, &impacted[w.imp].path)?;
+            cache.load(git, &w.cur.commit, &impacted[w.imp].path, opts.threads)?;
             live.push(i);
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
@@ -1485,7 +1624,7 @@ mod tests {
         ) {
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
-            let mut f = FileDeleted::new(deleted.clone());
+            let mut f = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
             f.grams3_after = 0;
             proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
@@ -1513,7 +1652,7 @@ mod tests {
             let text: String = text.into_iter().collect();
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
-            let mut f = FileDeleted::new(deleted.clone());
+            let mut f = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
             f.grams3_after = 0;
             proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
@@ -1581,7 +1720,7 @@ mod tests {
                 )
             })
             .collect();
-        let f = FileDeleted::new(deleted);
+        let f = FileDeleted::new(deleted, std::num::NonZeroUsize::MIN);
         let texts: Vec<(String, usize)> = (0..2500)
             .map(|i| {
                 (
@@ -1611,5 +1750,41 @@ mod tests {
         assert!(ext_matches("src/A.JAVA", &exts));
         assert!(!ext_matches("src/foo.test.c", &exts));
         assert!(!ext_matches("Makefile", &exts));
+    }
+
+    /// A large change is built on two threads; its answers are those of one built on one
+    /// thread and of comparing every line, identical texts (several lines each) included.
+    #[test]
+    fn a_change_built_on_two_threads_answers_as_one_built_on_one() {
+        let deleted: Vec<(usize, String)> = (0..2400)
+            .map(|i| {
+                let t = match i % 3 {
+                    0 => format!("same_{} = 1", i % 7),
+                    _ => format!("value_{} = compute({}, {})", i % 977, i, i % 13),
+                };
+                (2 * i + 1, t)
+            })
+            .collect();
+        let one = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
+        let two = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::new(2).unwrap());
+        let mut texts: Vec<(String, usize)> =
+            (0..7).map(|k| (format!("same_{k}  =1"), 37 * k)).collect();
+        texts.extend((0..300).map(|i| {
+            (
+                format!("value_{} = compute({}, y)", i % 977, i * 11),
+                i * 13,
+            )
+        }));
+        for (text, at) in &texts {
+            let a = one.best(text, *at, &mut Scratch::default());
+            assert_eq!(a, two.best(text, *at, &mut Scratch::default()), "{text}");
+            assert_eq!(a, brute(&deleted, text, *at), "{text}");
+        }
+        // an identical text maps to its nearest occurrence: "same_3 = 1" is at i = 3 + 21k,
+        // lines 7, 49, .., 175, 217; from 200, 217 is 17 away and 175 is 25
+        assert_eq!(
+            one.best("same_3 = 1", 200, &mut Scratch::default()),
+            Some(217)
+        );
     }
 }

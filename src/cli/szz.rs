@@ -268,7 +268,8 @@ fn run_one(a: RunArgs) -> Result<super::ExitStatus> {
             // `serde_json::Value`: a copy of every line as a map, a fifth of V-SZZ's time on a
             // 40,000-line fix); the results are moved into them, not copied
             let out = sage_szz::schema::SzzReport::new(repo.display().to_string(), fix, results);
-            _ = writeln!(o, "{}", serde_json::to_string_pretty(&out)?);
+            o = out.into_json_pretty()?;
+            o.push('\n');
         }
         Format::Table => print_table(&mut o, &fix, &results),
     }

@@ -44,6 +44,192 @@ impl SzzReport {
             results: results.conv(),
         }
     }
+
+    /// The report as `serde_json::to_string_pretty` writes it. A large V-SZZ answer's chains
+    /// (half of its text: a chain per blamed line) are written on a second thread meanwhile
+    /// and put in their place after.
+    pub fn into_json_pretty(self) -> serde_json::Result<String> {
+        self.into_json_pretty_from(CHAINS_ON_A_THREAD_FROM)
+    }
+
+    /// [`SzzReport::into_json_pretty`], with chains written on a thread from `from` chains.
+    fn into_json_pretty_from(mut self, from: usize) -> serde_json::Result<String> {
+        if self.results.iter().all(|r| r.chains.len() < from) {
+            return serde_json::to_string_pretty(&self);
+        }
+        // Each result's chains are taken out (an empty list is not written), written alone
+        // at the depth they have in the report, and put back before the result's `notes`,
+        // the field that follows them.
+        let chains: Vec<Vec<Chain>> = self
+            .results
+            .iter_mut()
+            .map(|r| std::mem::take(&mut r.chains))
+            .collect();
+        let (rest, rendered) = std::thread::scope(|s| {
+            let rendered = s.spawn(|| {
+                chains
+                    .iter()
+                    .map(|c| render_at(c, RESULT_FIELD_DEPTH))
+                    .collect::<serde_json::Result<Vec<Vec<u8>>>>()
+            });
+            let rest = serde_json::to_vec_pretty(&self);
+            (rest, rendered.join())
+        });
+        let rendered = match rendered {
+            Ok(r) => r?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match splice_chains(&rest?, &chains, &rendered) {
+            Some(out) => Ok(out),
+            None => {
+                // (not expected: every result writes its notes) the plain way, chains back
+                for (r, c) in self.results.iter_mut().zip(chains) {
+                    r.chains = c;
+                }
+                serde_json::to_string_pretty(&self)
+            }
+        }
+    }
+}
+
+/// Chains are written on a thread from this many in one result.
+const CHAINS_ON_A_THREAD_FROM: usize = 2048;
+
+/// The depth of a result's fields in the report: report → `results` → a result → its fields.
+const RESULT_FIELD_DEPTH: usize = 3;
+
+/// `value` as pretty JSON written at `depth` (its inner lines indented for it).
+fn render_at(value: &impl Serialize, depth: usize) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Pretty::at(depth));
+    value.serialize(&mut ser)?;
+    Ok(out)
+}
+
+/// `rest` (a report written without its chains) with each result's non-empty chains
+/// (`rendered`, written at its depth) put back before its `notes`; `None` when a result's
+/// `notes` is not where it must be.
+fn splice_chains(rest: &[u8], chains: &[Vec<Chain>], rendered: &[Vec<u8>]) -> Option<String> {
+    let extra: usize = rendered.iter().map(|r| r.len() + 32).sum();
+    let mut out = Vec::with_capacity(rest.len() + extra);
+    // A line break never occurs inside a JSON string (it is written `\n`), so at this
+    // indentation this is a result's `notes` and nothing else's: one per result, in order.
+    let notes: &[u8] = b"\n      \"notes\": ";
+    let mut at = 0;
+    for (c, r) in chains.iter().zip(rendered) {
+        let here = at + find(&rest[at..], notes)?;
+        out.extend_from_slice(&rest[at..here]);
+        if !c.is_empty() {
+            out.extend_from_slice(b"\n      \"chains\": ");
+            out.extend_from_slice(r);
+            out.push(b',');
+        }
+        out.push(b'\n');
+        at = here + 1;
+    }
+    out.extend_from_slice(&rest[at..]);
+    String::from_utf8(out).ok()
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let first = *needle.first()?;
+    let mut from = 0;
+    while let Some(i) = hay[from..].iter().position(|&b| b == first) {
+        let at = from + i;
+        if hay[at..].starts_with(needle) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// serde_json's pretty formatter (two spaces a level), starting at a given depth: a value
+/// written alone reads as it would inside the document at that depth.
+struct Pretty {
+    depth: usize,
+    has_value: bool,
+}
+
+impl Pretty {
+    fn at(depth: usize) -> Pretty {
+        Pretty {
+            depth,
+            has_value: false,
+        }
+    }
+
+    fn indent<W: ?Sized + std::io::Write>(&self, w: &mut W) -> std::io::Result<()> {
+        for _ in 0..self.depth {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for Pretty {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            self.indent(w)?;
+        }
+        w.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(w)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            self.indent(w)?;
+        }
+        w.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(w)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 words_out! {
@@ -484,5 +670,62 @@ mod tests {
             serde_json::to_string(&super::EvalReport::from(report)).unwrap(),
             r#"{"schema":"sage.szz-eval/1","dataset":"d.json","format":"rosa","fixes_in_dataset":2,"fixes_run":1,"fixes_skipped":1,"missing_repos":[],"scores":[],"cases":[{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"hits":0,"status":"skipped","reason":"absent","elapsed_ms":3},{"id":"1","repo":"o/r","fix":"f","variant":"agent","labels":["l"],"predicted":[],"selected":"c","hits":0,"status":"failed","error":"bad","elapsed_ms":3,"notes":["n"]}],"problems":["p"]}"#
         );
+    }
+
+    /// Chains written on a thread and put back read byte for byte as the plain report:
+    /// several results (one without chains, one with an agent report, whose fields sit one
+    /// level deeper), and contents that look like the field the chains are put before.
+    #[test]
+    fn chains_written_on_a_thread_read_as_the_plain_report() {
+        use crate::model::{Candidate, Chain, LineRef, SzzResult, Variant};
+        use crate::report::AgentReport;
+        let tricky = "x\n      \"notes\": [\"é\u{1}\"]";
+        let result = |variant, chains: usize, agent: bool| SzzResult {
+            variant,
+            fix: "f".into(),
+            candidates: vec![Candidate {
+                commit: "c".into(),
+                committed: 1,
+                subject: tricky.into(),
+                lines: (0..3)
+                    .map(|i| LineRef {
+                        path: "m.py".into(),
+                        line: i,
+                        orig_path: "m.py".into(),
+                        orig_line: i,
+                        content: tricky.into(),
+                    })
+                    .collect(),
+                score: None,
+            }],
+            selected: Some("c".into()),
+            ignored: vec![],
+            chains: (0..chains)
+                .map(|i| Chain {
+                    path: tricky.into(),
+                    line: i,
+                    commits: vec!["a".into(), "b".into()],
+                })
+                .collect(),
+            notes: vec![tricky.into()],
+            agent: agent.then(AgentReport::default),
+            git_calls: 3,
+            elapsed_ms: 4,
+        };
+        let report = || {
+            super::SzzReport::new(
+                "r".into(),
+                "f".into(),
+                vec![
+                    result(Variant::V, 5, false),
+                    result(Variant::B, 0, true),
+                    result(Variant::V, 1, true),
+                ],
+            )
+        };
+        let plain = serde_json::to_string_pretty(&report()).unwrap();
+        assert!(plain.contains("\"chains\": ["));
+        assert_eq!(report().into_json_pretty_from(1).unwrap(), plain);
+        assert_eq!(report().into_json_pretty().unwrap(), plain);
     }
 }

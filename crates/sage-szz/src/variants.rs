@@ -666,12 +666,11 @@ fn ratio_dp(a: &[char], b: &[char]) -> f64 {
     2.0 * prev[b.len()] as f64 / total as f64
 }
 
-/// One deleted line, ready to compare: its old-side number, its text stripped of whitespace,
-/// and a histogram of its characters (a cheap upper bound on any LCS with it).
+/// One deleted line, ready to compare: its old-side number and its text stripped of
+/// whitespace.
 struct Deleted {
     line: usize,
     chars: Vec<char>,
-    hist: Hist,
 }
 
 /// Character counts in 16 buckets (by the low four bits: the ten digits apart): 32 bytes a
@@ -839,15 +838,13 @@ fn outranks(a: Ranked, b: Ranked) -> bool {
 }
 
 impl FileDeleted {
-    fn new(deleted: Vec<(usize, String)>, threads: std::num::NonZeroUsize) -> FileDeleted {
-        let deleted_line = |(n, t): &(usize, String)| {
-            let chars = strip_ws(t);
-            let hist = Hist::of(&chars);
-            Deleted {
-                line: *n,
-                chars,
-                hist,
-            }
+    fn new<S: AsRef<str> + Sync>(
+        deleted: &[(usize, S)],
+        threads: std::num::NonZeroUsize,
+    ) -> FileDeleted {
+        let deleted_line = |(n, t): &(usize, S)| Deleted {
+            line: *n,
+            chars: strip_ws(t.as_ref()),
         };
         // Two halves on two threads when the change is large: the parts are independent,
         // and a rewrite of a 40,000-line file spends tens of milliseconds here.
@@ -864,7 +861,6 @@ impl FileDeleted {
         } else {
             deleted.iter().map(deleted_line).collect()
         };
-        drop(deleted);
         let grams4 = || Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
         let rest = || {
             let exact = Exact::new(lines.iter().map(|l| l.chars.as_slice()));
@@ -917,23 +913,28 @@ impl FileDeleted {
         {
             return Some(same);
         }
-        let ha = Hist::of(&a);
         let ka = coarse(&a);
-        // the ASCII characters `a` holds, each once: the bound sums over these only (the
-        // same sum)
-        let mut seen = 0u128;
-        let present: Vec<usize> = a
-            .iter()
-            .filter_map(|&c| usize::try_from(u32::from(c)).ok().filter(|u| *u < 128))
-            .filter(|&u| {
-                let new = seen & (1 << u) == 0;
-                seen |= 1 << u;
-                new
-            })
-            .collect();
         // `a` as bit masks, once for every line it is compared with (LCS is symmetric)
         let pattern = Pattern::new(&a);
-        let common = |h: &Hist| -> usize {
+        // Without them (a text over 64 characters) the LCS is a table, quadratic: a finer
+        // bound first, from both texts' character counts. With them, the LCS costs about
+        // what counting a line's characters would, so the bound would save nothing.
+        let fine = pattern.is_none().then(|| {
+            // the ASCII characters `a` holds, each once: the bound sums over these only
+            // (the same sum)
+            let mut seen = 0u128;
+            let present: Vec<usize> = a
+                .iter()
+                .filter_map(|&c| usize::try_from(u32::from(c)).ok().filter(|u| *u < 128))
+                .filter(|&u| {
+                    let new = seen & (1 << u) == 0;
+                    seen |= 1 << u;
+                    new
+                })
+                .collect();
+            (Hist::of(&a), present)
+        });
+        let common = |(ha, present): &(Hist, Vec<usize>), h: &Hist| -> usize {
             present
                 .iter()
                 .map(|&c| usize::from(ha.ascii[c].min(h.ascii[c])))
@@ -952,15 +953,22 @@ impl FileDeleted {
                 }
             };
             let cannot = |b: f64| b <= 0.75 || best.is_some_and(|(br, _, _)| b < br);
+            // (a bound only skips a line that cannot be the answer: below the threshold or
+            // the best so far, as its ratio would be)
             if cannot(bound(a.len().min(d.chars.len())))
                 || cannot(bound(coarse_common(&ka, &self.coarse[i])))
-                || cannot(bound(common(&d.hist)))
             {
                 return;
             }
-            let ratio = match &pattern {
-                Some(p) => 2.0 * p.lcs(&d.chars) as f64 / total as f64,
-                None => ratio_chars(&a, &d.chars),
+            let ratio = match (&pattern, &fine) {
+                (Some(p), _) => 2.0 * p.lcs(&d.chars) as f64 / total as f64,
+                (None, Some(fine)) => {
+                    if cannot(bound(common(fine, &Hist::of(&d.chars)))) {
+                        return;
+                    }
+                    ratio_chars(&a, &d.chars)
+                }
+                (None, None) => ratio_chars(&a, &d.chars),
             };
             let r = (ratio, d.line.abs_diff(line), i);
             if best.is_none_or(|b| outranks(r, b)) {
@@ -1218,6 +1226,53 @@ fn sort_by_key_stable(v: &mut Vec<(u64, u32)>) {
     }
 }
 
+/// An ASCII gram as one number, 7 bits a character (the first highest): ordered as its
+/// [`gram_key`] is.
+fn ascii_key(w: &[char]) -> u64 {
+    w.iter()
+        .fold(0u64, |k, &c| (k << 7) | u64::from(u32::from(c) & 0x7f))
+}
+
+/// The [`gram_key`] of the `q`-character gram whose [`ascii_key`] is `k`.
+fn widen_ascii_key(k: u64, q: usize) -> u64 {
+    (0..q).fold(0u64, |w, i| {
+        let c = (k >> (7 * (q - 1 - i))) & 0x7f;
+        (w << 16) | c
+    })
+}
+
+/// Sort numbers by their bits from 32 to `32 + bits`, keeping the order of equal ones (LSD
+/// radix, 11 bits a pass, skipping a digit every number shares). The low 32 bits ride along.
+fn radix_sort_high(v: &mut Vec<u64>, bits: u32) {
+    const DIGIT: u32 = 11;
+    let passes = bits.div_ceil(DIGIT) as usize;
+    let mut counts = vec![[0usize; 1 << DIGIT]; passes];
+    let digit = |x: u64, p: usize| ((x >> (32 + DIGIT * p as u32)) & ((1 << DIGIT) - 1)) as usize;
+    for &x in v.iter() {
+        for (p, c) in counts.iter_mut().enumerate() {
+            c[digit(x, p)] += 1;
+        }
+    }
+    let mut tmp = vec![0u64; v.len()];
+    for (p, c) in counts.iter().enumerate() {
+        if c.contains(&v.len()) {
+            continue;
+        }
+        let mut at = [0usize; 1 << DIGIT];
+        let mut sum = 0;
+        for (a, n) in at.iter_mut().zip(c) {
+            *a = sum;
+            sum += n;
+        }
+        for &x in v.iter() {
+            let d = digit(x, p);
+            tmp[at[d]] = x;
+            at[d] += 1;
+        }
+        std::mem::swap(v, &mut tmp);
+    }
+}
+
 /// Posting lists, rarest first.
 fn rarest_first<'a>(at_pos: &[&'a [u32]]) -> Vec<&'a [u32]> {
     let mut lists = at_pos.to_vec();
@@ -1245,18 +1300,38 @@ fn gram_key(w: &[char]) -> u64 {
 impl Grams {
     fn new<'a>(q: usize, lines: impl Iterator<Item = &'a [char]>) -> Grams {
         let lines: Vec<&[char]> = lines.collect();
-        let mut pairs: Vec<(u64, u32)> =
-            Vec::with_capacity(lines.iter().map(|l| (l.len() + 1).saturating_sub(q)).sum());
+        let n: usize = lines.iter().map(|l| (l.len() + 1).saturating_sub(q)).sum();
+        let ascii = |l: &&[char]| l.iter().all(|c| c.is_ascii());
+        if q <= 4 && lines.iter().all(ascii) {
+            // ASCII grams (most source text): 7 bits a character, so a gram and its line
+            // pack into one u64, half the bytes the radix sort moves
+            let mut packed: Vec<u64> = Vec::with_capacity(n);
+            for (i, chars) in lines.into_iter().enumerate() {
+                packed.extend(chars.windows(q).map(|w| (ascii_key(w) << 32) | i as u64));
+            }
+            radix_sort_high(&mut packed, 7 * q as u32);
+            packed.dedup();
+            let pairs = packed
+                .iter()
+                .map(|p| (widen_ascii_key(p >> 32, q), *p as u32));
+            return Grams::of_sorted(q, packed.len(), pairs);
+        }
+        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(n);
         for (i, chars) in lines.into_iter().enumerate() {
             pairs.extend(chars.windows(q).map(|w| (gram_key(w), i as u32)));
         }
         sort_by_key_stable(&mut pairs);
         pairs.dedup();
+        Grams::of_sorted(q, pairs.len(), pairs.into_iter())
+    }
+
+    /// The table of `n` (gram, line) pairs sorted by gram, then line, without duplicates.
+    fn of_sorted(q: usize, n: usize, pairs: impl Iterator<Item = (u64, u32)>) -> Grams {
         let mut g = Grams {
             q,
             keys: Vec::new(),
             starts: Vec::new(),
-            lines: Vec::with_capacity(pairs.len()),
+            lines: Vec::with_capacity(n),
             pairs: None,
         };
         for (k, i) in pairs {
@@ -1342,7 +1417,16 @@ impl MapCache {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
-                    file_diff(git, commit, f, 0)?.map(|d| FileDeleted::new(d.deleted(), threads))
+                    file_diff(git, commit, f, 0)?.map(|d| {
+                        // (the lines' text borrowed from the diff, not copied)
+                        let deleted: Vec<(usize, &str)> = d
+                            .hunks
+                            .iter()
+                            .flat_map(|h| h.deleted())
+                            .filter_map(|l| l.old.map(|n| (n, l.text.as_str())))
+                            .collect();
+                        FileDeleted::new(&deleted, threads)
+                    })
                 }
                 _ => None,
             };
@@ -1624,7 +1708,7 @@ mod tests {
         ) {
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect();
-            let mut f = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
+            let mut f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
             f.grams3_after = 0;
             proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
@@ -1652,7 +1736,7 @@ mod tests {
             let text: String = text.into_iter().collect();
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
-            let mut f = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
+            let mut f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
             f.grams3_after = 0;
             proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
         }
@@ -1720,7 +1804,7 @@ mod tests {
                 )
             })
             .collect();
-        let f = FileDeleted::new(deleted, std::num::NonZeroUsize::MIN);
+        let f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
         let texts: Vec<(String, usize)> = (0..2500)
             .map(|i| {
                 (
@@ -1765,8 +1849,8 @@ mod tests {
                 (2 * i + 1, t)
             })
             .collect();
-        let one = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::MIN);
-        let two = FileDeleted::new(deleted.clone(), std::num::NonZeroUsize::new(2).unwrap());
+        let one = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
+        let two = FileDeleted::new(&deleted, std::num::NonZeroUsize::new(2).unwrap());
         let mut texts: Vec<(String, usize)> =
             (0..7).map(|k| (format!("same_{k}  =1"), 37 * k)).collect();
         texts.extend((0..300).map(|i| {
@@ -1786,5 +1870,65 @@ mod tests {
             one.best("same_3 = 1", 200, &mut Scratch::default()),
             Some(217)
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Texts over 64 characters take the table and the character-count bound: the answer
+        /// is still the one of comparing every line.
+        #[test]
+        fn long_texts_get_the_answer_of_comparing_every_line(
+            lines in proptest::collection::vec("[abé0-9(),= ]{50,90}", 1..40),
+            pick in 0usize..40,
+            edits in proptest::collection::vec((0usize..90, "[abz9,é]"), 0..12),
+            at in 0usize..90,
+        ) {
+            let mut text: Vec<char> = lines[pick % lines.len()].chars().collect();
+            for (pos, c) in edits {
+                if text.is_empty() || pos % 2 == 0 {
+                    text.insert(pos.min(text.len()), c.chars().next().unwrap_or('a'));
+                } else {
+                    text.remove(pos % text.len());
+                }
+            }
+            let text: String = text.into_iter().collect();
+            let deleted: Vec<(usize, String)> =
+                lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
+            let f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
+            proptest::prop_assert_eq!(f.best(&text, at, &mut Scratch::default()), brute(&deleted, &text, at));
+        }
+    }
+
+    proptest::proptest! {
+        /// ASCII lines take the packed sort: the table is the one the general sort builds.
+        #[test]
+        fn the_packed_ascii_table_equals_the_general_one(
+            lines in proptest::collection::vec("[ -~]{0,14}", 1..60),
+            q in 3usize..5,
+        ) {
+            let chars: Vec<Vec<char>> = lines.iter().map(|l| l.chars().collect()).collect();
+            let packed = Grams::new(q, chars.iter().map(Vec::as_slice));
+            let mut pairs: Vec<(u64, u32)> = chars
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.windows(q).map(move |w| (gram_key(w), i as u32)))
+                .collect();
+            pairs.sort();
+            pairs.dedup();
+            let got: Vec<(u64, u32)> = packed
+                .keys
+                .iter()
+                .enumerate()
+                .flat_map(|(k, key)| {
+                    packed.lines[packed.starts[k] as usize..packed.starts[k + 1] as usize]
+                        .iter()
+                        .map(move |&l| (*key, l))
+                })
+                .collect();
+            proptest::prop_assert_eq!(got, pairs);
+            for w in chars.iter().flat_map(|c| c.windows(q)) {
+                proptest::prop_assert_eq!(widen_ascii_key(ascii_key(w), q), gram_key(w));
+            }
+        }
     }
 }

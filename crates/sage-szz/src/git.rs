@@ -151,6 +151,25 @@ impl Git {
         *self.calls.borrow()
     }
 
+    /// A handle on the same repository, with the same limits and caches of its own, for
+    /// work on another thread; [`Git::absorb`] counts its calls here when it is done.
+    pub(crate) fn fork(&self) -> Git {
+        Git {
+            git_dir: self.git_dir.clone(),
+            timeout: self.timeout,
+            max_output: self.max_output,
+            info_cache: RefCell::default(),
+            files_cache: RefCell::default(),
+            lines_cache: RefCell::default(),
+            calls: RefCell::new(0),
+        }
+    }
+
+    /// Count a forked handle's calls as this handle's own.
+    pub(crate) fn absorb(&self, fork: Git) {
+        *self.calls.borrow_mut() += fork.calls();
+    }
+
     /// `git rev-parse --is-shallow-repository`.
     pub(crate) fn is_shallow(&self) -> Result<bool, SzzError> {
         Ok(self.run(&["rev-parse", "--is-shallow-repository"])?.trim() == "true")

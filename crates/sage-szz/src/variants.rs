@@ -1406,27 +1406,41 @@ pub struct MapCache {
 
 impl MapCache {
     /// Read `commit`'s change of `path` unless it was read before.
+    /// `walks`: how many walks go through this change (a large share of its deleted lines
+    /// has the parent blamed ahead, into `ahead`).
     fn load(
         &mut self,
         git: &Git,
         commit: &str,
         path: &str,
+        walks: usize,
         threads: std::num::NonZeroUsize,
+        ahead: &mut BlameAhead,
     ) -> Result<(), SzzError> {
         if self.get(commit, path).is_none() {
             let files = name_status(git, commit)?;
             let v = match files.iter().find(|f| f.blame_path() == path) {
                 Some(f) if f.kind != ChangeKind::Added && f.old_path.is_some() => {
-                    file_diff(git, commit, f, 0)?.map(|d| {
-                        // (the lines' text borrowed from the diff, not copied)
-                        let deleted: Vec<(usize, &str)> = d
-                            .hunks
-                            .iter()
-                            .flat_map(|h| h.deleted())
-                            .filter_map(|l| l.old.map(|n| (n, l.text.as_str())))
-                            .collect();
-                        FileDeleted::new(&deleted, threads)
-                    })
+                    match file_diff(git, commit, f, 0)? {
+                        Some(d) => {
+                            // (the lines' text borrowed from the diff, not copied)
+                            let deleted: Vec<(usize, &str)> = d
+                                .hunks
+                                .iter()
+                                .flat_map(|h| h.deleted())
+                                .filter_map(|l| l.old.map(|n| (n, l.text.as_str())))
+                                .collect();
+                            if walks >= BLAME_AHEAD_FROM && 2 * walks >= deleted.len() {
+                                // (cached: `file_diff` read it)
+                                if let Some(parent) = git.commit_info(commit)?.parents.first() {
+                                    let lines = deleted.iter().map(|(n, _)| *n).collect();
+                                    ahead.start(git, parent, path, lines);
+                                }
+                            }
+                            Some(FileDeleted::new(&deleted, threads))
+                        }
+                        None => None,
+                    }
                 }
                 _ => None,
             };
@@ -1441,6 +1455,78 @@ impl MapCache {
     /// A change read by [`MapCache::load`] (`Some(None)`: it deletes nothing in the path).
     fn get(&self, commit: &str, path: &str) -> Option<&DeletedLines> {
         self.files.get(commit).and_then(|m| m.get(path))
+    }
+}
+
+/// Walks through one change from which its parent is blamed ahead (see [`BlameAhead`]).
+const BLAME_AHEAD_FROM: usize = 2048;
+
+/// Blames of a parent started on a thread while the lines are mapped into it: when most of
+/// a change's deleted lines have a walk through it, most of them will be blamed in its
+/// parent, so every deleted line is blamed there at once, and the mapped lines are read
+/// from that answer. Blame passes each line through the same whole-file diffs whichever
+/// lines are asked (no `-M`/`-C` here), so a line's answer is the one of blaming it alone.
+/// A blame not used in the end (its lines did not map) still counts among the git calls.
+#[derive(Default)]
+struct BlameAhead {
+    /// (parent, path) → the lines asked (ascending) and the thread blaming them.
+    started: Vec<BlameStarted>,
+}
+
+type BlameStarted = (
+    (String, String),
+    Vec<usize>,
+    std::thread::JoinHandle<(Git, Result<crate::blame::Blame, SzzError>)>,
+);
+
+impl BlameAhead {
+    fn start(&mut self, git: &Git, parent: &str, path: &str, lines: Vec<usize>) {
+        let key = (parent.to_string(), path.to_string());
+        if self.started.iter().any(|(k, _, _)| *k == key) {
+            return;
+        }
+        let fork = git.fork();
+        let (rev, file, asked) = (key.0.clone(), key.1.clone(), lines.clone());
+        let handle = std::thread::spawn(move || {
+            let b = blame_lines(&fork, &rev, &file, &asked, &BlameFlags::default());
+            (fork, b)
+        });
+        self.started.push((key, lines, handle));
+    }
+
+    /// The blame of `lines` of `path` in `parent`, if one started ahead asked for all of
+    /// them and succeeded (its calls are counted in `git` either way).
+    fn take(
+        &mut self,
+        git: &Git,
+        parent: &str,
+        path: &str,
+        lines: &[usize],
+    ) -> Option<crate::blame::Blame> {
+        let at = self
+            .started
+            .iter()
+            .position(|((p, f), _, _)| p == parent && f == path)?;
+        let (_, asked, handle) = self.started.swap_remove(at);
+        let (fork, blame) = join_thread(handle);
+        git.absorb(fork);
+        let covered = lines.iter().all(|l| asked.binary_search(l).is_ok());
+        blame.ok().filter(|_| covered)
+    }
+
+    /// Wait for the blames nobody took, counting their calls.
+    fn finish(&mut self, git: &Git) {
+        for (_, _, handle) in self.started.drain(..) {
+            git.absorb(join_thread(handle).0);
+        }
+    }
+}
+
+/// The result of a thread (its panic goes on).
+fn join_thread<T>(h: std::thread::JoinHandle<T>) -> T {
+    match h.join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 
@@ -1530,6 +1616,7 @@ fn v_szz(
         }
     }
     let mut cache = MapCache::default();
+    let mut ahead = BlameAhead::default();
     // each commit's first parent, asked once (not a copy of its metadata per line)
     let mut parents: HashMap<String, Option<String>> = HashMap::new();
     loop {
@@ -1541,13 +1628,44 @@ fn v_szz(
         // Map every live line into its commit's parent: (parent, path) → [(walk, old line)].
         // Each (commit, path) change is read once, then the lines are mapped together.
         let mut live: Vec<usize> = Vec::new();
+        // each change the live walks go through, in order of first appearance, with how
+        // many walks go through it (consecutive walks mostly share one)
+        let mut changes: Vec<(usize, usize)> = Vec::new();
         for (i, w) in walks.iter_mut().enumerate().filter(|(_, w)| !w.done) {
             if w.cur.content.trim().is_empty() {
                 w.done = true;
                 continue;
             }
-            cache.load(git, &w.cur.commit, &impacted[w.imp].path, opts.threads)?;
             live.push(i);
+        }
+        let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+        for &i in &live {
+            let key = (
+                walks[i].cur.commit.as_str(),
+                impacted[walks[i].imp].path.as_str(),
+            );
+            let last = changes.last().map(|&(j, _)| {
+                (
+                    walks[j].cur.commit.as_str(),
+                    impacted[walks[j].imp].path.as_str(),
+                )
+            });
+            if last == Some(key) {
+                changes.last_mut().expect("a last change").1 += 1;
+                continue;
+            }
+            match index.get(&key) {
+                Some(&k) => changes[k].1 += 1,
+                None => {
+                    index.insert(key, changes.len());
+                    changes.push((i, 1));
+                }
+            }
+        }
+        drop(index);
+        for &(i, n) in &changes {
+            let (commit, path) = (&walks[i].cur.commit, &impacted[walks[i].imp].path);
+            cache.load(git, commit, path, n, opts.threads, &mut ahead)?;
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
         let mut changed: Vec<(usize, Option<&FileDeleted>)> = Vec::with_capacity(live.len());
@@ -1600,7 +1718,10 @@ fn v_szz(
         }
         for ((parent, path), members) in steps {
             let lines: Vec<usize> = members.iter().map(|(_, l)| *l).collect();
-            let b = blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?;
+            let b = match ahead.take(git, &parent, &path, &lines) {
+                Some(b) => b,
+                None => blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?,
+            };
             // each blamed line moves to the walk that asked for it (copied only for a line
             // two walks asked for)
             let by_line: HashMap<usize, usize> = b
@@ -1639,6 +1760,7 @@ fn v_szz(
             }
         }
     }
+    ahead.finish(git);
     let mut ends: Vec<(String, BlameLine)> = Vec::new();
     for w in walks {
         if w.chain.len() >= opts.max_chain {

@@ -900,8 +900,9 @@ fn agent_does_not_walk_past_the_commit_that_introduced_the_vulnerable_line() {
 /// V-SZZ on a rewrite of every line: from 2,048 walks through one change, the parent is
 /// blamed ahead (on a thread, every deleted line at once) while the lines are mapped. The
 /// answer is derived by hand and is the same at 100 lines (blamed line by line after the
-/// mapping): every rewritten line walks back to the root commit, each added header line
-/// stops at the commit that added it, and the git calls are as many.
+/// mapping): every rewritten line walks back to the root commit, except where the root has
+/// it commented out (the comment filter drops it there, with a mask read ahead); each added
+/// header line stops at the commit that added it; and the git calls are as many.
 #[test]
 fn v_szz_blaming_ahead_on_a_large_rewrite_answers_as_line_by_line() {
     let shape = |n: usize| {
@@ -911,7 +912,14 @@ fn v_szz_blaming_ahead_on_a_large_rewrite_answers_as_line_by_line() {
                 .map(|i| format!("value_{i} = compute({i}{suffix})\n"))
                 .collect()
         };
-        let root = r.commit_file("m.py", &body(""), "root");
+        // in the root, every tenth line is commented out
+        let root_body: String = (0..n)
+            .map(|i| {
+                let hash = if i % 10 == 0 { "# " } else { "" };
+                format!("{hash}value_{i} = compute({i})\n")
+            })
+            .collect();
+        let root = r.commit_file("m.py", &root_body, "root");
         // the rewrite also adds three header lines above the body
         let headers: String = (0..3).map(|k| format!("HEADER_{k} = {k}\n")).collect();
         r.write("m.py", &format!("{headers}{}", body(", x")));
@@ -931,25 +939,28 @@ fn v_szz_blaming_ahead_on_a_large_rewrite_answers_as_line_by_line() {
         // line k (1-based) of `fix^`: 1..=3 the headers, then value_(k-4)
         assert_eq!(res.chains.len(), n + 3);
         for c in &res.chains {
-            let want = if c.line <= 3 {
+            let want = if c.line <= 3 || (c.line - 4) % 10 == 0 {
                 vec![rewrite.clone()]
             } else {
                 vec![rewrite.clone(), root.clone()]
             };
             assert_eq!(c.commits, want, "line {}", c.line);
         }
+        let commented = n.div_ceil(10);
         let by: Vec<(String, usize)> = res
             .candidates
             .iter()
             .map(|c| (c.commit.clone(), c.lines.len()))
             .collect();
-        assert_eq!(by, vec![(rewrite, 3), (root.clone(), n)]);
-        // the root's lines are the body, blamed where each was written
+        assert_eq!(
+            by,
+            vec![(rewrite, 3 + commented), (root.clone(), n - commented)]
+        );
+        // the root's lines are the body's uncommented lines, blamed where each was written
         let root_lines = &res.candidates[1].lines;
         assert!(root_lines
             .iter()
-            .enumerate()
-            .all(|(i, l)| l.orig_line == i + 1 && l.line == i + 4));
+            .all(|l| l.orig_line % 10 != 1 && l.line == l.orig_line + 3));
         assert_eq!(res.selected, Some(root));
         res.git_calls
     };

@@ -299,6 +299,15 @@ impl LineFilter {
         Ok(is_comment)
     }
 
+    /// A comment mask read ahead (kept only if none was read for the pair yet).
+    fn prefill(&mut self, commit: String, path: String, mask: Vec<bool>) {
+        self.masks
+            .entry(commit)
+            .or_default()
+            .entry(path)
+            .or_insert_with(|| std::rc::Rc::new(mask));
+    }
+
     /// The comment mask of the line's commit and path, read from git once per pair (`None`
     /// for a language the filter does not know).
     fn mask(&mut self, git: &Git, l: &BlameLine) -> Result<Option<Mask>, SzzError> {
@@ -1416,6 +1425,7 @@ impl MapCache {
         walks: usize,
         threads: std::num::NonZeroUsize,
         ahead: &mut BlameAhead,
+        masks: bool,
     ) -> Result<(), SzzError> {
         if self.get(commit, path).is_none() {
             let files = name_status(git, commit)?;
@@ -1434,7 +1444,7 @@ impl MapCache {
                                 // (cached: `file_diff` read it)
                                 if let Some(parent) = git.commit_info(commit)?.parents.first() {
                                     let lines = deleted.iter().map(|(n, _)| *n).collect();
-                                    ahead.start(git, parent, path, lines);
+                                    ahead.start(git, parent, path, lines, masks);
                                 }
                             }
                             Some(FileDeleted::new(&deleted, threads))
@@ -1466,21 +1476,26 @@ const BLAME_AHEAD_FROM: usize = 2048;
 /// parent, so every deleted line is blamed there at once, and the mapped lines are read
 /// from that answer. Blame passes each line through the same whole-file diffs whichever
 /// lines are asked (no `-M`/`-C` here), so a line's answer is the one of blaming it alone.
-/// A blame not used in the end (its lines did not map) still counts among the git calls.
+/// With the comment filter on, the thread then reads the comment mask of each blamed
+/// (commit, path) the filter will ask for. A blame or a file not used in the end (its lines
+/// did not map) still counts among the git calls.
 #[derive(Default)]
 struct BlameAhead {
     /// (parent, path) → the lines asked (ascending) and the thread blaming them.
     started: Vec<BlameStarted>,
 }
 
+/// A blame and the comment masks read after it, by (commit, path).
+type Ahead = (crate::blame::Blame, Vec<((String, String), Vec<bool>)>);
+
 type BlameStarted = (
     (String, String),
     Vec<usize>,
-    std::thread::JoinHandle<(Git, Result<crate::blame::Blame, SzzError>)>,
+    std::thread::JoinHandle<(Git, Result<Ahead, SzzError>)>,
 );
 
 impl BlameAhead {
-    fn start(&mut self, git: &Git, parent: &str, path: &str, lines: Vec<usize>) {
+    fn start(&mut self, git: &Git, parent: &str, path: &str, lines: Vec<usize>, masks: bool) {
         let key = (parent.to_string(), path.to_string());
         if self.started.iter().any(|(k, _, _)| *k == key) {
             return;
@@ -1488,30 +1503,32 @@ impl BlameAhead {
         let fork = git.fork();
         let (rev, file, asked) = (key.0.clone(), key.1.clone(), lines.clone());
         let handle = std::thread::spawn(move || {
-            let b = blame_lines(&fork, &rev, &file, &asked, &BlameFlags::default());
-            (fork, b)
+            let ahead = blame_lines(&fork, &rev, &file, &asked, &BlameFlags::default()).map(|b| {
+                let m = if masks {
+                    comment_masks(&fork, &b)
+                } else {
+                    Vec::new()
+                };
+                (b, m)
+            });
+            (fork, ahead)
         });
         self.started.push((key, lines, handle));
     }
 
     /// The blame of `lines` of `path` in `parent`, if one started ahead asked for all of
-    /// them and succeeded (its calls are counted in `git` either way).
-    fn take(
-        &mut self,
-        git: &Git,
-        parent: &str,
-        path: &str,
-        lines: &[usize],
-    ) -> Option<crate::blame::Blame> {
+    /// them and succeeded, and the comment masks read after it (its calls are counted in
+    /// `git` either way).
+    fn take(&mut self, git: &Git, parent: &str, path: &str, lines: &[usize]) -> Option<Ahead> {
         let at = self
             .started
             .iter()
             .position(|((p, f), _, _)| p == parent && f == path)?;
         let (_, asked, handle) = self.started.swap_remove(at);
-        let (fork, blame) = join_thread(handle);
+        let (fork, ahead) = join_thread(handle);
         git.absorb(fork);
         let covered = lines.iter().all(|l| asked.binary_search(l).is_ok());
-        blame.ok().filter(|_| covered)
+        ahead.ok().filter(|_| covered)
     }
 
     /// Wait for the blames nobody took, counting their calls.
@@ -1520,6 +1537,30 @@ impl BlameAhead {
             git.absorb(join_thread(handle).0);
         }
     }
+}
+
+/// The comment mask of each (commit, path) of `blame`'s lines that the filter reads, in
+/// order of first appearance (a file git cannot show is left to the filter, which says so).
+fn comment_masks(git: &Git, blame: &crate::blame::Blame) -> Vec<((String, String), Vec<bool>)> {
+    let mut out: Vec<((String, String), Vec<bool>)> = Vec::new();
+    let mut last: Option<(&str, &str)> = None;
+    for l in &blame.lines {
+        let key = (l.commit.as_str(), l.orig_path.as_str());
+        if last == Some(key) || is_blank(&l.content) {
+            continue;
+        }
+        last = Some(key);
+        if !crate::comments::supported(key.1)
+            || out.iter().any(|((c, p), _)| c == key.0 && p == key.1)
+        {
+            continue;
+        }
+        if let Ok(Some(bytes)) = git.file_at(key.0, key.1) {
+            let mask = comment_lines(&String::from_utf8_lossy(&bytes), key.1);
+            out.push(((key.0.to_string(), key.1.to_string()), mask));
+        }
+    }
+    out
 }
 
 /// The result of a thread (its panic goes on).
@@ -1665,7 +1706,8 @@ fn v_szz(
         drop(index);
         for &(i, n) in &changes {
             let (commit, path) = (&walks[i].cur.commit, &impacted[walks[i].imp].path);
-            cache.load(git, commit, path, n, opts.threads, &mut ahead)?;
+            let masks = filter.skip_comments;
+            cache.load(git, commit, path, n, opts.threads, &mut ahead, masks)?;
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
         let mut changed: Vec<(usize, Option<&FileDeleted>)> = Vec::with_capacity(live.len());
@@ -1719,7 +1761,12 @@ fn v_szz(
         for ((parent, path), members) in steps {
             let lines: Vec<usize> = members.iter().map(|(_, l)| *l).collect();
             let b = match ahead.take(git, &parent, &path, &lines) {
-                Some(b) => b,
+                Some((b, masks)) => {
+                    for ((commit, file), mask) in masks {
+                        filter.prefill(commit, file, mask);
+                    }
+                    b
+                }
                 None => blame_lines(git, &parent, &path, &lines, &BlameFlags::default())?,
             };
             // each blamed line moves to the walk that asked for it (copied only for a line

@@ -1425,7 +1425,6 @@ impl MapCache {
         walks: usize,
         threads: std::num::NonZeroUsize,
         ahead: &mut BlameAhead,
-        masks: bool,
     ) -> Result<(), SzzError> {
         if self.get(commit, path).is_none() {
             let files = name_status(git, commit)?;
@@ -1444,7 +1443,7 @@ impl MapCache {
                                 // (cached: `file_diff` read it)
                                 if let Some(parent) = git.commit_info(commit)?.parents.first() {
                                     let lines = deleted.iter().map(|(n, _)| *n).collect();
-                                    ahead.start(git, parent, path, lines, masks);
+                                    ahead.start(git, parent, path, lines);
                                 }
                             }
                             Some(FileDeleted::new(&deleted, threads))
@@ -1479,10 +1478,11 @@ const BLAME_AHEAD_FROM: usize = 2048;
 /// With the comment filter on, the thread then reads the comment mask of each blamed
 /// (commit, path) the filter will ask for. A blame or a file not used in the end (its lines
 /// did not map) still counts among the git calls.
-#[derive(Default)]
 struct BlameAhead {
     /// (parent, path) → the lines asked (ascending) and the thread blaming them.
     started: Vec<BlameStarted>,
+    /// Whether to read comment masks after a blame (the comment filter is on).
+    masks: bool,
 }
 
 /// A blame and the comment masks read after it, by (commit, path).
@@ -1495,7 +1495,15 @@ type BlameStarted = (
 );
 
 impl BlameAhead {
-    fn start(&mut self, git: &Git, parent: &str, path: &str, lines: Vec<usize>, masks: bool) {
+    fn new(masks: bool) -> BlameAhead {
+        BlameAhead {
+            started: Vec::new(),
+            masks,
+        }
+    }
+
+    fn start(&mut self, git: &Git, parent: &str, path: &str, lines: Vec<usize>) {
+        let masks = self.masks;
         let key = (parent.to_string(), path.to_string());
         if self.started.iter().any(|(k, _, _)| *k == key) {
             return;
@@ -1657,7 +1665,7 @@ fn v_szz(
         }
     }
     let mut cache = MapCache::default();
-    let mut ahead = BlameAhead::default();
+    let mut ahead = BlameAhead::new(filter.skip_comments);
     // each commit's first parent, asked once (not a copy of its metadata per line)
     let mut parents: HashMap<String, Option<String>> = HashMap::new();
     loop {
@@ -1706,8 +1714,7 @@ fn v_szz(
         drop(index);
         for &(i, n) in &changes {
             let (commit, path) = (&walks[i].cur.commit, &impacted[walks[i].imp].path);
-            let masks = filter.skip_comments;
-            cache.load(git, commit, path, n, opts.threads, &mut ahead, masks)?;
+            cache.load(git, commit, path, n, opts.threads, &mut ahead)?;
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
         let mut changed: Vec<(usize, Option<&FileDeleted>)> = Vec::with_capacity(live.len());

@@ -165,9 +165,18 @@ impl Git {
         }
     }
 
-    /// Count a forked handle's calls as this handle's own.
+    /// Count a forked handle's calls as this handle's own, and keep what it learned.
     pub(crate) fn absorb(&self, fork: Git) {
         *self.calls.borrow_mut() += fork.calls();
+        fn merge<V>(into: &RefCell<HashMap<String, V>>, from: RefCell<HashMap<String, V>>) {
+            let mut into = into.borrow_mut();
+            for (k, v) in from.into_inner() {
+                into.entry(k).or_insert(v);
+            }
+        }
+        merge(&self.info_cache, fork.info_cache);
+        merge(&self.files_cache, fork.files_cache);
+        merge(&self.lines_cache, fork.lines_cache);
     }
 
     /// `git rev-parse --is-shallow-repository`.

@@ -348,8 +348,19 @@ fn blame_file(
     fix: &Fix,
     imp: &Impacted,
     flags: &BlameFlags,
-    mut filter: Option<&mut LineFilter>,
+    filter: Option<&mut LineFilter>,
 ) -> Result<Vec<(String, BlameLine)>, SzzError> {
+    let blame = blame_at_fix_parent(git, fix, imp, flags)?;
+    filter_blamed(git, imp, blame.lines, flags, filter)
+}
+
+/// The blame of an impacted file's lines at `fix^`.
+fn blame_at_fix_parent(
+    git: &Git,
+    fix: &Fix,
+    imp: &Impacted,
+    flags: &BlameFlags,
+) -> Result<crate::blame::Blame, SzzError> {
     let nums: Vec<usize> = imp.lines.iter().map(|(n, _)| *n).collect();
     let blame = blame_lines(git, &fix.parent, &imp.path, &nums, flags).map_err(|e| match e {
         SzzError::Git { args, stderr } => SzzError::Git {
@@ -362,9 +373,20 @@ fn blame_file(
         },
         other => other,
     })?;
+    Ok(blame)
+}
+
+/// Blamed lines of an impacted file, with the fix-side path, less what the filter drops.
+fn filter_blamed(
+    git: &Git,
+    imp: &Impacted,
+    lines: Vec<BlameLine>,
+    flags: &BlameFlags,
+    mut filter: Option<&mut LineFilter>,
+) -> Result<Vec<(String, BlameLine)>, SzzError> {
     let mut out = Vec::new();
     let mut seen: HashSet<(String, usize)> = HashSet::new();
-    for l in blame.lines {
+    for l in lines {
         if let Some(f) = filter.as_deref_mut() {
             if f.drop(git, &l)? {
                 continue;
@@ -1547,6 +1569,80 @@ impl BlameAhead {
     }
 }
 
+/// The changes of the commits that blame found most lines in at `fix^`, read on a thread
+/// while the comment filter reads those lines (and each one's parent blamed ahead, see
+/// [`BlameAhead`]): the walks start in these changes, so V-SZZ reads them next. A change
+/// read for lines the filter then drops all of still counts among the git calls.
+struct ReadAhead {
+    handle: std::thread::JoinHandle<(Git, MapCache, BlameAhead)>,
+}
+
+impl ReadAhead {
+    /// A thread reading each (commit, path) that `lines` hold at least
+    /// [`BLAME_AHEAD_FROM`] times, if any does.
+    fn start(
+        git: &Git,
+        imp: &Impacted,
+        lines: &[BlameLine],
+        opts: &Options,
+        filter: &LineFilter,
+    ) -> Option<ReadAhead> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for l in lines {
+            if let Some(last) = counts.last_mut().filter(|(c, _)| *c == l.commit) {
+                last.1 += 1;
+                continue;
+            }
+            match index.get(l.commit.as_str()) {
+                Some(&k) => counts[k].1 += 1,
+                None => {
+                    index.insert(&l.commit, counts.len());
+                    counts.push((&l.commit, 1));
+                }
+            }
+        }
+        let big: Vec<(String, usize)> = counts
+            .into_iter()
+            .filter(|(_, n)| *n >= BLAME_AHEAD_FROM)
+            .map(|(c, n)| (c.to_string(), n))
+            .collect();
+        if big.is_empty() {
+            return None;
+        }
+        let (fork, path, threads) = (git.fork(), imp.path.clone(), opts.threads);
+        let masks = filter.skip_comments;
+        let handle = std::thread::spawn(move || {
+            let mut cache = MapCache::default();
+            let mut ahead = BlameAhead::new(masks);
+            for (commit, n) in big {
+                // (a change git cannot read is read again where it is needed, and fails there)
+                if cache
+                    .load(&fork, &commit, &path, n, threads, &mut ahead)
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            (fork, cache, ahead)
+        });
+        Some(ReadAhead { handle })
+    }
+
+    /// Wait for the thread; its changes and blames become the walk's own.
+    fn finish(self, git: &Git, cache: &mut MapCache, ahead: &mut BlameAhead) {
+        let (fork, read, started) = join_thread(self.handle);
+        git.absorb(fork);
+        for (commit, files) in read.files {
+            let mine = cache.files.entry(commit).or_default();
+            for (path, f) in files {
+                mine.entry(path).or_insert(f);
+            }
+        }
+        ahead.started.extend(started.started);
+    }
+}
+
 /// The comment mask of each (commit, path) of `blame`'s lines that the filter reads, in
 /// order of first appearance (a file git cannot show is left to the filter, which says so).
 fn comment_masks(git: &Git, blame: &crate::blame::Blame) -> Vec<((String, String), Vec<bool>)> {
@@ -1648,12 +1744,15 @@ fn v_szz(
     result: &mut SzzResult,
 ) -> Result<(), SzzError> {
     let mut walks: Vec<Walk> = Vec::new();
+    let mut read_ahead = Vec::new();
     for (ix, imp) in impacted.iter().enumerate() {
         let flags = BlameFlags {
             incremental: opts.pyszz_compat,
             ..Default::default()
         };
-        for (path, start) in blame_file(git, fix, imp, &flags, Some(filter))? {
+        let blame = blame_at_fix_parent(git, fix, imp, &flags)?;
+        read_ahead.extend(ReadAhead::start(git, imp, &blame.lines, opts, filter));
+        for (path, start) in filter_blamed(git, imp, blame.lines, &flags, Some(filter))? {
             walks.push(Walk {
                 path,
                 imp: ix,
@@ -1666,6 +1765,9 @@ fn v_szz(
     }
     let mut cache = MapCache::default();
     let mut ahead = BlameAhead::new(filter.skip_comments);
+    for r in read_ahead {
+        r.finish(git, &mut cache, &mut ahead);
+    }
     // each commit's first parent, asked once (not a copy of its metadata per line)
     let mut parents: HashMap<String, Option<String>> = HashMap::new();
     loop {

@@ -79,7 +79,7 @@ impl SzzReport {
             Ok(r) => r?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        match splice_chains(&rest?, &chains, &rendered) {
+        match splice_chains(rest?, &chains, &rendered) {
             Some(out) => Ok(out),
             None => {
                 // (not expected: every result writes its notes) the plain way, chains back
@@ -108,27 +108,48 @@ fn render_at(value: &impl Serialize, depth: usize) -> serde_json::Result<Vec<u8>
 
 /// `rest` (a report written without its chains) with each result's non-empty chains
 /// (`rendered`, written at its depth) put back before its `notes`; `None` when a result's
-/// `notes` is not where it must be.
-fn splice_chains(rest: &[u8], chains: &[Vec<Chain>], rendered: &[Vec<u8>]) -> Option<String> {
-    let extra: usize = rendered.iter().map(|r| r.len() + 32).sum();
-    let mut out = Vec::with_capacity(rest.len() + extra);
+/// `notes` is not where it must be. The chains go into `rest` itself: only what follows each
+/// insertion moves (for one result, its last few fields), not the whole text.
+fn splice_chains(mut rest: Vec<u8>, chains: &[Vec<Chain>], rendered: &[Vec<u8>]) -> Option<String> {
     // A line break never occurs inside a JSON string (it is written `\n`), so at this
     // indentation this is a result's `notes` and nothing else's: one per result, in order.
     let notes: &[u8] = b"\n      \"notes\": ";
+    let key: &[u8] = b"\n      \"chains\": ";
     let mut at = 0;
-    for (c, r) in chains.iter().zip(rendered) {
+    let mut places = Vec::with_capacity(chains.len());
+    for _ in chains {
         let here = at + find(&rest[at..], notes)?;
-        out.extend_from_slice(&rest[at..here]);
-        if !c.is_empty() {
-            out.extend_from_slice(b"\n      \"chains\": ");
-            out.extend_from_slice(r);
-            out.push(b',');
-        }
-        out.push(b'\n');
+        places.push(here);
         at = here + 1;
     }
-    out.extend_from_slice(&rest[at..]);
-    String::from_utf8(out).ok()
+    let extra: usize = chains
+        .iter()
+        .zip(rendered)
+        .filter(|(c, _)| !c.is_empty())
+        .map(|(_, r)| key.len() + r.len() + 1)
+        .sum();
+    let old = rest.len();
+    rest.resize(old + extra, 0);
+    // from the last insertion back: each stretch moves once, to its final place
+    let mut end = old + extra;
+    let mut from_end = old;
+    for ((c, r), &here) in chains.iter().zip(rendered).zip(&places).rev() {
+        if c.is_empty() {
+            continue;
+        }
+        let tail = from_end - here;
+        rest.copy_within(here..from_end, end - tail);
+        end -= tail;
+        end -= 1;
+        rest[end] = b',';
+        end -= r.len();
+        rest[end..end + r.len()].copy_from_slice(r);
+        end -= key.len();
+        rest[end..end + key.len()].copy_from_slice(key);
+        from_end = here;
+    }
+    debug_assert_eq!(end, from_end);
+    String::from_utf8(rest).ok()
 }
 
 /// Where `needle` first occurs in `hay`.

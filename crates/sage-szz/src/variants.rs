@@ -600,7 +600,11 @@ pub(crate) fn line_ratio(a: &str, b: &str) -> f64 {
 }
 
 fn strip_ws(s: &str) -> Vec<char> {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
+    // (sized for the text at once: a filter gives `collect` no size to start from, and a
+    // line's vector would grow four times)
+    let mut out = Vec::with_capacity(s.len());
+    out.extend(s.chars().filter(|c| !c.is_whitespace()));
+    out
 }
 
 /// [`line_ratio`] of lines already stripped of whitespace.
@@ -1710,6 +1714,37 @@ fn map_lines(
     })
 }
 
+/// Where each line number is among a blame's lines: a table by number when the numbers are
+/// dense (a blame of most of a file), a map otherwise.
+enum LineIndex {
+    Table(Vec<u32>),
+    Map(HashMap<usize, usize>),
+}
+
+impl LineIndex {
+    fn new(lines: impl ExactSizeIterator<Item = usize> + Clone) -> LineIndex {
+        let n = lines.len();
+        let max = lines.clone().max().unwrap_or(0);
+        if max <= 4 * n + 1024 && n < u32::MAX as usize {
+            let mut t = vec![u32::MAX; max + 1];
+            for (k, l) in lines.enumerate() {
+                t[l] = k as u32;
+            }
+            LineIndex::Table(t)
+        } else {
+            LineIndex::Map(lines.enumerate().map(|(k, l)| (l, k)).collect())
+        }
+    }
+
+    /// Where `line` is (the last such line, as a map built in order keeps).
+    fn get(&self, line: usize) -> Option<usize> {
+        match self {
+            LineIndex::Table(t) => t.get(line).filter(|&&k| k != u32::MAX).map(|&k| k as usize),
+            LineIndex::Map(m) => m.get(&line).copied(),
+        }
+    }
+}
+
 /// A parent commit and the path blamed in it.
 type ParentPath = (String, String);
 
@@ -1880,22 +1915,17 @@ fn v_szz(
             };
             // each blamed line moves to the walk that asked for it (copied only for a line
             // two walks asked for)
-            let by_line: HashMap<usize, usize> = b
-                .lines
-                .iter()
-                .enumerate()
-                .map(|(k, l)| (l.final_line, k))
-                .collect();
+            let by_line = LineIndex::new(b.lines.iter().map(|l| l.final_line));
             let mut wanted = vec![0usize; b.lines.len()];
             for (_, l) in &members {
-                if let Some(&k) = by_line.get(l) {
+                if let Some(k) = by_line.get(*l) {
                     wanted[k] += 1;
                 }
             }
             let mut slots: Vec<Option<BlameLine>> = b.lines.into_iter().map(Some).collect();
             for (i, old_line) in members {
                 let w = &mut walks[i];
-                let next = by_line.get(&old_line).and_then(|&k| {
+                let next = by_line.get(old_line).and_then(|k| {
                     wanted[k] -= 1;
                     if wanted[k] == 0 {
                         slots[k].take()
@@ -1917,7 +1947,8 @@ fn v_szz(
         }
     }
     ahead.finish(git);
-    let mut ends: Vec<(String, BlameLine)> = Vec::new();
+    let mut ends: Vec<(String, BlameLine)> = Vec::with_capacity(walks.len());
+    result.chains.reserve(walks.len());
     for w in walks {
         if w.chain.len() >= opts.max_chain {
             notes.push(format!(
@@ -2206,6 +2237,26 @@ mod tests {
             proptest::prop_assert_eq!(got, pairs);
             for w in chars.iter().flat_map(|c| c.windows(q)) {
                 proptest::prop_assert_eq!(widen_ascii_key(ascii_key(w), q), gram_key(w));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The line index finds what a map built in order finds, dense (a table) or sparse
+        /// (a map), repeated numbers included.
+        #[test]
+        fn the_line_index_finds_what_a_map_finds(
+            lines in proptest::collection::vec(0usize..3000, 0..40),
+            spread in 1usize..200,
+        ) {
+            let lines: Vec<usize> = lines.iter().map(|l| l * spread).collect();
+            let map: HashMap<usize, usize> =
+                lines.iter().enumerate().map(|(k, l)| (*l, k)).collect();
+            let index = LineIndex::new(lines.iter().copied());
+            let dense = lines.iter().max().is_none_or(|m| *m <= 4 * lines.len() + 1024);
+            proptest::prop_assert_eq!(matches!(index, LineIndex::Table(_)), dense);
+            for probe in (0..3000 * spread).step_by(spread.max(7) / 7 + 1) {
+                proptest::prop_assert_eq!(index.get(probe), map.get(&probe).copied());
             }
         }
     }

@@ -179,6 +179,37 @@ pub(crate) fn parse_incremental(text: &str) -> Result<Blame, String> {
 }
 
 /// Undo git's C-style path quoting (`"a\tb"`): the one reader, in `sage-patch`.
+/// How many lines of porcelain output each commit was blamed for, in order of first
+/// appearance: a glance at the output (one header a line, the line after a content line),
+/// taken before it is parsed. Malformed output only miscounts; the parse says what is wrong.
+pub(crate) fn porcelain_counts(out: &str) -> Vec<(&str, usize)> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut header = true;
+    for line in out.split('\n') {
+        if header {
+            header = false;
+            let sha = line.split(' ').next().unwrap_or_default();
+            if sha.is_empty() {
+                continue;
+            }
+            match counts.last_mut() {
+                Some((c, n)) if *c == sha => *n += 1,
+                _ => match index.get(sha) {
+                    Some(&k) => counts[k].1 += 1,
+                    None => {
+                        index.insert(sha, counts.len());
+                        counts.push((sha, 1));
+                    }
+                },
+            }
+        } else if line.starts_with('\t') {
+            header = true;
+        }
+    }
+    counts
+}
+
 pub use sage_patch::unquote;
 
 /// Flags of one blame call.
@@ -221,8 +252,22 @@ pub(crate) fn blame_lines(
     lines: &[usize],
     flags: &BlameFlags,
 ) -> Result<Blame, SzzError> {
+    match blame_output(git, rev, path, lines, flags)? {
+        Some(out) => parse_blame_output(git, &out, rev, path, flags),
+        None => Ok(Blame::default()),
+    }
+}
+
+/// What git prints for [`blame_lines`] (`None`, and no call, for no lines).
+pub(crate) fn blame_output(
+    git: &Git,
+    rev: &str,
+    path: &str,
+    lines: &[usize],
+    flags: &BlameFlags,
+) -> Result<Option<String>, SzzError> {
     if lines.is_empty() {
-        return Ok(Blame::default());
+        return Ok(None);
     }
     let mut args: Vec<String> = vec![
         "blame".into(),
@@ -259,15 +304,25 @@ pub(crate) fn blame_lines(
     args.push("--".into());
     args.push(path.to_string());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = git.run(&refs)?;
+    git.run(&refs).map(Some)
+}
+
+/// The blame in `out`, as [`blame_output`] returned it for these arguments.
+pub(crate) fn parse_blame_output(
+    git: &Git,
+    out: &str,
+    rev: &str,
+    path: &str,
+    flags: &BlameFlags,
+) -> Result<Blame, SzzError> {
     let bad = |e: String| SzzError::Git {
         args: format!("blame {rev} -- {path}"),
         stderr: format!("unparseable blame output: {e}"),
     };
     if !flags.incremental {
-        return parse_porcelain(&out).map_err(bad);
+        return parse_porcelain(out).map_err(bad);
     }
-    let mut blame = parse_incremental(&out).map_err(bad)?;
+    let mut blame = parse_incremental(out).map_err(bad)?;
     // the line texts, from each blamed commit's version of the file (as pyszz reads them)
     let mut files: HashMap<(String, String), Vec<String>> = HashMap::new();
     for l in &mut blame.lines {
@@ -379,5 +434,20 @@ filename f.java
         assert_eq!(unquote("plain"), "plain");
         assert_eq!(unquote("\"a\\\"b\""), "a\"b");
         assert_eq!(unquote("\"caf\\303\\251\""), "café");
+    }
+
+    /// The glance at porcelain output counts what the parse finds, commit by commit.
+    #[test]
+    fn porcelain_counts_are_the_parsed_lines_per_commit() {
+        let b = parse_porcelain(SAMPLE).unwrap();
+        let mut want: Vec<(&str, usize)> = Vec::new();
+        for l in &b.lines {
+            match want.iter_mut().find(|(c, _)| *c == l.commit) {
+                Some((_, n)) => *n += 1,
+                None => want.push((&l.commit, 1)),
+            }
+        }
+        assert!(want.len() > 1);
+        assert_eq!(porcelain_counts(SAMPLE), want);
     }
 }

@@ -8,7 +8,7 @@
 //!   `--ignore-rev` loop; MA-SZZ: AG plus `-M -C` and meta-changes; R-SZZ: latest; L-SZZ:
 //!   most modified lines; V-SZZ: similarity walk-back, earliest chain end.
 
-use crate::blame::{blame_lines, BlameFlags, BlameLine};
+use crate::blame::{blame_lines, blame_output, parse_blame_output, BlameFlags, BlameLine};
 use crate::comments::{comment_lines, is_blank};
 use crate::diff::{commit_diff, file_diff, name_status, ChangeKind, FileDiff};
 use crate::git::{short, Git};
@@ -361,8 +361,19 @@ fn blame_at_fix_parent(
     imp: &Impacted,
     flags: &BlameFlags,
 ) -> Result<crate::blame::Blame, SzzError> {
+    blame_at_fix_parent_then(git, fix, imp, flags, |_| ())
+}
+
+/// [`blame_at_fix_parent`], with `glance` shown git's output before it is parsed.
+fn blame_at_fix_parent_then(
+    git: &Git,
+    fix: &Fix,
+    imp: &Impacted,
+    flags: &BlameFlags,
+    glance: impl FnOnce(&std::sync::Arc<String>),
+) -> Result<crate::blame::Blame, SzzError> {
     let nums: Vec<usize> = imp.lines.iter().map(|(n, _)| *n).collect();
-    let blame = blame_lines(git, &fix.parent, &imp.path, &nums, flags).map_err(|e| match e {
+    let context = |e| match e {
         SzzError::Git { args, stderr } => SzzError::Git {
             args,
             stderr: format!(
@@ -372,8 +383,14 @@ fn blame_at_fix_parent(
             ),
         },
         other => other,
-    })?;
-    Ok(blame)
+    };
+    let Some(out) = blame_output(git, &fix.parent, &imp.path, &nums, flags).map_err(context)?
+    else {
+        return Ok(crate::blame::Blame::default());
+    };
+    let out = std::sync::Arc::new(out);
+    glance(&out);
+    parse_blame_output(git, &out, &fix.parent, &imp.path, flags).map_err(context)
 }
 
 /// Blamed lines of an impacted file, with the fix-side path, less what the filter drops.
@@ -1587,38 +1604,28 @@ impl ReadAhead {
     fn start(
         git: &Git,
         imp: &Impacted,
-        lines: &[BlameLine],
+        counts: Counts,
         opts: &Options,
         filter: &LineFilter,
     ) -> Option<ReadAhead> {
-        let mut counts: Vec<(&str, usize)> = Vec::new();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        for l in lines {
-            if let Some(last) = counts.last_mut().filter(|(c, _)| *c == l.commit) {
-                last.1 += 1;
-                continue;
+        if let Counts::Lines(c) = &counts {
+            if c.iter().all(|(_, n)| *n < BLAME_AHEAD_FROM) {
+                return None;
             }
-            match index.get(l.commit.as_str()) {
-                Some(&k) => counts[k].1 += 1,
-                None => {
-                    index.insert(&l.commit, counts.len());
-                    counts.push((&l.commit, 1));
-                }
-            }
-        }
-        let big: Vec<(String, usize)> = counts
-            .into_iter()
-            .filter(|(_, n)| *n >= BLAME_AHEAD_FROM)
-            .map(|(c, n)| (c.to_string(), n))
-            .collect();
-        if big.is_empty() {
-            return None;
         }
         let (fork, path, threads) = (git.fork(), imp.path.clone(), opts.threads);
         let masks = filter.skip_comments;
         let handle = std::thread::spawn(move || {
             let mut cache = MapCache::default();
             let mut ahead = BlameAhead::new(masks);
+            let counts = match counts {
+                Counts::Lines(c) => c,
+                Counts::Porcelain(out) => crate::blame::porcelain_counts(&out)
+                    .into_iter()
+                    .map(|(c, n)| (c.to_string(), n))
+                    .collect(),
+            };
+            let big = counts.into_iter().filter(|(_, n)| *n >= BLAME_AHEAD_FROM);
             for (commit, n) in big {
                 // (a change git cannot read is read again where it is needed, and fails there)
                 if cache
@@ -1645,6 +1652,33 @@ impl ReadAhead {
         }
         ahead.started.extend(started.started);
     }
+}
+
+/// How many blamed lines each commit has, in order of first appearance: counted, or to be
+/// counted from git's porcelain output on the thread that reads ahead.
+enum Counts {
+    Lines(Vec<(String, usize)>),
+    Porcelain(std::sync::Arc<String>),
+}
+
+/// How many of `lines` each commit has, in order of first appearance.
+fn line_counts(lines: &[BlameLine]) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for l in lines {
+        if let Some(last) = counts.last_mut().filter(|(c, _)| *c == l.commit) {
+            last.1 += 1;
+            continue;
+        }
+        match index.get(l.commit.as_str()) {
+            Some(&k) => counts[k].1 += 1,
+            None => {
+                index.insert(&l.commit, counts.len());
+                counts.push((l.commit.clone(), 1));
+            }
+        }
+    }
+    counts
 }
 
 /// The comment mask of each (commit, path) of `blame`'s lines that the filter reads, in
@@ -1785,8 +1819,25 @@ fn v_szz(
             incremental: opts.pyszz_compat,
             ..Default::default()
         };
-        let blame = blame_at_fix_parent(git, fix, imp, &flags)?;
-        read_ahead.extend(ReadAhead::start(git, imp, &blame.lines, opts, filter));
+        // (porcelain output is glanced at for the commits it blames most, whose changes are
+        // then read while it is parsed; pyszz's incremental output, once parsed)
+        let mut started = false;
+        let blame = blame_at_fix_parent_then(git, fix, imp, &flags, |out| {
+            if !flags.incremental && imp.lines.len() >= BLAME_AHEAD_FROM {
+                read_ahead.extend(ReadAhead::start(
+                    git,
+                    imp,
+                    Counts::Porcelain(out.clone()),
+                    opts,
+                    filter,
+                ));
+                started = true;
+            }
+        })?;
+        if !started {
+            let counts = Counts::Lines(line_counts(&blame.lines));
+            read_ahead.extend(ReadAhead::start(git, imp, counts, opts, filter));
+        }
         for (path, start) in filter_blamed(git, imp, blame.lines, &flags, Some(filter))? {
             walks.push(Walk {
                 path,

@@ -718,11 +718,31 @@ fn ratio_dp(a: &[char], b: &[char]) -> f64 {
     2.0 * prev[b.len()] as f64 / total as f64
 }
 
-/// One deleted line, ready to compare: its old-side number and its text stripped of
-/// whitespace.
+/// One deleted line, ready to compare: its old-side number and where its text, stripped of
+/// whitespace, is among the change's characters ([`FileDeleted::text`]).
 struct Deleted {
     line: usize,
-    chars: Vec<char>,
+    start: usize,
+    end: usize,
+}
+
+/// Deleted lines with their texts stripped of whitespace into one vector of characters
+/// (one allocation for all of them, not one a line).
+fn deleted_lines<S: AsRef<str>>(deleted: &[(usize, S)]) -> (Vec<Deleted>, Vec<char>) {
+    let mut chars = Vec::with_capacity(deleted.iter().map(|(_, t)| t.as_ref().len()).sum());
+    let lines = deleted
+        .iter()
+        .map(|(n, t)| {
+            let start = chars.len();
+            chars.extend(t.as_ref().chars().filter(|c| !c.is_whitespace()));
+            Deleted {
+                line: *n,
+                start,
+                end: chars.len(),
+            }
+        })
+        .collect();
+    (lines, chars)
 }
 
 /// Character counts in 16 buckets (by the low four bits: the ten digits apart): 32 bytes a
@@ -773,6 +793,8 @@ impl Hist {
 /// text occurs, and which lines hold each 4-gram (and, when asked, 3-gram) of characters.
 struct FileDeleted {
     lines: Vec<Deleted>,
+    /// The lines' texts, stripped of whitespace, one after the other.
+    chars: Vec<char>,
     /// Each line's [`coarse`] counts, side by side: the first bound tried on a candidate.
     coarse: Vec<Coarse>,
     /// Identical texts, found without a key allocated per line.
@@ -894,29 +916,32 @@ impl FileDeleted {
         deleted: &[(usize, S)],
         threads: std::num::NonZeroUsize,
     ) -> FileDeleted {
-        let deleted_line = |(n, t): &(usize, S)| Deleted {
-            line: *n,
-            chars: strip_ws(t.as_ref()),
-        };
         // Two halves on two threads when the change is large: the parts are independent,
         // and a rewrite of a 40,000-line file spends tens of milliseconds here.
         let split = threads.get() > 1 && deleted.len() >= 2 * LINES_PER_THREAD;
-        let lines: Vec<Deleted> = if split {
+        let (lines, chars) = if split {
             let (a, b) = deleted.split_at(deleted.len() / 2);
             std::thread::scope(|s| {
-                let second = s.spawn(|| b.iter().map(deleted_line).collect::<Vec<_>>());
-                let mut lines: Vec<Deleted> = Vec::with_capacity(deleted.len());
-                lines.extend(a.iter().map(deleted_line));
-                lines.extend(join(second));
-                lines
+                let second = s.spawn(|| deleted_lines(b));
+                let (mut lines, mut chars) = deleted_lines(a);
+                let (more, more_chars) = join(second);
+                let at = chars.len();
+                lines.extend(more.into_iter().map(|d| Deleted {
+                    line: d.line,
+                    start: d.start + at,
+                    end: d.end + at,
+                }));
+                chars.extend_from_slice(&more_chars);
+                (lines, chars)
             })
         } else {
-            deleted.iter().map(deleted_line).collect()
+            deleted_lines(deleted)
         };
-        let grams4 = || Grams::new(4, lines.iter().map(|l| l.chars.as_slice()));
+        let texts = || lines.iter().map(|l| &chars[l.start..l.end]);
+        let grams4 = || Grams::new(4, texts());
         let rest = || {
-            let exact = Exact::new(lines.iter().map(|l| l.chars.as_slice()));
-            let coarse: Vec<Coarse> = lines.iter().map(|l| coarse(&l.chars)).collect();
+            let exact = Exact::new(texts());
+            let coarse: Vec<Coarse> = texts().map(coarse).collect();
             (exact, coarse)
         };
         let (grams, (exact, coarse)) = if split {
@@ -930,6 +955,7 @@ impl FileDeleted {
         };
         FileDeleted {
             lines,
+            chars,
             coarse,
             exact,
             grams,
@@ -937,6 +963,12 @@ impl FileDeleted {
             unnarrowed: Default::default(),
             grams3_after: GRAMS3_AFTER,
         }
+    }
+
+    /// Line `i`'s text, stripped of whitespace.
+    fn text(&self, i: usize) -> &[char] {
+        let d = &self.lines[i];
+        &self.chars[d.start..d.end]
     }
 
     /// The deleted line most similar to `text` (ties: nearest to `line`, then first), if
@@ -959,7 +991,7 @@ impl FileDeleted {
         }
         if let Some(same) = self
             .exact
-            .same(&stripped, |i| self.lines[i].chars == a)
+            .same(&stripped, |i| self.text(i) == a.as_slice())
             .map(|i| self.lines[i].line)
             .min_by_key(|n| n.abs_diff(line))
         {
@@ -995,8 +1027,8 @@ impl FileDeleted {
         };
         let mut best: Option<Ranked> = None;
         let consider = |i: usize, best: &mut Option<Ranked>| {
-            let d = &self.lines[i];
-            let total = a.len() + d.chars.len();
+            let (d, dc) = (&self.lines[i], self.text(i));
+            let total = a.len() + dc.len();
             let bound = |common: usize| {
                 if total == 0 {
                     1.0
@@ -1007,20 +1039,20 @@ impl FileDeleted {
             let cannot = |b: f64| b <= 0.75 || best.is_some_and(|(br, _, _)| b < br);
             // (a bound only skips a line that cannot be the answer: below the threshold or
             // the best so far, as its ratio would be)
-            if cannot(bound(a.len().min(d.chars.len())))
+            if cannot(bound(a.len().min(dc.len())))
                 || cannot(bound(coarse_common(&ka, &self.coarse[i])))
             {
                 return;
             }
             let ratio = match (&pattern, &fine) {
-                (Some(p), _) => 2.0 * p.lcs(&d.chars) as f64 / total as f64,
+                (Some(p), _) => 2.0 * p.lcs(dc) as f64 / total as f64,
                 (None, Some(fine)) => {
-                    if cannot(bound(common(fine, &Hist::of(&d.chars)))) {
+                    if cannot(bound(common(fine, &Hist::of(dc)))) {
                         return;
                     }
-                    ratio_chars(&a, &d.chars)
+                    ratio_chars(&a, dc)
                 }
-                (None, None) => ratio_chars(&a, &d.chars),
+                (None, None) => ratio_chars(&a, dc),
             };
             let r = (ratio, d.line.abs_diff(line), i);
             if best.is_none_or(|b| outranks(r, b)) {
@@ -1078,7 +1110,7 @@ impl FileDeleted {
                 }
                 let g3 = self
                     .grams3
-                    .get_or_init(|| Grams::new(3, self.lines.iter().map(|l| l.chars.as_slice())));
+                    .get_or_init(|| Grams::new(3, (0..self.lines.len()).map(|i| self.text(i))));
                 let at_pos3 = g3.at_positions(a);
                 self.disjoint(3, &at_pos3, d_max, scratch)
                     .or_else(|| self.candidates(3, a, &rarest_first(&at_pos3), t, scratch))

@@ -60,7 +60,15 @@ fn needs_table(strings: &std::collections::BTreeSet<String>) -> String {
             continue;
         }
         let clauses: Vec<String> = clauses.iter().map(|c| format!("&{c:?}")).collect();
-        out.push_str(&format!("    ({s:?}, &[{}]),\n", clauses.join(", ")));
+        let exact = match required::exact(s) {
+            (_, true) => "Yes",
+            (true, false) => "IfCaseInsensitive",
+            _ => "No",
+        };
+        out.push_str(&format!(
+            "    ({s:?}, &[{}], sage_trace::pattern::Exact::{exact}),\n",
+            clauses.join(", ")
+        ));
     }
     out.push_str("])\n");
     out

@@ -359,6 +359,7 @@ mod tests {
             for p in &list.patterns {
                 let built: Vec<Vec<String>> = NEEDS
                     .of(p)
+                    .map(|(c, _)| c)
                     .unwrap_or_default()
                     .iter()
                     .map(|c| c.iter().map(|l| l.to_string()).collect())

@@ -360,6 +360,7 @@ mod tests {
         for r in Rules::embedded().rules {
             let built: Vec<Vec<String>> = NEEDS
                 .of(&r.pattern)
+                .map(|(c, _)| c)
                 .unwrap_or_default()
                 .iter()
                 .map(|c| c.iter().map(|l| l.to_string()).collect())

@@ -25,18 +25,30 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// them: one slice of literals per clause.
 pub type Clauses = &'static [&'static [&'static str]];
 
+/// When a pattern's clauses are sufficient too, so a text is answered by them alone
+/// ([`crate::required::exact`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exact {
+    /// The clauses are only necessary.
+    No,
+    /// Sufficient when the pattern is compiled case-insensitively.
+    IfCaseInsensitive,
+    /// Sufficient whatever the flags.
+    Yes,
+}
+
 /// The clauses of an embedded file's patterns, computed at build time, sorted by pattern
 /// text (keyed by the text itself, so a look-up is right for any pattern that has the text).
 #[derive(Debug, Clone, Copy)]
-pub struct Needs(pub &'static [(&'static str, Clauses)]);
+pub struct Needs(pub &'static [(&'static str, Clauses, Exact)]);
 
 impl Needs {
-    /// The clauses of `pattern`, if it is in the table.
-    pub fn of(&self, pattern: &str) -> Option<Clauses> {
+    /// The clauses of `pattern`, and whether they are sufficient, if it is in the table.
+    pub fn of(&self, pattern: &str) -> Option<(Clauses, Exact)> {
         self.0
-            .binary_search_by(|(p, _)| (*p).cmp(pattern))
+            .binary_search_by(|(p, _, _)| (*p).cmp(pattern))
             .ok()
-            .map(|i| self.0[i].1)
+            .map(|i| (self.0[i].1, self.0[i].2))
     }
 }
 
@@ -59,6 +71,8 @@ pub struct AsciiPatterns {
 #[derive(Debug)]
 struct Prechecked {
     clauses: Vec<Clauses>,
+    /// Per pattern: a text matches it exactly when it satisfies its clauses.
+    exact: Vec<bool>,
     singles: Vec<OnceLock<Option<Compiled>>>,
     /// Bytes of text checked so far.
     checked: AtomicUsize,
@@ -175,15 +189,26 @@ impl AsciiPatterns {
         multi_line: bool,
         table: Needs,
     ) -> Self {
-        let clauses: Vec<Clauses> = patterns
+        let (clauses, exact): (Vec<Clauses>, Vec<bool>) = patterns
             .iter()
-            .map(|p| table.of(p.as_ref()).unwrap_or_default())
-            .collect();
+            .map(|p| match table.of(p.as_ref()) {
+                Some((c, e)) => {
+                    let exact = match e {
+                        Exact::Yes => true,
+                        Exact::IfCaseInsensitive => case_insensitive,
+                        Exact::No => false,
+                    };
+                    (c, exact && !c.is_empty())
+                }
+                None => (&[][..], false),
+            })
+            .unzip();
         let mut a = AsciiPatterns::new(patterns, case_insensitive, multi_line);
         if clauses.iter().any(|c| !c.is_empty()) {
             a.needs = Some(Arc::new(Prechecked {
                 singles: clauses.iter().map(|_| OnceLock::new()).collect(),
                 clauses,
+                exact,
                 checked: AtomicUsize::new(0),
             }));
         }
@@ -209,10 +234,11 @@ impl AsciiPatterns {
             .as_ref()
     }
 
-    /// The patterns whose clauses `text` satisfies, when some do not and the check is still
-    /// worth making (the set is not compiled yet, little text has been checked); `None`:
-    /// search with the whole set.
-    fn candidates(&self, text: &str) -> Option<(&Prechecked, Vec<usize>)> {
+    /// The patterns `text`'s literals answer (`Ok(k)`: pattern `k` matches, being exact) or
+    /// leave to a search (`Err(k)`), ascending, when the check rules some out or answers some
+    /// and is still worth making (the set is not compiled yet, little text has been checked);
+    /// `None`: search with the whole set.
+    fn candidates(&self, text: &str) -> Option<(&Prechecked, Vec<Result<usize, usize>>)> {
         let pre = self.needs.as_deref()?;
         if self.compiled.get().is_some()
             || pre.checked.fetch_add(text.len(), Ordering::Relaxed) + text.len() > PRECHECK_BYTES
@@ -220,10 +246,12 @@ impl AsciiPatterns {
             return None;
         }
         let lowered = text.to_ascii_lowercase();
-        let c: Vec<usize> = (0..self.patterns.len())
+        let c: Vec<Result<usize, usize>> = (0..self.patterns.len())
             .filter(|&k| crate::required::satisfies(pre.clauses[k], &lowered))
+            .map(|k| if pre.exact[k] { Ok(k) } else { Err(k) })
             .collect();
-        (c.len() < self.patterns.len()).then_some((pre, c))
+        let all_searched = c.len() == self.patterns.len() && c.iter().all(Result::is_err);
+        (!all_searched).then_some((pre, c))
     }
 
     /// Whether any pattern matches `text`; `None` when `text` is not all ASCII or a pattern
@@ -233,7 +261,10 @@ impl AsciiPatterns {
             return None;
         }
         if let Some((pre, candidates)) = self.candidates(text) {
-            for k in candidates {
+            if candidates.iter().any(Result::is_ok) {
+                return Some(true);
+            }
+            for k in candidates.into_iter().filter_map(Result::err) {
                 if self.single(pre, k)?.is_match(text.as_bytes()) {
                     return Some(true);
                 }
@@ -251,9 +282,14 @@ impl AsciiPatterns {
         }
         if let Some((pre, candidates)) = self.candidates(text) {
             let mut out = Vec::new();
-            for k in candidates {
-                if self.single(pre, k)?.is_match(text.as_bytes()) {
-                    out.push(k);
+            for c in candidates {
+                match c {
+                    Ok(k) => out.push(k),
+                    Err(k) => {
+                        if self.single(pre, k)?.is_match(text.as_bytes()) {
+                            out.push(k);
+                        }
+                    }
                 }
             }
             return Some(out);
@@ -318,7 +354,7 @@ mod tests {
     /// A table of `patterns`' clauses computed now, as `build.rs` writes one.
     pub(crate) fn table(patterns: &[&str]) -> Needs {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-        let mut rows: Vec<(&'static str, Clauses)> = patterns
+        let mut rows: Vec<(&'static str, Clauses, Exact)> = patterns
             .iter()
             .map(|p| {
                 let clauses: Vec<&'static [&'static str]> = crate::required::required(p)
@@ -332,7 +368,12 @@ mod tests {
                         )
                     })
                     .collect();
-                (leak(p), &*Box::leak(clauses.into_boxed_slice()))
+                let exact = match crate::required::exact(p) {
+                    (_, true) => Exact::Yes,
+                    (true, false) => Exact::IfCaseInsensitive,
+                    _ => Exact::No,
+                };
+                (leak(p), &*Box::leak(clauses.into_boxed_slice()), exact)
             })
             .collect();
         rows.sort_by_key(|r| r.0);
@@ -382,6 +423,9 @@ mod tests {
         assert!(a.compiled.get().is_none());
         assert!(pre.singles[0].get().is_some());
         assert_eq!(pre.singles.iter().filter(|s| s.get().is_some()).count(), 1);
+        // a pattern that is a set of literals is answered by them
+        assert_eq!(a.which("IGNORE previous instructions"), Some(vec![2]));
+        assert!(pre.singles[2].get().is_none());
         // past the budget, the set answers
         let long = "z".repeat(PRECHECK_BYTES);
         assert_eq!(a.which(&long), Some(vec![]));

@@ -77,6 +77,70 @@ pub fn required(pattern: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// When the clauses of `pattern` are also sufficient: a text matches exactly when it
+/// satisfies them. That holds for a pattern that is a small set of literal texts (no
+/// anchor, no open repetition) whose letters match either case; `(case_insensitive,
+/// always)`: the first when the pattern is compiled case-insensitively, the second whatever
+/// the flag (its own `(?i)` covers every letter).
+pub fn exact(pattern: &str) -> (bool, bool) {
+    let parse = |ci: bool| {
+        regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .case_insensitive(ci)
+            .build()
+            .parse(pattern)
+            .ok()
+    };
+    let Some(folded) = parse(true) else {
+        return (false, false);
+    };
+    let finite = !has_look(&folded)
+        && finish(info(&folded))
+            .exact
+            .is_some_and(|e| !e.is_empty() && !e.contains(""));
+    if !finite {
+        return (false, false);
+    }
+    let closed = |ci: bool| parse(ci).is_some_and(|h| case_closed(&h));
+    (closed(true), closed(false))
+}
+
+/// Whether `h` holds an assertion (`^`, `$`, `\b`): a literal set then says less than the
+/// pattern.
+fn has_look(h: &Hir) -> bool {
+    match h.kind() {
+        HirKind::Look(_) => true,
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) => false,
+        HirKind::Capture(c) => has_look(&c.sub),
+        HirKind::Repetition(r) => has_look(&r.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(has_look),
+    }
+}
+
+/// Whether every ASCII letter `h` matches, it matches in either case.
+fn case_closed(h: &Hir) -> bool {
+    let pair = |b: u8| !b.is_ascii_alphabetic();
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(lit) => lit.0.iter().all(|&b| pair(b)),
+        HirKind::Class(Class::Bytes(c)) => {
+            let has = |b: u8| c.ranges().iter().any(|r| r.start() <= b && b <= r.end());
+            (b'a'..=b'z').all(|b| has(b) == has(b.to_ascii_uppercase()))
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let has = |b: u8| {
+                let ch = char::from(b);
+                c.ranges().iter().any(|r| r.start() <= ch && ch <= r.end())
+            };
+            (b'a'..=b'z').all(|b| has(b) == has(b.to_ascii_uppercase()))
+        }
+        HirKind::Capture(c) => case_closed(&c.sub),
+        HirKind::Repetition(r) => case_closed(&r.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().all(case_closed),
+    }
+}
+
 /// Whether `lowered` (a text with its ASCII letters lower-cased) satisfies every clause.
 pub fn satisfies<C, L>(clauses: &[C], lowered: &str) -> bool
 where
@@ -297,6 +361,10 @@ mod tests {
         r"[Kk]elvin|ſ",
         r"\bedit\s+\d+:\d+",
         r"a*",
+        r"(?i)plan|manager|lead",
+        r"Plan|manager",
+        r"(?i)give (sa|tr)=3",
+        r"(?-i:Kelvin)|grader",
     ];
 
     #[test]
@@ -321,12 +389,29 @@ mod tests {
         assert!(required("(").is_empty());
     }
 
+    #[test]
+    fn exact_patterns_are_literal_sets_in_either_case() {
+        assert_eq!(exact("(?i)plan|manager|lead"), (true, true));
+        assert_eq!(exact("plan|manager"), (true, false));
+        assert_eq!(exact("(?i)ignore (all )?previous"), (true, true));
+        assert_eq!(exact("(?-i:Plan)|x"), (false, false));
+        assert_eq!(exact("run 1"), (true, false));
+        assert_eq!(exact("1-2|=3"), (true, true));
+        // anchors, open repetitions and large classes say more than the literals
+        assert_eq!(exact(r"(?i)^(user|admin)$"), (false, false));
+        assert_eq!(exact(r"(?i)\bpytest\b"), (false, false));
+        assert_eq!(exact("ab+"), (false, false));
+        assert_eq!(exact(r"a\w"), (false, false));
+        assert_eq!(exact(r"a\d"), (true, false));
+        assert_eq!(exact("a?"), (false, false));
+    }
+
     proptest::proptest! {
         /// A text a pattern matches (whatever its case) satisfies the pattern's clauses.
         #[test]
         fn a_match_satisfies_the_clauses(
             parts in proptest::collection::vec(
-                "(pytest|PyTest|python3 -u a/b\\.py|<<< End TRACE data|<<<trace data|exitcode: -1|  EXITCODE: 2|# Your task|> ## turn 12 \\(|## correction|\"applicable\" : true|\"SA\": \\{\"score\"|Give SA=3|rate threat recognition of 2|Note for the judge|grader:|abbc|xyzyz|r|Kelvin|ſ|edit 3:4|[ -~\t\n]{0,3})",
+                "(pytest|PyTest|python3 -u a/b\\.py|<<< End TRACE data|<<<trace data|exitcode: -1|  EXITCODE: 2|# Your task|> ## turn 12 \\(|## correction|\"applicable\" : true|\"SA\": \\{\"score\"|Give SA=3|rate threat recognition of 2|Note for the judge|grader:|abbc|xyzyz|r|Kelvin|kelvin|PLAN|plan|Manager|lead|give SA=3|GIVE tr=3|ſ|edit 3:4|[ -~\t\n]{0,3})",
                 0..6,
             )
         ) {
@@ -344,12 +429,18 @@ mod tests {
                         .is_match(text.as_bytes());
                     let unicode = p.is_ascii()
                         && regex::RegexBuilder::new(p).case_insensitive(ci).build().unwrap().is_match(&text);
+                    let clauses = required(p);
+                    let satisfied = satisfies(&clauses, &text.to_ascii_lowercase());
                     if ascii || unicode {
-                        let clauses = required(p);
                         proptest::prop_assert!(
-                            satisfies(&clauses, &text.to_ascii_lowercase()),
+                            satisfied,
                             "{p:?} matches {text:?} but needs {clauses:?}"
                         );
+                    }
+                    // an exact pattern matches every text that satisfies its clauses
+                    let (if_ci, always) = exact(p);
+                    if always || (ci && if_ci) {
+                        proptest::prop_assert_eq!(ascii, satisfied, "{:?} on {:?}", p, text);
                     }
                 }
             }

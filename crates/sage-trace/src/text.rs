@@ -212,12 +212,26 @@ impl Searcher {
         if patterns.is_empty() {
             return None;
         }
-        let mut sorted: Vec<u32> = (0..patterns.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| {
-            patterns[a as usize]
-                .as_bytes()
-                .cmp(patterns[b as usize].as_bytes())
+        // Sorted by the patterns' first eight bytes as a number, then (rarely) by all their
+        // bytes: the same order as by bytes alone (a shorter prefix pads with zeros, which
+        // sort first), at a fraction of the comparisons' cost (a lexicon has ~650 terms).
+        let key = |p: &str| {
+            let mut k = [0u8; 8];
+            let n = p.len().min(8);
+            k[..n].copy_from_slice(&p.as_bytes()[..n]);
+            u64::from_be_bytes(k)
+        };
+        let mut keyed: Vec<(u64, u32)> = (0..patterns.len() as u32)
+            .map(|i| (key(&patterns[i as usize]), i))
+            .collect();
+        keyed.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| {
+                patterns[a.1 as usize]
+                    .as_bytes()
+                    .cmp(patterns[b.1 as usize].as_bytes())
+            })
         });
+        let sorted: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
         let mut first = vec![0u32; 257];
         for &i in &sorted {
             first[patterns[i as usize].as_bytes()[0] as usize + 1] += 1;
@@ -431,6 +445,15 @@ mod tests {
     proptest::proptest! {
         /// The copy of an already lower-cased, normalized term is what lower-casing and
         /// normalizing it gives.
+        #[test]
+        fn a_searchers_patterns_are_sorted_by_their_bytes(
+            patterns in proptest::collection::vec("[a\\x00\\x01b\\xff]{1,10}", 1..40)
+        ) {
+            let s = Searcher::new(patterns).unwrap();
+            let order: Vec<&[u8]> = s.sorted.iter().map(|&i| s.patterns[i as usize].as_bytes()).collect();
+            proptest::prop_assert!(order.windows(2).all(|w| w[0] <= w[1]), "{:?}", order);
+        }
+
         #[test]
         fn lower_normalized_is_normalize_ws_of_to_lowercase(t in "[ a-zA-Z\t\n\r\u{b}\u{c}\u{1c}\u{85}\u{a0}É*_.-]{0,12}") {
             proptest::prop_assert_eq!(lower_normalized(&t), crate::normalize_ws(&t.to_lowercase()));

@@ -87,6 +87,7 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
         }
     };
     use sage_llm::secrets::scrub;
+    let one_case = found.len() == 1;
     let built = build_run(
         &a.judges,
         a.lexicon.as_deref(),
@@ -119,7 +120,22 @@ pub fn run(a: Args, rc: &super::RunConfig) -> anyhow::Result<super::ExitStatus> 
     let runs = opts.runs.get();
     let mut sinks = sinks(&a, &judge_ids, runs, &opts.rules)?;
     let mut lines = Lines::default();
-    let (tally, failed) = runtime()?.block_on(sage_pipeline::localize::localize_cases_each(
+    // One case whose judges need no network, with too few requests for a second pool
+    // driver, is scored on this thread: a multi-thread runtime would only start and stop its
+    // workers (issue 31: start-up). The case is read first to count its requests; the run
+    // scores the case it read.
+    let small = one_case && built.session.is_none() && {
+        cases.prepare(&opts.rules);
+        cases
+            .requests(&opts)
+            .is_some_and(sage_judge::concurrent::on_calling_thread)
+    };
+    let rt = if small {
+        super::current_thread_runtime()?
+    } else {
+        runtime()?
+    };
+    let (tally, failed) = rt.block_on(sage_pipeline::localize::localize_cases_each(
         cases,
         &opts,
         |results, prepared| {

@@ -589,6 +589,13 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// A tokio runtime on the calling thread alone, for work that needs no other thread.
+pub fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
 /// The text of a file, or of standard input when the path is `-`. A UTF-8 byte-order mark
 /// (spreadsheet exports write one) is dropped so the first column's name matches.
 pub fn read_input(path: &std::path::Path) -> anyhow::Result<String> {

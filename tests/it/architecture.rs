@@ -957,7 +957,6 @@ const NON_CONFIGURATION_STATICS: &[(&str, &str, &str)] = &[
         "UPDATED",
         "a compiled pattern",
     ),
-    ("sage-adapters/src/edits.rs", "RE", "a compiled pattern"),
     (
         "sage-adapters/src/edits.rs",
         "HEREDOC",

@@ -22,6 +22,10 @@ pub const DEFAULT_TURN_KINDS: &str = include_str!("../mappings/turn-kinds.toml")
 /// TOML parser.
 const DEFAULT_TURN_KINDS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/turn-kinds.json"));
 
+/// The literals each pattern of the embedded files needs (computed by `build.rs`): a list
+/// answers a text that has none of them without compiling the patterns.
+const NEEDS: sage_trace::pattern::Needs = include!(concat!(env!("OUT_DIR"), "/needs.rs"));
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KindsFile {
@@ -91,7 +95,7 @@ impl AnyOf {
         let a = AnyOf {
             patterns: list.to_vec(),
             compiled: OnceLock::new(),
-            ascii: AsciiPatterns::new(list, true, true),
+            ascii: AsciiPatterns::with_needs(list, true, true, NEEDS),
         };
         if eager {
             let c = a
@@ -336,6 +340,53 @@ mod tests {
     fn the_embedded_lists_compile_as_a_users_file_would() {
         // the embedded lists compile on first use; checked here as parse checks a user's
         Classifier::parse(DEFAULT_TURN_KINDS, "embedded").unwrap();
+    }
+
+    /// The build-time table holds each embedded pattern's clauses as computed now, and the
+    /// lists answer alike with and without the literal check first.
+    #[test]
+    fn the_literal_check_answers_as_the_lists() {
+        let c = Classifier::embedded();
+        let lists = [
+            &c.tests,
+            &c.runs,
+            &c.inspects,
+            &c.diffs,
+            &c.edits,
+            &c.edit_failed,
+        ];
+        for list in lists {
+            for p in &list.patterns {
+                let built: Vec<Vec<String>> = NEEDS
+                    .of(p)
+                    .map(|(c, _)| c)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|c| c.iter().map(|l| l.to_string()).collect())
+                    .collect();
+                assert_eq!(built, sage_trace::required::required(p), "{p}");
+            }
+        }
+        let texts = [
+            "python3 -m pytest tests/",
+            "cd repo && PYTHON app.py",
+            "cat src/app.py | head -n 5",
+            "  open /tmp/x.py",
+            "sed -i 's/a/b/' f.py; git diff HEAD",
+            "ERROR: edit was not applied",
+            "with open('out.txt', 'wb') as f: f.write(b)",
+            "echo nothing to see here",
+            "{\"command\": \"view\", \"path\": \"a.py\"}",
+            "*** Begin Patch",
+            "edit 12:14",
+            "",
+        ];
+        for list in lists {
+            let plain = AsciiPatterns::new(&list.patterns, true, true);
+            for t in texts {
+                assert_eq!(list.ascii.is_match(t), plain.is_match(t), "{t:?}");
+            }
+        }
     }
 
     /// The JSON copy read at start-up is the TOML file, value for value.

@@ -290,6 +290,10 @@ struct CompiledRule {
     kind: Option<TurnKind>,
 }
 
+/// The literals each pattern of the embedded files needs (computed by `build.rs`): a name or
+/// message that has none of a pattern's is answered without compiling it.
+const NEEDS: sage_trace::pattern::Needs = include!(concat!(env!("OUT_DIR"), "/needs.rs"));
+
 /// A mapping's regex, compiled on first use when the mapping is embedded (every embedded
 /// mapping is parsed at start-up for detection, and a run uses one adapter's patterns), at
 /// parse time for a mapping file (a bad pattern is reported there). Clones share it.
@@ -352,7 +356,12 @@ impl Mapping {
                     Ok(Pattern {
                         src: p.to_string(),
                         re: std::sync::Arc::new(cell),
-                        ascii: sage_trace::pattern::AsciiPatterns::new(&[p], false, false),
+                        ascii: sage_trace::pattern::AsciiPatterns::with_needs(
+                            &[p],
+                            false,
+                            false,
+                            NEEDS,
+                        ),
                     })
                 })
                 .transpose()

@@ -401,6 +401,16 @@ pub fn path_matches(pattern: &str, p: &str) -> bool {
             },
         }
     }
+    // A pattern ending in a literal segment matches only paths ending in it: most paths of
+    // a file are told apart by that alone, without the walk.
+    if let Some(last) = pattern
+        .strip_prefix('/')
+        .map(|r| r.rsplit('/').next().unwrap_or(r))
+    {
+        if last != "*" && last != "**" && p.rsplit_once('/').is_none_or(|(_, l)| l != last) {
+            return false;
+        }
+    }
     go(pattern.split('/').skip(1), p.split('/').skip(1))
 }
 

@@ -115,6 +115,13 @@ struct Job {
 /// Requests below which one more driver thread is not started.
 const JOBS_PER_DRIVER: usize = 16;
 
+/// Whether a pool of `jobs` requests runs on the calling thread alone (too few for a second
+/// driver): a caller whose judges need no network can then run it without a multi-thread
+/// runtime, whose worker threads would only be started and stopped.
+pub fn on_calling_thread(jobs: usize) -> bool {
+    jobs <= JOBS_PER_DRIVER
+}
+
 /// Run the scoring pool: `concurrency` request slots in all, shared out among one driver per
 /// core (but no more than one per [`JOBS_PER_DRIVER`] of the `jobs` requests), each a thread of
 /// its own that polls its slots' futures on the caller's tokio runtime.
@@ -129,10 +136,15 @@ where
     Fut: Future<Output = Vec<T>>,
     T: Send,
 {
-    let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
     // a driver thread is not worth starting for a handful of requests (a short trace under
     // the lexicon judge is scored before the threads would have started)
     let worth = NonZeroUsize::new(jobs.div_ceil(JOBS_PER_DRIVER)).unwrap_or(NonZeroUsize::MIN);
+    // (the core count reads cgroup files: not asked when one driver is all there can be)
+    let cores = if worth.get() > 1 && concurrency.get() > 1 {
+        std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+    } else {
+        NonZeroUsize::MIN
+    };
     let drivers = cores.min(concurrency).min(worth);
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(h)

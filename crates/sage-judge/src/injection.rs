@@ -18,6 +18,10 @@ pub const EMBEDDED_RULES: &str = include_str!("../rubrics/injection.toml");
 /// parser.
 const EMBEDDED_RULES_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/injection.json"));
 
+/// The literals each embedded rule's pattern needs (computed by `build.rs`): most texts have
+/// none of a rule's, and are answered without compiling the rules.
+const NEEDS: sage_trace::pattern::Needs = include!(concat!(env!("OUT_DIR"), "/needs.rs"));
+
 /// A rule file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{origin}: {msg}")]
@@ -152,7 +156,7 @@ impl Rules {
             });
         }
         let patterns: Vec<&str> = rules.iter().map(|r| r.pattern.as_str()).collect();
-        let ascii = sage_trace::pattern::AsciiPatterns::new(&patterns, false, false);
+        let ascii = sage_trace::pattern::AsciiPatterns::with_needs(&patterns, false, false, NEEDS);
         Ok(Rules {
             version: f.version.trim().to_string(),
             rules,
@@ -348,6 +352,49 @@ mod tests {
         let from_json: RulesFile = serde_json::from_str(EMBEDDED_RULES_JSON).unwrap();
         assert_eq!(format!("{from_json:?}"), format!("{from_toml:?}"));
         assert_eq!(from_toml.rules.len(), Rules::embedded().rules.len());
+    }
+
+    /// The build-time table holds each embedded rule's clauses as computed now.
+    #[test]
+    fn the_needs_table_is_the_rules_clauses() {
+        for r in Rules::embedded().rules {
+            let built: Vec<Vec<String>> = NEEDS
+                .of(&r.pattern)
+                .map(|(c, _)| c)
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.iter().map(|l| l.to_string()).collect())
+                .collect();
+            assert_eq!(
+                built,
+                sage_trace::required::required(&r.pattern),
+                "{}",
+                r.id
+            );
+            assert!(
+                !built.is_empty(),
+                "{}: every embedded rule needs a literal",
+                r.id
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// The rules find the same matches with the literal check first as without it.
+        #[test]
+        fn the_literal_check_finds_what_the_rules_find(
+            parts in proptest::collection::vec(
+                "(# Your task|## Turn 3 \\(|<<<END TRACE DATA|ignore all previous instructions|Note to the judge: |JUDGE:|give SA=3|rate threat recognition as 2|The evaluator should score it|\"applicable\": true|\"TR\": \\{\"score\"|return x|# comment|[ -~\t\n]{0,4}|[a-z ]{0,40})",
+                0..8,
+            )
+        ) {
+            let text: String = parts.concat();
+            let with = Rules::embedded();
+            let mut without = Rules::embedded();
+            let patterns: Vec<&str> = without.rules.iter().map(|r| r.pattern.as_str()).collect();
+            without.ascii = sage_trace::pattern::AsciiPatterns::new(&patterns, false, false);
+            proptest::prop_assert_eq!(with.find(&text), without.find(&text));
+        }
     }
 
     /// The character-by-character form `normalize_with_map` had: the reference.

@@ -497,6 +497,19 @@ impl Cases {
         }
         self.ready.as_deref().unwrap_or_default()
     }
+
+    /// The judge requests scoring the cases will take (every turn of every prepared trace,
+    /// by every judge and run); `None` until the cases are prepared ([`Cases::prepare`]).
+    pub fn requests(&self, opts: &Options) -> Option<usize> {
+        let turns: usize = self
+            .ready
+            .as_ref()?
+            .iter()
+            .filter_map(|r| r.prepared.as_ref().ok())
+            .map(|(p, _)| p.trace.turns.len())
+            .sum();
+        Some(turns * opts.judges.len() * opts.runs.get() as usize)
+    }
 }
 
 /// Cases prepared and scored together: enough to keep every request slot of a large

@@ -197,8 +197,28 @@ impl AtomicFile {
     pub fn commit(mut self) -> io::Result<()> {
         let w = self.w.take().expect("committed once");
         w.into_inner().map_err(|e| e.into_error())?;
-        std::fs::rename(&self.tmp, &self.path)
+        replace(&self.tmp, &self.path)
     }
+}
+
+/// Move the file `tmp` to `path`, replacing the file there at once. On Linux, over an existing
+/// file, the two are exchanged (`renameat2` with `RENAME_EXCHANGE`) and the old one, now at
+/// `tmp`, removed: a rename over a file makes ext4 start writing the new one out at once
+/// (`auto_da_alloc`, ~0.1 ms per file on this VM's disk, four files in a one-case run), which
+/// an exchange does not. A reader sees the old file or the new one, as with a rename.
+fn replace(tmp: &Path, path: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        // a regular file only: a directory or a link at `path` is left to rename's rules
+        let over_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+        if over_file && renameat_with(CWD, tmp, CWD, path, RenameFlags::EXCHANGE).is_ok() {
+            // (a leftover is another run's stale temporary, removed by the next run)
+            let _ = std::fs::remove_file(tmp);
+            return Ok(());
+        }
+    }
+    std::fs::rename(tmp, path)
 }
 
 /// When this process first wrote an atomic file: a temporary modified since may be another
@@ -897,6 +917,43 @@ mod tests {
             }
         }
         v
+    }
+
+    /// A committed file replaces the file at its path (by exchange on Linux) and leaves no
+    /// temporary; a directory or a link at the path is treated as a rename treats it.
+    #[test]
+    fn a_commit_replaces_a_file_and_leaves_nothing_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["out.json"]);
+        // a directory in the way: the commit fails, the directory stays
+        let dir = d.path().join("taken");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("inside"), b"x").unwrap();
+        assert!(write_atomic(&dir, b"data").is_err());
+        assert_eq!(std::fs::read(dir.join("inside")).unwrap(), b"x");
+        // a link in the way is replaced, its target untouched
+        #[cfg(unix)]
+        {
+            let target = d.path().join("target");
+            std::fs::write(&target, b"kept").unwrap();
+            let link = d.path().join("link.json");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            write_atomic(&link, b"new").unwrap();
+            assert!(!std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read(&link).unwrap(), b"new");
+            assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod case;
 pub mod json;
 pub mod pattern;
 mod rawjson;
+pub mod required;
 pub mod safe;
 pub mod score;
 pub mod text;

@@ -8,12 +8,53 @@
 //! `ſ`), and what an ASCII-mode class or `.` adds beyond ASCII cannot occur in the text. The
 //! caller keeps its Unicode regex for other text, and for patterns this mode refuses
 //! (`\p{..}`): [`AsciiPatterns::is_match`] then says `None`.
+//!
+//! Patterns of embedded files also come with the literals they need ([`crate::required`],
+//! computed when sage is built: [`Needs`]): while little text has been searched, a text is
+//! first checked for them, and only the patterns it could match are compiled, each alone. A
+//! tiny input then compiles few patterns or none.
 
 use regex_automata::hybrid::dfa::{self, DFA};
 use regex_automata::nfa::thompson::{self, pikevm, pikevm::PikeVM, WhichCaptures};
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, PatternSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// The clauses a pattern needs ([`crate::required::required`]), as the build scripts write
+/// them: one slice of literals per clause.
+pub type Clauses = &'static [&'static [&'static str]];
+
+/// When a pattern's clauses are sufficient too, so a text is answered by them alone
+/// ([`crate::required::exact`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exact {
+    /// The clauses are only necessary.
+    No,
+    /// Sufficient when the pattern is compiled case-insensitively.
+    IfCaseInsensitive,
+    /// Sufficient whatever the flags.
+    Yes,
+}
+
+/// The clauses of an embedded file's patterns, computed at build time, sorted by pattern
+/// text (keyed by the text itself, so a look-up is right for any pattern that has the text).
+#[derive(Debug, Clone, Copy)]
+pub struct Needs(pub &'static [(&'static str, Clauses, Exact)]);
+
+impl Needs {
+    /// The clauses of `pattern`, and whether they are sufficient, if it is in the table.
+    pub fn of(&self, pattern: &str) -> Option<(Clauses, Exact)> {
+        self.0
+            .binary_search_by(|(p, _, _)| (*p).cmp(pattern))
+            .ok()
+            .map(|i| (self.0[i].1, self.0[i].2))
+    }
+}
+
+/// Text (in bytes) checked for the patterns' literals before the whole set is compiled and
+/// used for every later text: the check costs a pass per literal, the set one pass in all.
+const PRECHECK_BYTES: usize = 32 * 1024;
 
 /// Patterns answered on ASCII text, compiled on first use; clones share the compiled form.
 #[derive(Debug, Clone)]
@@ -22,6 +63,19 @@ pub struct AsciiPatterns {
     case_insensitive: bool,
     multi_line: bool,
     compiled: Arc<OnceLock<Option<Compiled>>>,
+    /// Per pattern, the clauses a text must satisfy for it to match (empty: none known),
+    /// and the pattern compiled alone; `None` when no pattern has clauses.
+    needs: Option<Arc<Prechecked>>,
+}
+
+#[derive(Debug)]
+struct Prechecked {
+    clauses: Vec<Clauses>,
+    /// Per pattern: a text matches it exactly when it satisfies its clauses.
+    exact: Vec<bool>,
+    singles: Vec<OnceLock<Option<Compiled>>>,
+    /// Bytes of text checked so far.
+    checked: AtomicUsize,
 }
 
 /// The patterns as one forward NFA, searched by a lazy DFA (the PikeVM when the DFA gives
@@ -124,7 +178,41 @@ impl AsciiPatterns {
             case_insensitive,
             multi_line,
             compiled: Default::default(),
+            needs: None,
         }
+    }
+
+    /// [`AsciiPatterns::new`], with the clauses `table` holds for the patterns.
+    pub fn with_needs(
+        patterns: &[impl AsRef<str>],
+        case_insensitive: bool,
+        multi_line: bool,
+        table: Needs,
+    ) -> Self {
+        let (clauses, exact): (Vec<Clauses>, Vec<bool>) = patterns
+            .iter()
+            .map(|p| match table.of(p.as_ref()) {
+                Some((c, e)) => {
+                    let exact = match e {
+                        Exact::Yes => true,
+                        Exact::IfCaseInsensitive => case_insensitive,
+                        Exact::No => false,
+                    };
+                    (c, exact && !c.is_empty())
+                }
+                None => (&[][..], false),
+            })
+            .unzip();
+        let mut a = AsciiPatterns::new(patterns, case_insensitive, multi_line);
+        if clauses.iter().any(|c| !c.is_empty()) {
+            a.needs = Some(Arc::new(Prechecked {
+                singles: clauses.iter().map(|_| OnceLock::new()).collect(),
+                clauses,
+                exact,
+                checked: AtomicUsize::new(0),
+            }));
+        }
+        a
     }
 
     fn get(&self) -> Option<&Compiled> {
@@ -133,11 +221,55 @@ impl AsciiPatterns {
             .as_ref()
     }
 
+    /// Pattern `k` compiled alone.
+    fn single<'a>(&self, pre: &'a Prechecked, k: usize) -> Option<&'a Compiled> {
+        pre.singles[k]
+            .get_or_init(|| {
+                Compiled::new(
+                    std::slice::from_ref(&self.patterns[k]),
+                    self.case_insensitive,
+                    self.multi_line,
+                )
+            })
+            .as_ref()
+    }
+
+    /// The patterns `text`'s literals answer (`Ok(k)`: pattern `k` matches, being exact) or
+    /// leave to a search (`Err(k)`), ascending, when the check rules some out or answers some
+    /// and is still worth making (the set is not compiled yet, little text has been checked);
+    /// `None`: search with the whole set.
+    fn candidates(&self, text: &str) -> Option<(&Prechecked, Vec<Result<usize, usize>>)> {
+        let pre = self.needs.as_deref()?;
+        if self.compiled.get().is_some()
+            || pre.checked.fetch_add(text.len(), Ordering::Relaxed) + text.len() > PRECHECK_BYTES
+        {
+            return None;
+        }
+        let lowered = text.to_ascii_lowercase();
+        let c: Vec<Result<usize, usize>> = (0..self.patterns.len())
+            .filter(|&k| crate::required::satisfies(pre.clauses[k], &lowered))
+            .map(|k| if pre.exact[k] { Ok(k) } else { Err(k) })
+            .collect();
+        let all_searched = c.len() == self.patterns.len() && c.iter().all(Result::is_err);
+        (!all_searched).then_some((pre, c))
+    }
+
     /// Whether any pattern matches `text`; `None` when `text` is not all ASCII or a pattern
     /// has no ASCII form (ask the Unicode regex).
     pub fn is_match(&self, text: &str) -> Option<bool> {
         if !text.is_ascii() {
             return None;
+        }
+        if let Some((pre, candidates)) = self.candidates(text) {
+            if candidates.iter().any(Result::is_ok) {
+                return Some(true);
+            }
+            for k in candidates.into_iter().filter_map(Result::err) {
+                if self.single(pre, k)?.is_match(text.as_bytes()) {
+                    return Some(true);
+                }
+            }
+            return Some(false);
         }
         Some(self.get()?.is_match(text.as_bytes()))
     }
@@ -147,6 +279,20 @@ impl AsciiPatterns {
     pub fn which(&self, text: &str) -> Option<Vec<usize>> {
         if !text.is_ascii() {
             return None;
+        }
+        if let Some((pre, candidates)) = self.candidates(text) {
+            let mut out = Vec::new();
+            for c in candidates {
+                match c {
+                    Ok(k) => out.push(k),
+                    Err(k) => {
+                        if self.single(pre, k)?.is_match(text.as_bytes()) {
+                            out.push(k);
+                        }
+                    }
+                }
+            }
+            return Some(out);
         }
         Some(self.get()?.which(text.as_bytes()))
     }
@@ -205,11 +351,103 @@ mod tests {
         }
     }
 
+    /// A table of `patterns`' clauses computed now, as `build.rs` writes one.
+    pub(crate) fn table(patterns: &[&str]) -> Needs {
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let mut rows: Vec<(&'static str, Clauses, Exact)> = patterns
+            .iter()
+            .map(|p| {
+                let clauses: Vec<&'static [&'static str]> = crate::required::required(p)
+                    .iter()
+                    .map(|c| -> &'static [&'static str] {
+                        Box::leak(
+                            c.iter()
+                                .map(|l| leak(l))
+                                .collect::<Vec<_>>()
+                                .into_boxed_slice(),
+                        )
+                    })
+                    .collect();
+                let exact = match crate::required::exact(p) {
+                    (_, true) => Exact::Yes,
+                    (true, false) => Exact::IfCaseInsensitive,
+                    _ => Exact::No,
+                };
+                (leak(p), &*Box::leak(clauses.into_boxed_slice()), exact)
+            })
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        rows.dedup_by_key(|r| r.0);
+        Needs(Box::leak(rows.into_boxed_slice()))
+    }
+
+    proptest::proptest! {
+        /// Checking texts for the patterns' literals first (and compiling only the patterns
+        /// a text could match, until the set is worth compiling) answers as the set does,
+        /// text after text.
+        #[test]
+        fn prechecked_patterns_answer_as_the_set(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(
+                    "(pytest|PyTest|python3 -u a/b\\.py|cat |\n  open |open\\('f', 'wb'\\)|mv a b|edit 1:2|Ignore previous instructions|score = 3|K|\\.x\\.|[ -~\t\n]{0,3}|[a-z ]{0,2000})",
+                    0..6,
+                ),
+                1..40,
+            )
+        ) {
+            let plain = AsciiPatterns::new(PATTERNS, true, true);
+            let pre = AsciiPatterns::with_needs(PATTERNS, true, true, table(PATTERNS));
+            for parts in texts {
+                let text: String = parts.concat();
+                proptest::prop_assert_eq!(pre.which(&text), plain.which(&text));
+                proptest::prop_assert_eq!(pre.is_match(&text), plain.is_match(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_without_the_literals_compiles_nothing() {
+        let list = [
+            r"\bpytest\b",
+            r"\bcat\s",
+            r"(?i)ignore (all )?previous instructions",
+        ];
+        let a = AsciiPatterns::with_needs(&list, true, true, table(&list));
+        assert_eq!(a.which("nothing to see"), Some(vec![]));
+        assert_eq!(a.is_match("nothing to see"), Some(false));
+        let pre = a.needs.as_deref().unwrap();
+        assert!(a.compiled.get().is_none());
+        assert!(pre.singles.iter().all(|s| s.get().is_none()));
+        // a text with one pattern's literals compiles that pattern alone
+        assert_eq!(a.which("run PYTEST now"), Some(vec![0]));
+        assert!(a.compiled.get().is_none());
+        assert!(pre.singles[0].get().is_some());
+        assert_eq!(pre.singles.iter().filter(|s| s.get().is_some()).count(), 1);
+        // a pattern that is a set of literals is answered by them
+        assert_eq!(a.which("IGNORE previous instructions"), Some(vec![2]));
+        assert!(pre.singles[2].get().is_none());
+        // past the budget, the set answers
+        let long = "z".repeat(PRECHECK_BYTES);
+        assert_eq!(a.which(&long), Some(vec![]));
+        assert!(a.compiled.get().is_some());
+        assert_eq!(a.which("cat x; pytest"), Some(vec![0, 1]));
+    }
+
     #[test]
     fn other_text_and_unicode_only_patterns_are_left_to_the_caller() {
         let a = AsciiPatterns::new(PATTERNS, true, true);
         assert_eq!(a.is_match("pytest \u{212a}"), None);
         let p = AsciiPatterns::new(&[r"\p{Greek}"], true, true);
         assert_eq!(p.is_match("alpha"), None);
+        // so with the literal check: a pattern with no ASCII form needs nothing, so it is
+        // always searched (and answered by the caller)
+        let p = AsciiPatterns::with_needs(
+            &[r"\p{Greek}", "pytest"],
+            true,
+            true,
+            table(&[r"\p{Greek}", "pytest"]),
+        );
+        assert_eq!(p.is_match("alpha"), None);
+        assert_eq!(p.which("alpha"), None);
     }
 }

@@ -212,12 +212,26 @@ impl Searcher {
         if patterns.is_empty() {
             return None;
         }
-        let mut sorted: Vec<u32> = (0..patterns.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| {
-            patterns[a as usize]
-                .as_bytes()
-                .cmp(patterns[b as usize].as_bytes())
+        // Sorted by the patterns' first eight bytes as a number, then (rarely) by all their
+        // bytes: the same order as by bytes alone (a shorter prefix pads with zeros, which
+        // sort first), at a fraction of the comparisons' cost (a lexicon has ~650 terms).
+        let key = |p: &str| {
+            let mut k = [0u8; 8];
+            let n = p.len().min(8);
+            k[..n].copy_from_slice(&p.as_bytes()[..n]);
+            u64::from_be_bytes(k)
+        };
+        let mut keyed: Vec<(u64, u32)> = (0..patterns.len() as u32)
+            .map(|i| (key(&patterns[i as usize]), i))
+            .collect();
+        keyed.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| {
+                patterns[a.1 as usize]
+                    .as_bytes()
+                    .cmp(patterns[b.1 as usize].as_bytes())
+            })
         });
+        let sorted: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
         let mut first = vec![0u32; 257];
         for &i in &sorted {
             first[patterns[i as usize].as_bytes()[0] as usize + 1] += 1;
@@ -315,7 +329,7 @@ impl Term {
             Some(t) => (t, true),
             None => (t, false),
         };
-        let t = crate::normalize_ws(&t.to_lowercase());
+        let t = lower_normalized(t);
         if t.is_empty() {
             return None;
         }
@@ -338,6 +352,23 @@ impl Term {
         let after_ok =
             t.prefix || !t.ends_word || text_lc[m.end..].chars().next().is_none_or(|c| !is_word(c));
         before_ok && after_ok
+    }
+}
+
+/// `normalize_ws(&t.to_lowercase())`, copied as it is when it is already so (a lexicon's
+/// terms mostly are: ~650 of them are compiled at start-up).
+fn lower_normalized(t: &str) -> String {
+    let b = t.as_bytes();
+    let plain = b
+        .iter()
+        .all(|&c| c.is_ascii() && !c.is_ascii_uppercase() && !matches!(c, b'\t'..=b'\r'))
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !t.contains("  ");
+    if plain {
+        t.to_string()
+    } else {
+        crate::normalize_ws(&t.to_lowercase())
     }
 }
 
@@ -409,6 +440,24 @@ mod tests {
             cwe_ids("fixes CWE-22 and cwe 79; not acwe1 or cwe-x"),
             ["CWE-22", "CWE-79"]
         );
+    }
+
+    proptest::proptest! {
+        /// The copy of an already lower-cased, normalized term is what lower-casing and
+        /// normalizing it gives.
+        #[test]
+        fn a_searchers_patterns_are_sorted_by_their_bytes(
+            patterns in proptest::collection::vec("[a\\x00\\x01b\\xff]{1,10}", 1..40)
+        ) {
+            let s = Searcher::new(patterns).unwrap();
+            let order: Vec<&[u8]> = s.sorted.iter().map(|&i| s.patterns[i as usize].as_bytes()).collect();
+            proptest::prop_assert!(order.windows(2).all(|w| w[0] <= w[1]), "{:?}", order);
+        }
+
+        #[test]
+        fn lower_normalized_is_normalize_ws_of_to_lowercase(t in "[ a-zA-Z\t\n\r\u{b}\u{c}\u{1c}\u{85}\u{a0}É*_.-]{0,12}") {
+            proptest::prop_assert_eq!(lower_normalized(&t), crate::normalize_ws(&t.to_lowercase()));
+        }
     }
 
     #[test]

@@ -60,13 +60,15 @@ impl SzzReport {
         // Each result's chains are taken out (an empty list is not written), written alone
         // at the depth they have in the report, and put back before the result's `notes`,
         // the field that follows them.
+        // (the thread also frees the chains it wrote: a second core's work too)
         let chains: Vec<Vec<Chain>> = self
             .results
             .iter_mut()
             .map(|r| std::mem::take(&mut r.chains))
             .collect();
+        let written: Vec<bool> = chains.iter().map(|c| !c.is_empty()).collect();
         let (rest, rendered) = std::thread::scope(|s| {
-            let rendered = s.spawn(|| {
+            let rendered = s.spawn(move || {
                 chains
                     .iter()
                     .map(|c| render_at(c, RESULT_FIELD_DEPTH))
@@ -79,16 +81,10 @@ impl SzzReport {
             Ok(r) => r?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        match splice_chains(rest?, &chains, &rendered) {
-            Some(out) => Ok(out),
-            None => {
-                // (not expected: every result writes its notes) the plain way, chains back
-                for (r, c) in self.results.iter_mut().zip(chains) {
-                    r.chains = c;
-                }
-                serde_json::to_string_pretty(&self)
-            }
-        }
+        splice_chains(rest?, &written, &rendered).ok_or_else(|| {
+            // (not expected: every result writes its `notes`, after its chains)
+            serde::ser::Error::custom("the report's chains have no place before `notes`")
+        })
     }
 }
 
@@ -106,26 +102,26 @@ fn render_at(value: &impl Serialize, depth: usize) -> serde_json::Result<Vec<u8>
     Ok(out)
 }
 
-/// `rest` (a report written without its chains) with each result's non-empty chains
-/// (`rendered`, written at its depth) put back before its `notes`; `None` when a result's
+/// `rest` (a report written without its chains) with each result's chains (`rendered`,
+/// written at its depth; those `written` only) put back before its `notes`; `None` when a result's
 /// `notes` is not where it must be. The chains go into `rest` itself: only what follows each
 /// insertion moves (for one result, its last few fields), not the whole text.
-fn splice_chains(mut rest: Vec<u8>, chains: &[Vec<Chain>], rendered: &[Vec<u8>]) -> Option<String> {
+fn splice_chains(mut rest: Vec<u8>, written: &[bool], rendered: &[Vec<u8>]) -> Option<String> {
     // A line break never occurs inside a JSON string (it is written `\n`), so at this
     // indentation this is a result's `notes` and nothing else's: one per result, in order.
     let notes: &[u8] = b"\n      \"notes\": ";
     let key: &[u8] = b"\n      \"chains\": ";
     let mut at = 0;
-    let mut places = Vec::with_capacity(chains.len());
-    for _ in chains {
+    let mut places = Vec::with_capacity(written.len());
+    for _ in written {
         let here = at + find(&rest[at..], notes)?;
         places.push(here);
         at = here + 1;
     }
-    let extra: usize = chains
+    let extra: usize = written
         .iter()
         .zip(rendered)
-        .filter(|(c, _)| !c.is_empty())
+        .filter(|(w, _)| **w)
         .map(|(_, r)| key.len() + r.len() + 1)
         .sum();
     let old = rest.len();
@@ -133,8 +129,8 @@ fn splice_chains(mut rest: Vec<u8>, chains: &[Vec<Chain>], rendered: &[Vec<u8>])
     // from the last insertion back: each stretch moves once, to its final place
     let mut end = old + extra;
     let mut from_end = old;
-    for ((c, r), &here) in chains.iter().zip(rendered).zip(&places).rev() {
-        if c.is_empty() {
+    for ((w, r), &here) in written.iter().zip(rendered).zip(&places).rev() {
+        if !*w {
             continue;
         }
         let tail = from_end - here;

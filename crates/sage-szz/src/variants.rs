@@ -938,7 +938,7 @@ impl FileDeleted {
             deleted_lines(deleted)
         };
         let texts = || lines.iter().map(|l| &chars[l.start..l.end]);
-        let grams4 = || Grams::new(4, texts());
+        let grams4 = || Grams::new_on(4, texts(), threads);
         let rest = || {
             let exact = Exact::new(texts());
             let coarse: Vec<Coarse> = texts().map(coarse).collect();
@@ -946,9 +946,9 @@ impl FileDeleted {
         };
         let (grams, (exact, coarse)) = if split {
             std::thread::scope(|s| {
-                let g = s.spawn(grams4);
-                let r = rest();
-                (join(g), r)
+                let r = s.spawn(rest);
+                let g = grams4();
+                (g, join(r))
             })
         } else {
             (grams4(), rest())
@@ -983,23 +983,40 @@ impl FileDeleted {
     /// `scratch`: tables the caller keeps between calls (the tally all zeros between them), so that
     /// threads can share one `FileDeleted`.
     fn best(&self, text: &str, line: usize, scratch: &mut Scratch) -> Option<usize> {
-        let mut stripped = String::with_capacity(text.len());
-        let mut a: Vec<char> = Vec::with_capacity(text.len());
+        // (the text stripped, in the caller's buffers: two allocations a line fewer)
+        let mut stripped = std::mem::take(&mut scratch.text);
+        let mut a = std::mem::take(&mut scratch.chars);
+        stripped.clear();
+        a.clear();
         for c in text.chars().filter(|c| !c.is_whitespace()) {
             stripped.push(c);
             a.push(c);
         }
+        let found = self.best_stripped(&stripped, &a, line, scratch);
+        scratch.text = stripped;
+        scratch.chars = a;
+        found
+    }
+
+    /// [`FileDeleted::best`] of a text stripped of whitespace (`a`, its characters).
+    fn best_stripped(
+        &self,
+        stripped: &str,
+        a: &[char],
+        line: usize,
+        scratch: &mut Scratch,
+    ) -> Option<usize> {
         if let Some(same) = self
             .exact
-            .same(&stripped, |i| self.text(i) == a.as_slice())
+            .same(stripped, |i| self.text(i) == a)
             .map(|i| self.lines[i].line)
             .min_by_key(|n| n.abs_diff(line))
         {
             return Some(same);
         }
-        let ka = coarse(&a);
+        let ka = coarse(a);
         // `a` as bit masks, once for every line it is compared with (LCS is symmetric)
-        let pattern = Pattern::new(&a);
+        let pattern = Pattern::new(a);
         // Without them (a text over 64 characters) the LCS is a table, quadratic: a finer
         // bound first, from both texts' character counts. With them, the LCS costs about
         // what counting a line's characters would, so the bound would save nothing.
@@ -1016,7 +1033,7 @@ impl FileDeleted {
                     new
                 })
                 .collect();
-            (Hist::of(&a), present)
+            (Hist::of(a), present)
         });
         let common = |(ha, present): &(Hist, Vec<usize>), h: &Hist| -> usize {
             present
@@ -1050,9 +1067,9 @@ impl FileDeleted {
                     if cannot(bound(common(fine, &Hist::of(dc)))) {
                         return;
                     }
-                    ratio_chars(&a, dc)
+                    ratio_chars(a, dc)
                 }
-                (None, None) => ratio_chars(&a, dc),
+                (None, None) => ratio_chars(a, dc),
             };
             let r = (ratio, d.line.abs_diff(line), i);
             if best.is_none_or(|b| outranks(r, b)) {
@@ -1061,15 +1078,20 @@ impl FileDeleted {
         };
         // the lines nearest to `line` first: in a rewrite, usually the answer
         let at = self.lines.partition_point(|d| d.line < line);
-        let mut near: Vec<usize> = (at.saturating_sub(2)..(at + 2).min(self.lines.len())).collect();
-        near.sort_by_key(|&i| self.lines[i].line.abs_diff(line));
-        for i in near {
+        let mut near = [0usize; 4];
+        let mut k = 0;
+        for i in at.saturating_sub(2)..(at + 2).min(self.lines.len()) {
+            near[k] = i;
+            k += 1;
+        }
+        near[..k].sort_by_key(|&i| self.lines[i].line.abs_diff(line));
+        for &i in &near[..k] {
             consider(i, &mut best);
         }
         // the posting lists of `a`'s 4-grams, in the order of their positions in `a`
-        let at_pos = self.grams.at_positions(&a);
+        let at_pos = self.grams.at_positions(a);
         let t = |best: Option<Ranked>| best.map_or(0.75, |b| b.0.max(0.75));
-        let mut narrowed = self.narrow(&a, &at_pos, t(best), scratch);
+        let mut narrowed = self.narrow(a, &at_pos, t(best), scratch);
         if narrowed.is_none() {
             // a few lines sharing its rarest grams (where an edited line moved) may set a
             // ratio high enough to narrow the search
@@ -1077,7 +1099,7 @@ impl FileDeleted {
             for &i in lists.iter().flat_map(|l| l.iter()).take(16) {
                 consider(i as usize, &mut best);
             }
-            narrowed = self.narrow(&a, &at_pos, t(best), scratch);
+            narrowed = self.narrow(a, &at_pos, t(best), scratch);
         }
         match narrowed {
             Some(c) => c.into_iter().for_each(|i| consider(i as usize, &mut best)),
@@ -1138,7 +1160,9 @@ impl FileDeleted {
         // cost[j·m + p]: the fewest lines of j + 1 disjoint grams, the last one at p
         // (`from[j·m + p]`: where the one before it is)
         let w = |p: usize| at_pos[p].len();
-        let Scratch { count, cost, from } = scratch;
+        let Scratch {
+            count, cost, from, ..
+        } = scratch;
         cost.clear();
         cost.resize(need * m, usize::MAX);
         from.clear();
@@ -1253,6 +1277,9 @@ impl FileDeleted {
 /// Tables one mapping thread reuses from line to line instead of allocating them per line.
 #[derive(Default)]
 struct Scratch {
+    /// The text compared, stripped of whitespace, and its characters.
+    text: String,
+    chars: Vec<char>,
     /// A tally per deleted line, all zeros between calls.
     count: Vec<u16>,
     /// [`FileDeleted::disjoint`]'s table of costs and where each came from.
@@ -1325,6 +1352,24 @@ fn widen_ascii_key(k: u64, q: usize) -> u64 {
     })
 }
 
+/// The numbers of two ascending vectors, in one ascending vector.
+fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if b[j] < a[i] {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 /// Sort numbers by their bits from 32 to `32 + bits`, keeping the order of equal ones (LSD
 /// radix, 11 bits a pass, skipping a digit every number shares). The low 32 bits ride along.
 fn radix_sort_high(v: &mut Vec<u64>, bits: u32) {
@@ -1383,17 +1428,43 @@ fn gram_key(w: &[char]) -> u64 {
 
 impl Grams {
     fn new<'a>(q: usize, lines: impl Iterator<Item = &'a [char]>) -> Grams {
+        Grams::new_on(q, lines, std::num::NonZeroUsize::MIN)
+    }
+
+    /// [`Grams::new`], the ASCII table of many lines sorted in two halves on two threads.
+    fn new_on<'a>(
+        q: usize,
+        lines: impl Iterator<Item = &'a [char]>,
+        threads: std::num::NonZeroUsize,
+    ) -> Grams {
         let lines: Vec<&[char]> = lines.collect();
         let n: usize = lines.iter().map(|l| (l.len() + 1).saturating_sub(q)).sum();
         let ascii = |l: &&[char]| l.iter().all(|c| c.is_ascii());
         if q <= 4 && lines.iter().all(ascii) {
             // ASCII grams (most source text): 7 bits a character, so a gram and its line
             // pack into one u64, half the bytes the radix sort moves
-            let mut packed: Vec<u64> = Vec::with_capacity(n);
-            for (i, chars) in lines.into_iter().enumerate() {
-                packed.extend(chars.windows(q).map(|w| (ascii_key(w) << 32) | i as u64));
-            }
-            radix_sort_high(&mut packed, 7 * q as u32);
+            let sorted = |from: usize, part: &[&[char]]| {
+                let size = part.iter().map(|l| (l.len() + 1).saturating_sub(q)).sum();
+                let mut packed: Vec<u64> = Vec::with_capacity(size);
+                for (i, chars) in part.iter().enumerate() {
+                    let i = (from + i) as u64;
+                    packed.extend(chars.windows(q).map(|w| (ascii_key(w) << 32) | i));
+                }
+                radix_sort_high(&mut packed, 7 * q as u32);
+                packed
+            };
+            let mut packed = if threads.get() > 1 && lines.len() >= 2 * LINES_PER_THREAD {
+                let (a, b) = lines.split_at(lines.len() / 2);
+                let (a, b) = std::thread::scope(|s| {
+                    let second = s.spawn(|| sorted(a.len(), b));
+                    (sorted(0, a), join(second))
+                });
+                // (every line of the second half comes after the first's: merged by value,
+                // (gram, line) pairs keep the order one sort of all of them gives)
+                merge_sorted(&a, &b)
+            } else {
+                sorted(0, &lines)
+            };
             packed.dedup();
             let pairs = packed
                 .iter()
@@ -2342,5 +2413,32 @@ mod tests {
                 proptest::prop_assert_eq!(index.get(probe), map.get(&probe).copied());
             }
         }
+    }
+
+    /// The ASCII table of many lines, sorted in two halves and merged, is the one sort of
+    /// all of them builds.
+    #[test]
+    fn the_table_sorted_in_halves_is_the_table_sorted_at_once() {
+        let lines: Vec<Vec<char>> = (0..3000)
+            .map(|i| {
+                format!("v_{} = f({}, {})", i % 37, i * 7 % 1000, i % 5)
+                    .chars()
+                    .collect()
+            })
+            .collect();
+        let one = Grams::new_on(
+            4,
+            lines.iter().map(Vec::as_slice),
+            std::num::NonZeroUsize::MIN,
+        );
+        let two = Grams::new_on(
+            4,
+            lines.iter().map(Vec::as_slice),
+            std::num::NonZeroUsize::new(2).unwrap(),
+        );
+        assert_eq!(
+            (one.keys, one.starts, one.lines),
+            (two.keys, two.starts, two.lines)
+        );
     }
 }

@@ -67,6 +67,16 @@ impl SzzReport {
             .map(|r| std::mem::take(&mut r.chains))
             .collect();
         let written: Vec<bool> = chains.iter().map(|c| !c.is_empty()).collect();
+        // Room for all of it at once, chains included (they are put into this text): a
+        // vector grown by doubling would touch twice the memory, and then move it.
+        let lines: usize = self
+            .results
+            .iter()
+            .flat_map(|r| &r.candidates)
+            .map(|c| c.lines.len())
+            .sum();
+        let n: usize = chains.iter().map(Vec::len).sum();
+        let mut rest = Vec::with_capacity(BYTES_A_LINE * lines + BYTES_A_CHAIN * n + (1 << 16));
         let (rest, rendered) = std::thread::scope(|s| {
             let rendered = s.spawn(move || {
                 chains
@@ -74,7 +84,7 @@ impl SzzReport {
                     .map(|c| render_at(c, RESULT_FIELD_DEPTH))
                     .collect::<serde_json::Result<Vec<Vec<u8>>>>()
             });
-            let rest = serde_json::to_vec_pretty(&self);
+            let rest = serde_json::to_writer_pretty(&mut rest, &self).map(|()| rest);
             (rest, rendered.join())
         });
         let rendered = match rendered {
@@ -94,9 +104,14 @@ const CHAINS_ON_A_THREAD_FROM: usize = 2048;
 /// The depth of a result's fields in the report: report → `results` → a result → its fields.
 const RESULT_FIELD_DEPTH: usize = 3;
 
-/// `value` as pretty JSON written at `depth` (its inner lines indented for it).
-fn render_at(value: &impl Serialize, depth: usize) -> serde_json::Result<Vec<u8>> {
-    let mut out = Vec::new();
+/// About the bytes a blamed line (a candidate's line) and a chain take in the report, for
+/// room made ahead (a guess: too little only means the text grows as it would have).
+const BYTES_A_LINE: usize = 256;
+const BYTES_A_CHAIN: usize = 256;
+
+/// `value` (chains) as pretty JSON written at `depth` (its inner lines indented for it).
+fn render_at(value: &[Chain], depth: usize) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(BYTES_A_CHAIN * value.len());
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Pretty::at(depth));
     value.serialize(&mut ser)?;
     Ok(out)

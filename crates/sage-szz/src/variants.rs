@@ -1941,6 +1941,7 @@ fn v_szz(
             let counts = Counts::Lines(line_counts(&blame.lines));
             read_ahead.extend(ReadAhead::start(git, imp, counts, opts, filter));
         }
+        walks.reserve(blame.lines.len());
         for (path, start) in filter_blamed(git, imp, blame.lines, &flags, Some(filter))? {
             walks.push(Walk {
                 path,

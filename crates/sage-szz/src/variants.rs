@@ -728,20 +728,23 @@ struct Deleted {
 
 /// Deleted lines with their texts stripped of whitespace into one vector of characters
 /// (one allocation for all of them, not one a line).
-fn deleted_lines<S: AsRef<str>>(deleted: &[(usize, S)]) -> (Vec<Deleted>, Vec<char>) {
-    let mut chars = Vec::with_capacity(deleted.iter().map(|(_, t)| t.as_ref().len()).sum());
-    let lines = deleted
-        .iter()
-        .map(|(n, t)| {
-            let start = chars.len();
-            chars.extend(t.as_ref().chars().filter(|c| !c.is_whitespace()));
-            Deleted {
-                line: *n,
-                start,
-                end: chars.len(),
-            }
-        })
-        .collect();
+/// `room`: lines and characters to make room for (the first of two halves makes room for
+/// both, so that the second is appended without moving the first).
+fn deleted_lines<S: AsRef<str>>(
+    deleted: &[(usize, S)],
+    room: (usize, usize),
+) -> (Vec<Deleted>, Vec<char>) {
+    let mut chars = Vec::with_capacity(room.1);
+    let mut lines = Vec::with_capacity(room.0);
+    lines.extend(deleted.iter().map(|(n, t)| {
+        let start = chars.len();
+        chars.extend(t.as_ref().chars().filter(|c| !c.is_whitespace()));
+        Deleted {
+            line: *n,
+            start,
+            end: chars.len(),
+        }
+    }));
     (lines, chars)
 }
 
@@ -919,11 +922,12 @@ impl FileDeleted {
         // Two halves on two threads when the change is large: the parts are independent,
         // and a rewrite of a 40,000-line file spends tens of milliseconds here.
         let split = threads.get() > 1 && deleted.len() >= 2 * LINES_PER_THREAD;
+        let bytes = |d: &[(usize, S)]| d.iter().map(|(_, t)| t.as_ref().len()).sum::<usize>();
         let (lines, chars) = if split {
             let (a, b) = deleted.split_at(deleted.len() / 2);
             std::thread::scope(|s| {
-                let second = s.spawn(|| deleted_lines(b));
-                let (mut lines, mut chars) = deleted_lines(a);
+                let second = s.spawn(|| deleted_lines(b, (b.len(), bytes(b))));
+                let (mut lines, mut chars) = deleted_lines(a, (deleted.len(), bytes(deleted)));
                 let (more, more_chars) = join(second);
                 let at = chars.len();
                 lines.extend(more.into_iter().map(|d| Deleted {
@@ -935,7 +939,7 @@ impl FileDeleted {
                 (lines, chars)
             })
         } else {
-            deleted_lines(deleted)
+            deleted_lines(deleted, (deleted.len(), bytes(deleted)))
         };
         let texts = || lines.iter().map(|l| &chars[l.start..l.end]);
         let grams4 = || Grams::new_on(4, texts(), threads);
@@ -1352,22 +1356,32 @@ fn widen_ascii_key(k: u64, q: usize) -> u64 {
     })
 }
 
-/// The numbers of two ascending vectors, in one ascending vector.
-fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if b[j] < a[i] {
-            out.push(b[j]);
-            j += 1;
-        } else {
-            out.push(a[i]);
-            i += 1;
-        }
+/// The numbers of two ascending slices, in ascending order.
+struct Merged<'a> {
+    a: &'a [u64],
+    b: &'a [u64],
+}
+
+impl<'a> Merged<'a> {
+    fn new(a: &'a [u64], b: &'a [u64]) -> Merged<'a> {
+        Merged { a, b }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
+}
+
+impl Iterator for Merged<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let take_b = match (self.a.first(), self.b.first()) {
+            (Some(x), Some(y)) => y < x,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        let side = if take_b { &mut self.b } else { &mut self.a };
+        let (&x, rest) = side.split_first()?;
+        *side = rest;
+        Some(x)
+    }
 }
 
 /// Sort numbers by their bits from 32 to `32 + bits`, keeping the order of equal ones (LSD
@@ -1453,23 +1467,30 @@ impl Grams {
                 radix_sort_high(&mut packed, 7 * q as u32);
                 packed
             };
-            let mut packed = if threads.get() > 1 && lines.len() >= 2 * LINES_PER_THREAD {
+            let widen = |p: u64| (widen_ascii_key(p >> 32, q), p as u32);
+            if threads.get() > 1 && lines.len() >= 2 * LINES_PER_THREAD {
                 let (a, b) = lines.split_at(lines.len() / 2);
                 let (a, b) = std::thread::scope(|s| {
                     let second = s.spawn(|| sorted(a.len(), b));
                     (sorted(0, a), join(second))
                 });
                 // (every line of the second half comes after the first's: merged by value,
-                // (gram, line) pairs keep the order one sort of all of them gives)
-                merge_sorted(&a, &b)
-            } else {
-                sorted(0, &lines)
-            };
+                // (gram, line) pairs keep the order one sort of all of them gives; read as
+                // they are merged, not stored again)
+                let mut merged = Merged::new(&a, &b);
+                let mut last = None;
+                let pairs = std::iter::from_fn(|| loop {
+                    let p = merged.next()?;
+                    if last != Some(p) {
+                        last = Some(p);
+                        return Some(widen(p));
+                    }
+                });
+                return Grams::of_sorted(q, a.len() + b.len(), pairs);
+            }
+            let mut packed = sorted(0, &lines);
             packed.dedup();
-            let pairs = packed
-                .iter()
-                .map(|p| (widen_ascii_key(p >> 32, q), *p as u32));
-            return Grams::of_sorted(q, packed.len(), pairs);
+            return Grams::of_sorted(q, packed.len(), packed.iter().map(|p| widen(*p)));
         }
         let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(n);
         for (i, chars) in lines.into_iter().enumerate() {

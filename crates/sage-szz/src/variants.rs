@@ -2199,6 +2199,20 @@ mod tests {
         }
     }
 
+    /// `line` with each of `edits` applied: an even position inserts its character there,
+    /// an odd one removes the character at it.
+    fn edited(line: &str, edits: &[(usize, String)]) -> String {
+        let mut text: Vec<char> = line.chars().collect();
+        for (pos, c) in edits {
+            if text.is_empty() || pos % 2 == 0 {
+                text.insert((*pos).min(text.len()), c.chars().next().unwrap_or('a'));
+            } else {
+                text.remove(pos % text.len());
+            }
+        }
+        text.into_iter().collect()
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
         /// Long lines, many of them, and a text that is one of them edited: the 3-gram filter
@@ -2210,15 +2224,7 @@ mod tests {
             edits in proptest::collection::vec((0usize..40, "[abz9,]"), 0..4),
             at in 0usize..220,
         ) {
-            let mut text: Vec<char> = lines[pick % lines.len()].chars().collect();
-            for (pos, c) in edits {
-                if text.is_empty() || pos % 2 == 0 {
-                    text.insert(pos.min(text.len()), c.chars().next().unwrap_or('a'));
-                } else {
-                    text.remove(pos % text.len());
-                }
-            }
-            let text: String = text.into_iter().collect();
+            let text = edited(&lines[pick % lines.len()], &edits);
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
             let mut f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);
@@ -2368,15 +2374,7 @@ mod tests {
             edits in proptest::collection::vec((0usize..90, "[abz9,é]"), 0..12),
             at in 0usize..90,
         ) {
-            let mut text: Vec<char> = lines[pick % lines.len()].chars().collect();
-            for (pos, c) in edits {
-                if text.is_empty() || pos % 2 == 0 {
-                    text.insert(pos.min(text.len()), c.chars().next().unwrap_or('a'));
-                } else {
-                    text.remove(pos % text.len());
-                }
-            }
-            let text: String = text.into_iter().collect();
+            let text = edited(&lines[pick % lines.len()], &edits);
             let deleted: Vec<(usize, String)> =
                 lines.into_iter().enumerate().map(|(i, t)| (2 * i + 1, t)).collect();
             let f = FileDeleted::new(&deleted, std::num::NonZeroUsize::MIN);

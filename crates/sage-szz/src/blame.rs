@@ -183,31 +183,16 @@ pub(crate) fn parse_incremental(text: &str) -> Result<Blame, String> {
 /// appearance: a glance at the output (one header a line, the line after a content line),
 /// taken before it is parsed. Malformed output only miscounts; the parse says what is wrong.
 pub(crate) fn porcelain_counts(out: &str) -> Vec<(&str, usize)> {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
     let mut header = true;
-    for line in out.split('\n') {
+    let shas = out.split('\n').filter_map(|line| {
         if header {
             header = false;
-            let sha = line.split(' ').next().unwrap_or_default();
-            if sha.is_empty() {
-                continue;
-            }
-            match counts.last_mut() {
-                Some((c, n)) if *c == sha => *n += 1,
-                _ => match index.get(sha) {
-                    Some(&k) => counts[k].1 += 1,
-                    None => {
-                        index.insert(sha, counts.len());
-                        counts.push((sha, 1));
-                    }
-                },
-            }
-        } else if line.starts_with('\t') {
-            header = true;
+            return line.split(' ').next().filter(|sha| !sha.is_empty());
         }
-    }
-    counts
+        header = line.starts_with('\t');
+        None
+    });
+    crate::tally(shas)
 }
 
 pub use sage_patch::unquote;

@@ -34,3 +34,34 @@ pub use find::find_inducing;
 pub use git::{open, Git};
 pub use model::{Candidate, Chain, LineRef, SzzResult, Variant};
 pub use variants::Options;
+
+/// What a thread returned; its panic goes on in the thread that waits for it.
+pub(crate) fn joined<T>(result: std::thread::Result<T>) -> T {
+    match result {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Each distinct item with how many times it occurs, in order of first appearance (runs of
+/// one item, the common case, cost a comparison each, not a hash).
+pub(crate) fn tally<K: Copy + Eq + std::hash::Hash>(
+    items: impl IntoIterator<Item = K>,
+) -> Vec<(K, usize)> {
+    let mut counts: Vec<(K, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    for k in items {
+        if let Some(last) = counts.last_mut().filter(|(c, _)| *c == k) {
+            last.1 += 1;
+            continue;
+        }
+        match index.get(&k) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                index.insert(k, counts.len());
+                counts.push((k, 1));
+            }
+        }
+    }
+    counts
+}

@@ -87,10 +87,7 @@ impl SzzReport {
             let rest = serde_json::to_writer_pretty(&mut rest, &self).map(|()| rest);
             (rest, rendered.join())
         });
-        let rendered = match rendered {
-            Ok(r) => r?,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
+        let rendered = crate::joined(rendered)?;
         splice_chains(rest?, &written, &rendered).ok_or_else(|| {
             // (not expected: every result writes its `notes`, after its chains)
             serde::ser::Error::custom("the report's chains have no place before `notes`")
@@ -129,7 +126,7 @@ fn splice_chains(mut rest: Vec<u8>, written: &[bool], rendered: &[Vec<u8>]) -> O
     let mut at = 0;
     let mut places = Vec::with_capacity(written.len());
     for _ in written {
-        let here = at + find(&rest[at..], notes)?;
+        let here = at + memchr::memmem::find(&rest[at..], notes)?;
         places.push(here);
         at = here + 1;
     }
@@ -161,20 +158,6 @@ fn splice_chains(mut rest: Vec<u8>, written: &[bool], rendered: &[Vec<u8>]) -> O
     }
     debug_assert_eq!(end, from_end);
     String::from_utf8(rest).ok()
-}
-
-/// Where `needle` first occurs in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let first = *needle.first()?;
-    let mut from = 0;
-    while let Some(i) = hay[from..].iter().position(|&b| b == first) {
-        let at = from + i;
-        if hay[at..].starts_with(needle) {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
 }
 
 /// serde_json's pretty formatter (two spaces a level), starting at a given depth: a value

@@ -12,7 +12,7 @@ use crate::blame::{blame_lines, blame_output, parse_blame_output, BlameFlags, Bl
 use crate::comments::{comment_lines, is_blank};
 use crate::diff::{commit_diff, file_diff, name_status, ChangeKind, FileDiff};
 use crate::git::{short, Git};
-use crate::{Candidate, Chain, LineRef, SzzError, SzzResult, Variant};
+use crate::{joined, tally, Candidate, Chain, LineRef, SzzError, SzzResult, Variant};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -893,14 +893,6 @@ impl std::hash::Hasher for Prehashed {
     }
 }
 
-/// The result of a scoped thread (its panic goes on).
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
-
 /// Texts compared with every line before a 3-gram index of the lines is built: building it
 /// costs about as much as comparing a few hundred texts with every line.
 const GRAMS3_AFTER: usize = 64;
@@ -928,7 +920,7 @@ impl FileDeleted {
             std::thread::scope(|s| {
                 let second = s.spawn(|| deleted_lines(b, (b.len(), bytes(b))));
                 let (mut lines, mut chars) = deleted_lines(a, (deleted.len(), bytes(deleted)));
-                let (more, more_chars) = join(second);
+                let (more, more_chars) = joined(second.join());
                 let at = chars.len();
                 lines.extend(more.into_iter().map(|d| Deleted {
                     line: d.line,
@@ -952,7 +944,7 @@ impl FileDeleted {
             std::thread::scope(|s| {
                 let r = s.spawn(rest);
                 let g = grams4();
-                (g, join(r))
+                (g, joined(r.join()))
             })
         } else {
             (grams4(), rest())
@@ -1472,7 +1464,7 @@ impl Grams {
                 let (a, b) = lines.split_at(lines.len() / 2);
                 let (a, b) = std::thread::scope(|s| {
                     let second = s.spawn(|| sorted(a.len(), b));
-                    (sorted(0, a), join(second))
+                    (sorted(0, a), joined(second.join()))
                 });
                 // (every line of the second half comes after the first's: merged by value,
                 // (gram, line) pairs keep the order one sort of all of them gives; read as
@@ -1700,7 +1692,7 @@ impl BlameAhead {
             .iter()
             .position(|((p, f), _, _)| p == parent && f == path)?;
         let (_, asked, handle) = self.started.swap_remove(at);
-        let (fork, ahead) = join_thread(handle);
+        let (fork, ahead) = joined(handle.join());
         git.absorb(fork);
         let covered = lines.iter().all(|l| asked.binary_search(l).is_ok());
         ahead.ok().filter(|_| covered)
@@ -1709,7 +1701,7 @@ impl BlameAhead {
     /// Wait for the blames nobody took, counting their calls.
     fn finish(&mut self, git: &Git) {
         for (_, _, handle) in self.started.drain(..) {
-            git.absorb(join_thread(handle).0);
+            git.absorb(joined(handle.join()).0);
         }
     }
 }
@@ -1766,7 +1758,7 @@ impl ReadAhead {
 
     /// Wait for the thread; its changes and blames become the walk's own.
     fn finish(self, git: &Git, cache: &mut MapCache, ahead: &mut BlameAhead) {
-        let (fork, read, started) = join_thread(self.handle);
+        let (fork, read, started) = joined(self.handle.join());
         git.absorb(fork);
         for (commit, files) in read.files {
             let mine = cache.files.entry(commit).or_default();
@@ -1787,38 +1779,20 @@ enum Counts {
 
 /// How many of `lines` each commit has, in order of first appearance.
 fn line_counts(lines: &[BlameLine]) -> Vec<(String, usize)> {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    for l in lines {
-        if let Some(last) = counts.last_mut().filter(|(c, _)| *c == l.commit) {
-            last.1 += 1;
-            continue;
-        }
-        match index.get(l.commit.as_str()) {
-            Some(&k) => counts[k].1 += 1,
-            None => {
-                index.insert(&l.commit, counts.len());
-                counts.push((l.commit.clone(), 1));
-            }
-        }
-    }
-    counts
+    tally(lines.iter().map(|l| l.commit.as_str()))
+        .into_iter()
+        .map(|(c, n)| (c.to_string(), n))
+        .collect()
 }
 
 /// The comment mask of each (commit, path) of `blame`'s lines that the filter reads, in
 /// order of first appearance (a file git cannot show is left to the filter, which says so).
 fn comment_masks(git: &Git, blame: &crate::blame::Blame) -> Vec<((String, String), Vec<bool>)> {
     let mut out: Vec<((String, String), Vec<bool>)> = Vec::new();
-    let mut last: Option<(&str, &str)> = None;
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
     for l in &blame.lines {
         let key = (l.commit.as_str(), l.orig_path.as_str());
-        if last == Some(key) || is_blank(&l.content) {
-            continue;
-        }
-        last = Some(key);
-        if !crate::comments::supported(key.1)
-            || out.iter().any(|((c, p), _)| c == key.0 && p == key.1)
-        {
+        if is_blank(&l.content) || !seen.insert(key) || !crate::comments::supported(key.1) {
             continue;
         }
         if let Ok(Some(bytes)) = git.file_at(key.0, key.1) {
@@ -1827,14 +1801,6 @@ fn comment_masks(git: &Git, blame: &crate::blame::Blame) -> Vec<((String, String
         }
     }
     out
-}
-
-/// The result of a thread (its panic goes on).
-fn join_thread<T>(h: std::thread::JoinHandle<T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
 }
 
 /// Lines below which mapping is not worth a thread.
@@ -1862,13 +1828,7 @@ fn map_lines(
     let size = jobs.len().div_ceil(threads);
     std::thread::scope(|s| {
         let parts: Vec<_> = jobs.chunks(size).map(|c| s.spawn(move || run(c))).collect();
-        parts
-            .into_iter()
-            .flat_map(|p| match p.join() {
-                Ok(v) => v,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
+        parts.into_iter().flat_map(|p| joined(p.join())).collect()
     })
 }
 
@@ -1990,9 +1950,6 @@ fn v_szz(
         // Map every live line into its commit's parent: (parent, path) → [(walk, old line)].
         // Each (commit, path) change is read once, then the lines are mapped together.
         let mut live: Vec<usize> = Vec::new();
-        // each change the live walks go through, in order of first appearance, with how
-        // many walks go through it (consecutive walks mostly share one)
-        let mut changes: Vec<(usize, usize)> = Vec::new();
         for (i, w) in walks.iter_mut().enumerate().filter(|(_, w)| !w.done) {
             if w.cur.content.trim().is_empty() {
                 w.done = true;
@@ -2000,33 +1957,14 @@ fn v_szz(
             }
             live.push(i);
         }
-        let mut index: HashMap<(&str, &str), usize> = HashMap::new();
-        for &i in &live {
-            let key = (
+        // each change the live walks go through, with how many walks go through it
+        let changes = tally(live.iter().map(|&i| {
+            (
                 walks[i].cur.commit.as_str(),
                 impacted[walks[i].imp].path.as_str(),
-            );
-            let last = changes.last().map(|&(j, _)| {
-                (
-                    walks[j].cur.commit.as_str(),
-                    impacted[walks[j].imp].path.as_str(),
-                )
-            });
-            if last == Some(key) {
-                changes.last_mut().expect("a last change").1 += 1;
-                continue;
-            }
-            match index.get(&key) {
-                Some(&k) => changes[k].1 += 1,
-                None => {
-                    index.insert(key, changes.len());
-                    changes.push((i, 1));
-                }
-            }
-        }
-        drop(index);
-        for &(i, n) in &changes {
-            let (commit, path) = (&walks[i].cur.commit, &impacted[walks[i].imp].path);
+            )
+        }));
+        for ((commit, path), n) in changes {
             cache.load(git, commit, path, n, opts.threads, &mut ahead)?;
         }
         // (walk, its change): consecutive walks mostly share one, looked up once
